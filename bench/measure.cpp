@@ -1,0 +1,39 @@
+#include "measure.hpp"
+
+#include <cpdit/core/threads.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+namespace cpdit::bench {
+
+Timing measure(const std::function<void()>& fn, int repeats) {
+  fn();
+  Timing t;
+  for (int i = 0; i < std::max(repeats, 1); ++i) {
+    auto start = std::chrono::steady_clock::now();
+    fn();
+    t.samples_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::vector<double> sorted = t.samples_s;
+  std::sort(sorted.begin(), sorted.end());
+  t.min_s = sorted.front();
+  t.median_s = sorted[sorted.size() / 2];
+  return t;
+}
+
+nlohmann::json line(const std::string& benchmark) {
+  const char* coretype = std::getenv("OPENBLAS_CORETYPE");
+  return {{"bench", benchmark},
+          {"openblas_coretype", coretype ? coretype : "unset"},
+          {"hardware_threads", hardware_threads()}};
+}
+
+void print(const nlohmann::json& j) {
+  std::printf("%s\n", j.dump().c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace cpdit::bench

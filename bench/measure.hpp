@@ -1,0 +1,26 @@
+#pragma once
+// Shared by every benchmark: repeat a function, keep min and median, print JSON lines that record
+// the environment the numbers were taken in.
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cpdit::bench {
+
+struct Timing {
+  double min_s = 0;
+  double median_s = 0;
+  std::vector<double> samples_s;
+};
+
+// Runs fn once to warm up (caches, allocator, page faults), then `repeats` timed runs.
+Timing measure(const std::function<void()>& fn, int repeats);
+
+// Fields every line carries: benchmark name, OPENBLAS_CORETYPE (or "unset"), hardware threads.
+nlohmann::json line(const std::string& benchmark);
+
+void print(const nlohmann::json& j);  // one line on stdout, flushed
+
+}  // namespace cpdit::bench

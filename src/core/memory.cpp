@@ -1,0 +1,112 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/memory.hpp>
+
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <vector>
+
+namespace cpdit {
+
+void MemoryCounter::add(int64_t bytes) {
+  int64_t now = current_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t peak = peak_.load(std::memory_order_relaxed);
+  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+
+void MemoryCounter::sub(int64_t bytes) { current_.fetch_sub(bytes, std::memory_order_relaxed); }
+
+namespace {
+MemoryCounter process_counter;
+thread_local MemoryCounter* thread_counter = nullptr;
+}  // namespace
+
+MemoryCounter& current_memory_counter() { return thread_counter ? *thread_counter : process_counter; }
+
+ScopedMemoryCounter::ScopedMemoryCounter(MemoryCounter& counter) : previous_(thread_counter) {
+  thread_counter = &counter;
+}
+ScopedMemoryCounter::~ScopedMemoryCounter() { thread_counter = previous_; }
+
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+// Blocks are rounded up to a bucket size (powers of two split into eighths), so a freed block
+// serves any later request of the same bucket: shapes that recur every step reuse their pages.
+size_t bucket_size(size_t bytes) {
+  if (bytes <= 4096) return 4096;
+  size_t power = 4096;
+  while (power < bytes) power <<= 1;
+  size_t step = power / 8;  // at most 1/4 wasted above power/2
+  return ((bytes + step - 1) / step) * step;
+}
+
+class BlockCache {
+ public:
+  void* take(size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* p = it->second.back();
+        it->second.pop_back();
+        cached_ -= int64_t(size);
+        return p;
+      }
+    }
+    void* p = std::aligned_alloc(kAlignment, size);
+    CPDIT_CHECK(p != nullptr, io, "out of memory allocating ", size, " bytes");
+    return p;
+  }
+
+  void give(void* p, size_t size) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    free_[size].push_back(p);
+    cached_ += int64_t(size);
+  }
+
+  int64_t cached() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return cached_;
+  }
+
+  void release() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, blocks] : free_)
+      for (void* p : blocks) std::free(p);
+    free_.clear();
+    cached_ = 0;
+  }
+
+  ~BlockCache() { release(); }
+
+ private:
+  std::mutex mutex_;
+  std::map<size_t, std::vector<void*>> free_;
+  int64_t cached_ = 0;
+};
+
+BlockCache& cache() {
+  static BlockCache instance;
+  return instance;
+}
+
+}  // namespace
+
+void* allocate(size_t bytes) { return cache().take(bucket_size(bytes)); }
+
+void deallocate(void* ptr, size_t bytes) {
+  if (ptr) cache().give(ptr, bucket_size(bytes));
+}
+
+namespace memory {
+int64_t current_bytes() { return current_memory_counter().current(); }
+int64_t peak_bytes() { return current_memory_counter().peak(); }
+void reset_peak() { current_memory_counter().reset_peak(); }
+int64_t cached_bytes() { return cache().cached(); }
+void release_cache() { cache().release(); }
+}  // namespace memory
+
+}  // namespace cpdit
