@@ -1,0 +1,155 @@
+#pragma once
+// Attention: the backend contract, the backend registry, and the model-facing dispatcher.
+//
+// Layouts (spec/context-parallel.md §2): q, out (B, S_q, H, D); k, v (B, S_k, H_kv, D), row-major,
+// H % H_kv == 0 (grouped-query attention). LSE is float32 (B, H, S_q), natural log of the softmax
+// denominator over the keys the call saw. A query row whose keys are all masked has out = 0 and
+// lse = -inf (never NaN), and zero gradients in backward.
+//
+// Backends keep no hidden state between calls, so ring attention can call forward once per KV chunk
+// and merge by LSE, and call backward once per KV chunk with the GLOBAL out and lse.
+#include <cpdit/core/dtype.hpp>
+#include <cpdit/core/tensor.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cpdit::attention {
+
+enum class MaskKind {
+  none,
+  key_padding,  // bool (B, S_k), true = attend
+  boolean,      // bool (B|1, H|1, S_q, S_k), true = attend
+  additive,     // f32, same shape as boolean, 0 / -inf (any finite bias is also honoured)
+};
+const char* mask_kind_name(MaskKind kind);
+
+struct Mask {
+  MaskKind kind = MaskKind::none;
+  Tensor tensor;
+
+  static Mask none() { return {}; }
+  static Mask key_padding(Tensor keep) { return {MaskKind::key_padding, std::move(keep)}; }
+  static Mask boolean(Tensor keep) { return {MaskKind::boolean, std::move(keep)}; }
+  static Mask additive(Tensor bias) { return {MaskKind::additive, std::move(bias)}; }
+};
+
+struct Capabilities {
+  bool returns_lse = false;
+  bool backward = false;
+  bool key_padding_mask = false;
+  bool full_mask = false;      // MaskKind::boolean
+  bool additive_mask = false;  // MaskKind::additive
+  bool gqa = false;
+  bool ring = false;  // context-parallel modes the backend can serve
+  bool ulysses = false;
+  bool unified = false;
+  std::vector<DType> dtypes;  // input dtypes accepted (computation is f32)
+};
+
+struct Result {
+  Tensor out;  // (B, S_q, H, D), dtype of q
+  Tensor lse;  // f32 (B, H, S_q), natural log; -inf for fully masked rows (out = 0 there)
+};
+
+struct Grads {
+  Tensor dq, dk, dv;  // f32, shapes of q, k, v
+};
+
+class Backend {
+ public:
+  virtual ~Backend();
+  virtual std::string name() const = 0;
+  virtual Capabilities capabilities() const = 0;
+  // q (B,S_q,H,D); k,v (B,S_k,H_kv,D), H % H_kv == 0 (GQA). scale > 0. Re-entrant per KV chunk.
+  virtual Result forward(const Tensor& q, const Tensor& k, const Tensor& v, const Mask& mask,
+                         float scale) const = 0;
+  // out/lse are the GLOBAL (fully merged) ones: P = exp(scale q.k - lse), Dv = rowsum(dout*out),
+  // dS = P*(dP - Dv). Exact per KV chunk.
+  virtual Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Tensor& out, const Tensor& lse, const Mask& mask, float scale) const = 0;
+};
+
+// ---- Registry -------------------------------------------------------------------------------------
+void register_backend(std::shared_ptr<const Backend> backend);  // replaces one of the same name
+const Backend& backend(const std::string& name);  // unknown -> Error listing the available names
+std::vector<std::string> backend_names();
+
+// Process-wide default. CPDIT_ATTENTION_BACKEND in the environment sets the initial default
+// ("flash" otherwise). Unknown names are refused.
+void set_attention_backend(const std::string& name);
+
+// Thread-local override (ranks are threads); nests.
+class ScopedBackend {
+ public:
+  explicit ScopedBackend(const std::string& name);
+  ~ScopedBackend();
+  ScopedBackend(const ScopedBackend&) = delete;
+  ScopedBackend& operator=(const ScopedBackend&) = delete;
+
+ private:
+  const Backend* previous_;
+};
+
+const Backend& current_backend();  // the scoped override, else the process-wide default
+
+// ---- Capability checks ----------------------------------------------------------------------------
+struct Requirements {
+  MaskKind mask = MaskKind::none;
+  bool lse = false;
+  bool backward = false;
+  bool gqa = false;
+  DType dtype = DType::f32;
+  enum class Mode { local, ring, ulysses, unified } mode = Mode::local;
+};
+// Throws Error(unsupported) naming the backend, the feature and the fix.
+void check_supports(const Backend& backend, const Requirements& needs);
+
+// ---- Dispatcher -----------------------------------------------------------------------------------
+// kv says whether keys/values are sharded across context-parallel ranks (self-attention) or
+// replicated on every rank (cross-attention to text).
+enum class KvPlacement { sharded, replicated };
+
+struct Options {
+  Mask mask;
+  float scale = 0;  // 0 -> 1/sqrt(D)
+  KvPlacement kv = KvPlacement::sharded;
+};
+
+float resolve_scale(const Options& opts, int64_t head_dim);
+
+// Runs attention on the current backend; sharded calls go to the router bound on this thread, if any.
+// The capability check runs on the first call of a (backend, requirements, shape) and is cached.
+Result dispatch(const Tensor& q, const Tensor& k, const Tensor& v, const Options& opts = {});
+Grads dispatch_backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                        const Result& fwd, const Options& opts = {});
+
+// Context parallelism plugs in here (the parallel layer implements it; attention does not depend on
+// parallel).
+class Router {
+ public:
+  virtual ~Router();
+  virtual Result forward(const Backend& backend, const Tensor& q, const Tensor& k, const Tensor& v,
+                         const Options& opts) = 0;
+  virtual Grads backward(const Backend& backend, const Tensor& dout, const Tensor& q,
+                         const Tensor& k, const Tensor& v, const Result& fwd,
+                         const Options& opts) = 0;
+};
+
+// Thread-local binding: dispatch sends sharded calls to the bound router, and runs replicated-KV calls
+// and unbound calls locally on the current backend. Nests; nullptr unbinds.
+class ScopedRouter {
+ public:
+  explicit ScopedRouter(Router* router);
+  ~ScopedRouter();
+  ScopedRouter(const ScopedRouter&) = delete;
+  ScopedRouter& operator=(const ScopedRouter&) = delete;
+
+ private:
+  Router* previous_;
+};
+
+Router* current_router();  // nullptr when none is bound on this thread
+
+}  // namespace cpdit::attention
