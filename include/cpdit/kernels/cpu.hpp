@@ -1,0 +1,83 @@
+#pragma once
+// CPU kernels: the arithmetic of the models, on f32 tensors. Every kernel runs an OpenMP team of
+// compute_threads() (the calling rank's budget) and throws cpdit::Error(invalid_argument) on a wrong
+// shape or dtype. Inputs that are views are made contiguous internally (a copy); in-place kernels
+// (name ending in _) need a contiguous destination. Results are new contiguous f32 tensors.
+//
+// Broadcasting (add, mul, add_, add_mul_): the second operand b is aligned to a from the right; each
+// of its dims equals a's or is 1, and it may have fewer dims. So a (B, S, C) takes b of (B, S, C),
+// (S, C), (C), (B, 1, C) or (1, S, 1)... ; a itself is never broadcast.
+#include <cpdit/core/tensor.hpp>
+
+#include <array>
+#include <cstdint>
+
+namespace cpdit::kernels {
+
+// ---- GEMM ---------------------------------------------------------------------------------------
+
+// C = alpha * op(A) op(B) + beta * C, row-major (op = transpose when the flag is set), through
+// oneDNN's sgemm. m x k times k x n; lda/ldb/ldc are row strides in elements.
+void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+// y = x W^T + b. x (..., in) f32; weight (out, in) f32 or bf16; bias (out) f32 or undefined.
+// Returns (..., out) f32. A bf16 weight runs oneDNN's bf16 matmul: x is rounded to bf16 once
+// (round to nearest even), products accumulate in f32.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+// As linear, into a preallocated contiguous f32 `out` of shape (..., out) (reused across steps).
+void linear_into(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+
+// ---- Normalisation (over the last dim) -----------------------------------------------------------
+
+// (x - mean) / sqrt(var + eps) * weight + bias; var is the biased variance. weight and bias are
+// (C) f32 or undefined (FLUX.1 and Wan's norm1/norm3 have no affine; Wan's norm2 has one).
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, float eps);
+// x / sqrt(mean(x^2) + eps) * weight; weight (C) f32 or undefined. FLUX.1's QK norm is per head
+// (last dim 128 of (B, S, H, 128)); Wan's spans the full D (last dim D of (B, S, D)).
+Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps);
+
+// ---- Activations ---------------------------------------------------------------------------------
+
+Tensor gelu(const Tensor& x, bool tanh_approx);  // tanh_approx = false: exact erf form
+Tensor silu(const Tensor& x);
+Tensor softmax(const Tensor& x);  // over the last dim, max-subtracted
+
+// ---- RoPE ----------------------------------------------------------------------------------------
+
+// Adjacent-pair rotation (pairs (2i, 2i+1)), as FLUX.1 and Wan apply it. x (B, S, H, D); cos and sin
+// hold S*D values laid out (S, D) (shapes (S, D) and (1, S, 1, D) are both accepted), each value
+// repeated for its pair (diffusers' repeat_interleave_real layout):
+//   out[2i]   = x[2i]   * cos[2i]   - x[2i+1] * sin[2i]
+//   out[2i+1] = x[2i+1] * cos[2i+1] + x[2i]   * sin[2i+1]
+Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin);
+
+// ---- Elementwise ---------------------------------------------------------------------------------
+
+Tensor add(const Tensor& a, const Tensor& b);  // a + b, b broadcast (see top)
+Tensor mul(const Tensor& a, const Tensor& b);  // a * b, b broadcast
+void add_(Tensor& a, const Tensor& b);          // a += b, b broadcast
+// a += b * gate: the gated residual of both models (x = x + attn(...) * g). b has a's shape; gate
+// broadcasts against it, e.g. (B, 1, C) or (B, C)-as-(B, 1, C) for a (B, S, C).
+void add_mul_(Tensor& a, const Tensor& b, const Tensor& gate);
+
+// ---- AdaLN ---------------------------------------------------------------------------------------
+
+// x * (1 + scale) + shift. x (B, S, C); scale and shift each (B, C) or (B, 1, C) (one row per batch,
+// broadcast over S) or (B, S, C) (per token, Wan 2.2 TI2V).
+Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
+// modulate(layer_norm(x, {}, {}, eps), scale, shift) in one pass: the LN_fp32(x)(1 + sc) + sh of
+// both models.
+Tensor layer_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, float eps);
+
+// ---- Patch embedding -----------------------------------------------------------------------------
+
+// Convolution with kernel == stride, as one GEMM. x (B, C, F, H, W), weight (O, C, kf, kh, kw) f32
+// or bf16, bias (O) or undefined; F, H, W divisible by the kernel. Returns the TOKENS, (B, S, O) with
+// S = F/kf * H/kh * W/kw in row-major (f, h, w) order: the Conv3d output already flattened and
+// transposed, as Wan's patch_embedding is followed by flatten(2).transpose(1, 2). A 2-D convolution
+// is the case x (B, C, 1, H, W), weight (O, C, 1, kh, kw), kernel {1, kh, kw}.
+Tensor patch_embed(const Tensor& x, const Tensor& weight, const Tensor& bias,
+                   std::array<int64_t, 3> kernel);
+
+}  // namespace cpdit::kernels
