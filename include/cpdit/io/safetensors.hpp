@@ -31,8 +31,7 @@ class SafetensorsFile {
   // Validates the whole header; throws cpdit::Error (format or io) naming the file and the tensor.
   static SafetensorsFile open(const std::string& path);
   // The same checks over bytes already in memory (used by the fuzzer); `label` names them in errors.
-  static SafetensorsFile from_bytes(std::shared_ptr<const std::vector<std::byte>> bytes,
-                                    const std::string& label);
+  static SafetensorsFile from_bytes(std::vector<std::byte> bytes, const std::string& label);
 
   const std::string& path() const;
   const std::map<std::string, std::string>& metadata() const;  // "__metadata__"
@@ -64,9 +63,11 @@ class Checkpoint {
   bool contains(const std::string& name) const;
   const TensorInfo& info(const std::string& name) const;
   Tensor get(const std::string& name) const;
+  const std::string& path() const { return path_; }  // what was opened
   const std::vector<SafetensorsFile>& shards() const { return shards_; }
 
  private:
+  std::string path_;
   std::vector<SafetensorsFile> shards_;
   std::map<std::string, size_t> shard_of_;  // tensor name -> index in shards_
 };

@@ -1,0 +1,58 @@
+// `cpdit inspect PATH`: what a checkpoint holds (tensors with dtype, shape and size; metadata).
+// PATH is a .safetensors file, a *.safetensors.index.json, or a folder holding one of those.
+#include "command.hpp"
+
+#include <cpdit/io/safetensors.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+
+namespace {
+
+std::string human_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
+void inspect(const std::string& path) {
+  cpdit::io::Checkpoint checkpoint = cpdit::io::Checkpoint::open(path);
+  std::vector<std::string> names = checkpoint.names();
+  size_t name_width = 4, shape_width = 5;
+  uint64_t total = 0;
+  for (const std::string& name : names) {
+    const cpdit::io::TensorInfo& info = checkpoint.info(name);
+    name_width = std::max(name_width, name.size());
+    shape_width = std::max(shape_width, cpdit::shape_string(info.shape).size());
+    total += info.end - info.begin;
+  }
+  std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(), human_bytes(total).c_str(),
+              checkpoint.shards().size(), checkpoint.shards().size() == 1 ? "" : "s");
+  for (const cpdit::io::SafetensorsFile& shard : checkpoint.shards())
+    for (const auto& [key, value] : shard.metadata())
+      std::printf("metadata %s: %s = %s\n", shard.path().c_str(), key.c_str(), value.c_str());
+  std::printf("%-*s  %-7s  %-*s  %s\n", int(name_width), "name", "dtype", int(shape_width), "shape", "bytes");
+  for (const std::string& name : names) {
+    const cpdit::io::TensorInfo& info = checkpoint.info(name);
+    std::printf("%-*s  %-7s  %-*s  %llu\n", int(name_width), name.c_str(), info.dtype.c_str(), int(shape_width),
+                cpdit::shape_string(info.shape).c_str(), static_cast<unsigned long long>(info.end - info.begin));
+  }
+}
+
+void add_inspect(CLI::App& parent) {
+  CLI::App* cmd = parent.add_subcommand(
+      "inspect", "List the tensors (name, dtype, shape, bytes) and metadata of a .safetensors file, a "
+                 "*.safetensors.index.json, or a checkpoint folder");
+  auto path = std::make_shared<std::string>();
+  cmd->add_option("path", *path, "file, index or folder")->required();
+  cmd->callback([path] { inspect(*path); });
+}
+
+const bool registered = cpdit::app::register_command("inspect", add_inspect);
+
+}  // namespace

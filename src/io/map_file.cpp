@@ -1,0 +1,37 @@
+#include "mapped_file.hpp"
+
+#include <cpdit/core/error.hpp>
+
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace cpdit::io {
+
+std::shared_ptr<std::byte> map_file(const std::string& path, size_t& size) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  CPDIT_CHECK(fd >= 0, io, "cannot open ", path, ": ", std::strerror(errno));
+  struct stat st = {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    int err = errno;
+    bool is_folder = S_ISDIR(st.st_mode);
+    ::close(fd);
+    fail(ErrorKind::io, "cannot read ", path, ": ", is_folder ? "it is a folder" : std::strerror(err));
+  }
+  size = size_t(st.st_size);
+  if (size == 0) {  // mmap refuses length 0; the header check reports the empty file
+    ::close(fd);
+    return nullptr;
+  }
+  void* data = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+  int err = errno;
+  ::close(fd);  // the mapping stays valid without the descriptor
+  CPDIT_CHECK(data != MAP_FAILED, io, "cannot map ", path, ": ", std::strerror(err));
+  return std::shared_ptr<std::byte>(static_cast<std::byte*>(data), [size](std::byte* p) { ::munmap(p, size); });
+}
+
+}  // namespace cpdit::io

@@ -1,0 +1,73 @@
+// A failed write leaves the old file as it was and no temp file behind.
+#include "io_test_util.hpp"
+
+#include <cpdit/io/atomic_file.hpp>
+#include <cpdit/io/json.hpp>
+#include <cpdit/io/safetensors.hpp>
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace cpdit;
+using namespace cpdit::io;
+using namespace cpdit::io::test;
+
+TEST(AtomicWrite, ReplacesTheFileWhenComplete) {
+  TempDir dir;
+  write_text_atomic(dir.file("a.txt"), "old");
+  write_text_atomic(dir.file("a.txt"), "new");
+  EXPECT_EQ(read_bytes(dir.file("a.txt")), "new");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"a.txt"});
+}
+
+TEST(AtomicWrite, AbandonedWriteLeavesOldFileAndNoTemp) {
+  TempDir dir;
+  write_text_atomic(dir.file("a.txt"), "old");
+  try {
+    AtomicFile file(dir.file("a.txt"));
+    file.write("partial", 7);
+    EXPECT_TRUE(std::filesystem::exists(file.temp_path()));
+    throw std::runtime_error("writer failed half way");
+  } catch (const std::runtime_error&) {
+  }
+  EXPECT_EQ(read_bytes(dir.file("a.txt")), "old");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"a.txt"});
+}
+
+TEST(AtomicWrite, SaveWithAThrowingTensorKeepsTheOldFile) {
+  TempDir dir;
+  std::map<std::string, Tensor> good = {{"x", Tensor::full({3}, 2.0)}};
+  save_safetensors(dir.file("w.safetensors"), good);
+  std::string before = read_bytes(dir.file("w.safetensors"));
+  // An undefined tensor makes save_safetensors throw.
+  EXPECT_THROW(save_safetensors(dir.file("w.safetensors"), {{"x", Tensor::full({3}, 5.0)}, {"y", Tensor()}}), Error);
+  EXPECT_EQ(read_bytes(dir.file("w.safetensors")), before);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"w.safetensors"});
+}
+
+TEST(AtomicWrite, MissingFolderIsAClearError) {
+  TempDir dir;
+  expect_error([&] { save_safetensors(dir.file("no/such/dir/w.safetensors"), {{"x", Tensor::full({1}, 1.0)}}); },
+               {"cannot write", "no/such/dir/w.safetensors", "No such file"});
+  EXPECT_TRUE(dir.entries().empty());
+}
+
+TEST(AtomicWrite, ReadOnlyFolderIsAClearErrorAndKeepsTheOldFile) {
+  TempDir dir;
+  write_text_atomic(dir.file("keep.txt"), "old");
+  ASSERT_EQ(::chmod(dir.path().c_str(), 0555), 0);
+  if (::access(dir.path().c_str(), W_OK) == 0) GTEST_SKIP() << "running as root: permissions do not apply";
+  expect_error([&] { write_text_atomic(dir.file("keep.txt"), "new"); }, {"cannot write", "keep.txt"});
+  ::chmod(dir.path().c_str(), 0755);
+  EXPECT_EQ(read_bytes(dir.file("keep.txt")), "old");
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"keep.txt"});
+}
+
+TEST(AtomicWrite, RenameOntoAFolderFailsAndCleansUp) {
+  TempDir dir;
+  std::filesystem::create_directory(dir.file("target"));
+  expect_error([&] { write_text_atomic(dir.file("target"), "x"); }, {"cannot replace", "target"});
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"target"});
+}
