@@ -72,7 +72,7 @@ class Backend {
 };
 
 // ---- Registry -------------------------------------------------------------------------------------
-void register_backend(std::shared_ptr<const Backend> backend);  // replaces one of the same name
+void register_backend(std::shared_ptr<const Backend> backend);  // names must be unique
 const Backend& backend(const std::string& name);  // unknown -> Error listing the available names
 std::vector<std::string> backend_names();
 

@@ -1,0 +1,85 @@
+// cpdit attention: runs one attention call on tensors from a safetensors file and writes out / lse.
+// The steps are separate functions so context-parallel flags only have to replace `compute`.
+#include "command.hpp"
+
+#include <cpdit/attention/attention.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/threads.hpp>
+#include <cpdit/io/safetensors.hpp>
+
+#include <cmath>
+#include <memory>
+#include <optional>
+
+namespace cpdit::app {
+namespace {
+
+struct AttentionArgs {
+  std::string inputs, output, backend;
+  int threads = 0;
+};
+
+struct AttentionInputs {
+  Tensor q, k, v;
+  attention::Mask mask;
+  std::string path;  // for messages
+};
+
+Tensor required_tensor(const std::map<std::string, Tensor>& tensors, const std::string& name,
+                       const std::string& path) {
+  auto it = tensors.find(name);
+  CPDIT_CHECK(it != tensors.end(), invalid_argument, path, " has no tensor '", name,
+              "'; attention needs q, k, v (B,S,H,D) and optionally key_mask (B,S_k)");
+  return it->second;
+}
+
+AttentionInputs load_inputs(const std::string& path) {
+  const auto tensors = io::load_safetensors(path);
+  AttentionInputs in{required_tensor(tensors, "q", path), required_tensor(tensors, "k", path),
+                     required_tensor(tensors, "v", path), {}, path};
+  if (auto it = tensors.find("key_mask"); it != tensors.end())
+    in.mask = attention::Mask::key_padding(it->second);
+  return in;  // shapes are checked by the backend, which names the offending tensor
+}
+
+// Local attention on one backend; context parallelism swaps this step.
+attention::Result compute(const AttentionInputs& in, const attention::Backend& backend) {
+  attention::Requirements needs;
+  needs.mask = in.mask.kind;
+  needs.dtype = in.q.dtype();
+  needs.gqa = in.q.dim() == 4 && in.k.dim() == 4 && in.q.size(2) != in.k.size(2);
+  attention::check_supports(backend, needs);
+  attention::Options opts;
+  opts.mask = in.mask;
+  return backend.forward(in.q, in.k, in.v, in.mask,
+                         attention::resolve_scale(opts, in.q.dim() == 4 ? in.q.size(3) : 0));
+}
+
+void run(const AttentionArgs& args) {
+  std::optional<ScopedComputeThreads> threads;
+  if (args.threads > 0) threads.emplace(args.threads);
+  const attention::Backend& backend =
+      args.backend.empty() ? attention::current_backend() : attention::backend(args.backend);
+  const AttentionInputs in = load_inputs(args.inputs);
+  const attention::Result r = compute(in, backend);
+  io::save_safetensors(args.output, {{"out", r.out.to(DType::f32)}, {"lse", r.lse}},
+                       {{"backend", backend.name()}, {"layout_out", "B,S,H,D"}, {"layout_lse", "B,H,S"}});
+}
+
+void add_attention(CLI::App& parent) {
+  auto args = std::make_shared<AttentionArgs>();
+  CLI::App* cmd = parent.add_subcommand(
+      "attention", "Scaled dot-product attention on q, k, v (B,S,H,D) [and key_mask (B,S_k), true = "
+                   "attend] from a safetensors file; writes out (B,S,H,D) and lse (B,H,S) as float32");
+  cmd->add_option("--inputs", args->inputs, "safetensors file with q, k, v [, key_mask]")->required();
+  cmd->add_option("--output", args->output, "safetensors file to write (atomically)")->required();
+  cmd->add_option("--backend", args->backend,
+                  "attention backend (default: $CPDIT_ATTENTION_BACKEND, else flash)");
+  cmd->add_option("--threads", args->threads, "compute threads (default: all)")->check(CLI::PositiveNumber);
+  cmd->callback([args] { run(*args); });
+}
+
+const bool registered = register_command("attention", add_attention);
+
+}  // namespace
+}  // namespace cpdit::app

@@ -1,0 +1,136 @@
+// cpdit bench attention: forward and backward of each backend at long sequence lengths, against
+// oneDNN sgemm measured in the same run (the ratio is what the targets are stated in).
+//   FLOPs: forward 4 B H S^2 D (two GEMMs), backward 2.5x that (five GEMMs).
+#include "command.hpp"
+#include "measure.hpp"
+
+#include <cpdit/attention/attention.hpp>
+#include <cpdit/core/memory.hpp>
+#include <cpdit/core/threads.hpp>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+
+namespace cpdit::bench {
+namespace {
+
+struct AttentionBenchArgs {
+  bool quick = false;
+  std::vector<int64_t> seqs;
+  std::vector<int> threads;
+  std::vector<std::string> backends{"flash", "native"};
+  int64_t heads = 0;  // 0: chosen per S
+  int64_t head_dim = 128;
+  int repeats = 3;
+};
+
+Tensor random_tensor(const Shape& shape, uint32_t seed) {
+  Tensor t = Tensor::empty(shape);
+  std::mt19937 gen(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(gen);
+  return t;
+}
+
+// sgemm at the size of one attention head's score GEMM at S = 4096 (M = N = 4096, K = D).
+double sgemm_gflops(int64_t head_dim, int repeats) {
+  const int64_t n = 4096;
+  Tensor a = random_tensor({n, head_dim}, 1), b = random_tensor({n, head_dim}, 2), c = Tensor::empty({n, n});
+  Timing t = measure([&] {
+    dnnl_sgemm('N', 'T', n, n, head_dim, 1.0f, a.data<float>(), head_dim, b.data<float>(), head_dim, 0.0f,
+               c.data<float>(), n);
+  }, repeats);
+  return 2.0 * n * n * head_dim / t.min_s / 1e9;
+}
+
+// Heads per case so one forward stays around a few seconds on one thread.
+int64_t heads_for(int64_t seq, const AttentionBenchArgs& args) {
+  if (args.heads > 0) return args.heads;
+  return seq <= 1024 ? 8 : seq <= 4096 ? 4 : 1;
+}
+
+// The score buffers native allocates: S x S per thread, twice in backward.
+int64_t native_score_bytes(int64_t seq, int threads) { return 2 * int64_t(threads) * seq * seq * 4; }
+
+template <class Fn>
+int64_t peak_extra_bytes(Fn fn) {
+  memory::reset_peak();
+  const int64_t before = memory::current_bytes();
+  fn();
+  return memory::peak_bytes() - before;
+}
+
+void run_case(const AttentionBenchArgs& args, const std::string& name, int64_t seq, int threads,
+              double sgemm) {
+  const int64_t B = 1, H = heads_for(seq, args), D = args.head_dim;
+  const double fwd_flops = 4.0 * B * H * double(seq) * double(seq) * D;
+  nlohmann::json base = line("attention");
+  base.update({{"backend", name}, {"B", B}, {"S", seq}, {"H", H}, {"D", D}, {"threads", threads},
+               {"sgemm_gflops", sgemm}, {"sgemm_shape", "4096x4096x" + std::to_string(D)}});
+  if (name == "native" && native_score_bytes(seq, threads) > (int64_t(1) << 30)) {
+    for (const char* pass : {"fwd", "bwd"}) {
+      nlohmann::json j = base;
+      j.update({{"pass", pass}, {"skipped", "native needs S x S score buffers per thread"},
+                {"native_score_bytes", native_score_bytes(seq, threads)}});
+      print(j);
+    }
+    return;
+  }
+  const attention::Backend& backend = attention::backend(name);
+  const Tensor q = random_tensor({B, seq, H, D}, 3), k = random_tensor({B, seq, H, D}, 4),
+               v = random_tensor({B, seq, H, D}, 5), dout = random_tensor({B, seq, H, D}, 6);
+  const float scale = float(1.0 / std::sqrt(double(D)));
+  const attention::Mask none;
+  attention::Result fwd;
+  const int64_t fwd_bytes = peak_extra_bytes([&] { fwd = backend.forward(q, k, v, none, scale); });
+  const Timing tf = measure([&] { fwd = backend.forward(q, k, v, none, scale); }, args.repeats);
+  const int64_t bwd_bytes =
+      peak_extra_bytes([&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, none, scale); });
+  const Timing tb = measure([&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, none, scale); },
+                            args.repeats);
+  for (auto [pass, t, flops, bytes] : {std::tuple{"fwd", tf, fwd_flops, fwd_bytes},
+                                       std::tuple{"bwd", tb, 2.5 * fwd_flops, bwd_bytes}}) {
+    nlohmann::json j = base;
+    const double gflops = flops / t.min_s / 1e9;
+    j.update({{"pass", pass}, {"seconds_min", t.min_s}, {"seconds_median", t.median_s},
+              {"gflops", gflops}, {"ratio_to_sgemm", gflops / sgemm}, {"peak_extra_bytes", bytes}});
+    print(j);
+  }
+}
+
+void run(const AttentionBenchArgs& given) {
+  AttentionBenchArgs args = given;
+  if (args.seqs.empty()) args.seqs = args.quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 4096, 16384};
+  if (args.threads.empty()) args.threads = {1, hardware_threads()};
+  std::sort(args.threads.begin(), args.threads.end());
+  args.threads.erase(std::unique(args.threads.begin(), args.threads.end()), args.threads.end());
+  if (args.quick) args.repeats = 1;
+  for (int threads : args.threads) {
+    ScopedComputeThreads scoped(threads);
+    const double sgemm = sgemm_gflops(args.head_dim, args.repeats);
+    for (int64_t seq : args.seqs)
+      for (const std::string& name : args.backends) run_case(args, name, seq, threads, sgemm);
+  }
+}
+
+void add_attention_bench(CLI::App& parent) {
+  auto args = std::make_shared<AttentionBenchArgs>();
+  CLI::App* cmd = parent.add_subcommand("attention", "Attention backends (forward, backward) against sgemm");
+  cmd->add_flag("--quick", args->quick, "S = 1024 only, one repeat");
+  cmd->add_option("--seq", args->seqs, "sequence lengths (default 1024 4096 16384)");
+  cmd->add_option("--threads", args->threads, "thread counts (default 1 and all)");
+  cmd->add_option("--backend", args->backends, "backends (default flash native)");
+  cmd->add_option("--heads", args->heads, "heads (default: 8, 4, 1 for S <= 1024, 4096, more)");
+  cmd->add_option("--head-dim", args->head_dim, "head dim (default 128)");
+  cmd->add_option("--repeats", args->repeats, "timed repeats (default 3)");
+  cmd->callback([args] { run(*args); });
+}
+
+const bool registered = app::register_bench("attention", add_attention_bench);
+
+}  // namespace
+}  // namespace cpdit::bench

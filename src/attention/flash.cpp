@@ -1,0 +1,113 @@
+// The `flash` backend: FlashAttention-2 on the CPU. Scores exist one tile at a time (never S x S);
+// the softmax runs online over key tiles; backward recomputes P from the LSE.
+#include "attention/flash.hpp"
+
+#include <cpdit/core/error.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+
+namespace cpdit::attention::detail {
+namespace flash {
+namespace {
+
+int64_t l2_cache_bytes() {
+  long bytes = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  if (bytes > 0) return bytes;
+  std::ifstream file("/sys/devices/system/cpu/cpu0/cache/index2/size");  // e.g. "2048K"
+  std::string text;
+  if (file >> text && !text.empty()) {
+    int64_t value = std::atoll(text.c_str());
+    if (value > 0) return text.back() == 'K' ? value << 10 : text.back() == 'M' ? value << 20 : value;
+  }
+  return int64_t(1) << 20;
+}
+
+// The largest multiple of 64 in [64, cap] whose working set `floats_for(cols)` fits in half of L2.
+template <class WorkingSet>
+int64_t widest_cols(int64_t cap, WorkingSet floats_for) {
+  const int64_t budget = l2_cache_bytes() / 2 / int64_t(sizeof(float));
+  int64_t cols = 64;
+  while (cols + 64 <= cap && floats_for(cols + 64) <= budget) cols += 64;
+  return cols;
+}
+
+}  // namespace
+
+Blocking forward_blocking(int64_t D) {
+  // Q tile and output accumulator (rows x D), K and V tiles (cols x D), scores (rows x cols).
+  const int64_t rows = 128;
+  return {rows, widest_cols(512, [&](int64_t c) { return 2 * rows * D + 2 * c * D + rows * c; })};
+}
+
+Blocking backward_blocking(int64_t D) {
+  // Q, dO, dQ tiles (rows x D); K, V, dK, dV tiles (cols x D); P and dP (rows x cols).
+  const int64_t rows = 128;
+  return {rows, widest_cols(256, [&](int64_t c) { return 3 * rows * D + 4 * c * D + 2 * rows * c; })};
+}
+
+std::vector<TileKeys> key_tiles(const Mask& mask, const Dims& d, int64_t cols) {
+  const int64_t tiles = (d.Sk + cols - 1) / cols;
+  std::vector<TileKeys> states(size_t(d.B * tiles), TileKeys::all);
+  if (mask.kind != MaskKind::key_padding) return states;
+  const Tensor keep = mask.tensor.contiguous();
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t t = 0; t < tiles; ++t) {
+      const bool* k = keep.data<bool>() + b * d.Sk + t * cols;
+      const int64_t n = std::min(cols, d.Sk - t * cols);
+      const int64_t kept = std::count(k, k + n, true);
+      states[b * tiles + t] = kept == 0 ? TileKeys::none : kept == n ? TileKeys::all : TileKeys::some;
+    }
+  return states;
+}
+
+}  // namespace flash
+
+namespace {
+
+class FlashBackend final : public Backend {
+ public:
+  std::string name() const override { return "flash"; }
+
+  Capabilities capabilities() const override {
+    Capabilities c;
+    c.returns_lse = c.backward = c.key_padding_mask = c.gqa = true;
+    c.ring = c.ulysses = c.unified = true;
+    c.dtypes = {DType::f32, DType::bf16, DType::f16};
+    return c;
+  }
+
+  Result forward(const Tensor& q, const Tensor& k, const Tensor& v, const Mask& mask,
+                 float scale) const override {
+    const Dims d = check_forward_args("flash attention", q, k, v, mask, scale);
+    refuse_full_masks(mask);
+    Result r = flash::forward(q.to(DType::f32), k.to(DType::f32), v.to(DType::f32), d, mask, scale);
+    r.out = r.out.to(q.dtype());
+    return r;
+  }
+
+  Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                 const Tensor& out, const Tensor& lse, const Mask& mask, float scale) const override {
+    const Dims d =
+        check_backward_args("flash attention backward", dout, q, k, v, out, lse, mask, scale);
+    refuse_full_masks(mask);
+    return flash::backward(dout.to(DType::f32), q.to(DType::f32), k.to(DType::f32),
+                           v.to(DType::f32), out, lse.contiguous(), d, mask, scale);
+  }
+
+ private:
+  static void refuse_full_masks(const Mask& mask) {
+    CPDIT_CHECK(mask.kind == MaskKind::none || mask.kind == MaskKind::key_padding, unsupported,
+                "attention backend 'flash' does not support ", mask_kind_name(mask.kind),
+                " masks (only key_padding); use backend 'native' for full (S_q, S_k) masks");
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<const Backend> make_flash_backend() { return std::make_shared<FlashBackend>(); }
+
+}  // namespace cpdit::attention::detail

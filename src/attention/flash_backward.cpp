@@ -1,0 +1,98 @@
+// FlashAttention-2 backward: key tiles outside, query tiles inside, P recomputed from the GLOBAL lse
+// (so each KV chunk of a ring is exact on its own):
+//   P = exp(scale Q K^T - lse);  dV += P^T dO;  dP = dO V^T;  dS = P o (dP - Dv);
+//   dQ += scale dS K;  dK += scale dS^T Q;          with Dv = rowsum(dO o O).
+// Work is split over (batch, KV head, range of key tiles). The query heads sharing a KV head run in
+// the same task, so dK and dV have one writer; when there are more threads than (batch, KV head)
+// pairs, the key tiles are split into parts whose dQ contributions go to separate buffers, summed
+// at the end.
+#include "attention/flash.hpp"
+#include "kernels/cpu/flash_rows.hpp"
+
+#include <cpdit/core/threads.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace cpdit::attention::detail::flash {
+
+namespace rows_ops = cpdit::kernels::flash;
+
+Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+               const Tensor& out, const Tensor& lse, const Dims& d, const Mask& mask, float scale) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const Tensor dv_row = rowsum_dout_out(dout, out);
+  const Blocking blk = backward_blocking(d.D);
+  const int64_t br = std::max<int64_t>(1, std::min(blk.rows, d.Sq));
+  const int64_t bc = std::max<int64_t>(1, std::min(blk.cols, d.Sk));
+  const int64_t q_tiles = (d.Sq + br - 1) / br, k_tiles = (d.Sk + bc - 1) / bc;
+  const std::vector<TileKeys> tiles = key_tiles(mask, d, bc);
+  const Tensor keep_mask = mask.kind == MaskKind::key_padding ? mask.tensor.contiguous() : Tensor();
+  const bool* keep = keep_mask.defined() ? keep_mask.data<bool>() : nullptr;
+
+  const int threads = compute_threads();
+  const int64_t tasks = d.B * d.Hkv;
+  const int64_t parts =
+      std::clamp<int64_t>((threads + tasks - 1) / std::max<int64_t>(tasks, 1), 1, std::max<int64_t>(k_tiles, 1));
+  Grads g{Tensor::zeros(q.shape()), Tensor::zeros(k.shape()), Tensor::zeros(v.shape())};
+  // dQ of part 0 goes straight to g.dq; parts 1.. each get a buffer.
+  Tensor dq_parts = parts > 1 ? Tensor::zeros({parts - 1, q.numel()}) : Tensor();
+  Tensor scratch = Tensor::empty({threads, 2 * br * bc});  // P and dP tiles per thread
+  const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
+  const float *gp = dout.data<float>(), *lp = lse.data<float>(), *rp = dv_row.data<float>();
+  float *dkp = g.dk.data<float>(), *dvp = g.dv.data<float>();
+  const int64_t qs = d.H * d.D, ks = d.Hkv * d.D;
+
+#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t hk = 0; hk < d.Hkv; ++hk)
+      for (int64_t part = 0; part < parts; ++part) {
+        float* p = scratch.data<float>() + omp_get_thread_num() * 2 * br * bc;
+        float* dp = p + br * bc;
+        float* dqp = part == 0 ? g.dq.data<float>() : dq_parts.data<float>() + (part - 1) * q.numel();
+        for (int64_t kt = part * k_tiles / parts; kt < (part + 1) * k_tiles / parts; ++kt) {
+          const TileKeys state = tiles[b * k_tiles + kt];
+          if (state == TileKeys::none) continue;
+          const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
+          const int64_t kv_at = (b * d.Sk + c0) * ks + hk * d.D;
+          for (int64_t h = hk * d.group(); h < (hk + 1) * d.group(); ++h)
+            for (int64_t qt = 0; qt < q_tiles; ++qt) {
+              const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
+              const int64_t q_at = (b * d.Sq + r0) * qs + h * d.D;
+              const int64_t row_at = (b * d.H + h) * d.Sq + r0;
+              gemm(false, true, rows, cols, d.D, scale, qp + q_at, qs, kp + kv_at, ks, 0, p, bc);
+              if (state == TileKeys::some)
+                for (int64_t c = 0; c < cols; ++c)
+                  if (!keep[b * d.Sk + c0 + c])
+                    for (int64_t r = 0; r < rows; ++r) p[r * bc + c] = kNegInf;
+              for (int64_t r = 0; r < rows; ++r) {
+                float* row = p + r * bc;
+                if (lp[row_at + r] == kNegInf)  // fully masked row: no gradient flows through it
+                  std::fill(row, row + cols, 0.0f);
+                else
+                  rows_ops::exp_shift_sum(row, cols, lp[row_at + r]);
+              }
+              gemm(true, false, cols, d.D, rows, 1, p, bc, gp + q_at, qs, 1, dvp + kv_at, ks);
+              gemm(false, true, rows, cols, d.D, 1, gp + q_at, qs, vp + kv_at, ks, 0, dp, bc);
+              for (int64_t r = 0; r < rows; ++r)
+                rows_ops::softmax_grad(dp + r * bc, p + r * bc, cols, rp[row_at + r]);
+              gemm(false, false, rows, d.D, cols, scale, dp, bc, kp + kv_at, ks, 1, dqp + q_at, qs);
+              gemm(true, false, cols, d.D, rows, scale, dp, bc, qp + q_at, qs, 1, dkp + kv_at, ks);
+            }
+        }
+      }
+
+  if (parts > 1) {
+    float* dq = g.dq.data<float>();
+    const float* extra = dq_parts.data<float>();
+    const int64_t n = q.numel();
+#pragma omp parallel for num_threads(threads)
+    for (int64_t e = 0; e < n; ++e)
+      for (int64_t part = 1; part < parts; ++part) dq[e] += extra[(part - 1) * n + e];
+  }
+  return g;
+}
+
+}  // namespace cpdit::attention::detail::flash

@@ -1,0 +1,92 @@
+// FlashAttention-2 forward, as its pseudocode: for each query tile, stream the key tiles, keep the
+// running row max m, denominator l and unnormalised output O, and rescale O when m grows.
+//   S = scale Q K^T;  m' = max(m, rowmax S);  P = exp(S - m');
+//   l = l e^(m-m') + rowsum P;  O = O e^(m-m') + P V;  finally out = O / l, lse = m + ln l.
+#include "attention/flash.hpp"
+#include "kernels/cpu/flash_rows.hpp"
+
+#include <cpdit/core/threads.hpp>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace cpdit::attention::detail::flash {
+
+namespace rows_ops = cpdit::kernels::flash;
+
+Result forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Mask& mask,
+               float scale) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const Blocking blk = forward_blocking(d.D);
+  const int64_t br = std::max<int64_t>(1, std::min(blk.rows, d.Sq));
+  const int64_t bc = std::max<int64_t>(1, std::min(blk.cols, d.Sk));
+  const int64_t q_tiles = (d.Sq + br - 1) / br, k_tiles = (d.Sk + bc - 1) / bc;
+  const std::vector<TileKeys> tiles = key_tiles(mask, d, bc);
+  const Tensor keep_mask = mask.kind == MaskKind::key_padding ? mask.tensor.contiguous() : Tensor();
+  const bool* keep = keep_mask.defined() ? keep_mask.data<bool>() : nullptr;
+
+  Tensor out = Tensor::empty({d.B, d.Sq, d.H, d.D});
+  Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
+  const int threads = compute_threads();
+  // Per thread: scores (br x bc), output accumulator (br x D), running max and denominator (br).
+  const int64_t per_thread = br * bc + br * d.D + 2 * br;
+  Tensor scratch = Tensor::empty({threads, per_thread});
+  const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
+  float *op = out.data<float>(), *lp = lse.data<float>();
+  const int64_t qs = d.H * d.D, ks = d.Hkv * d.D;  // row strides of (B, S, H, D)
+
+#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t h = 0; h < d.H; ++h)
+      for (int64_t qt = 0; qt < q_tiles; ++qt) {
+        float* s = scratch.data<float>() + omp_get_thread_num() * per_thread;
+        float* acc = s + br * bc;
+        float* m = acc + br * d.D;
+        float* l = m + br;
+        const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
+        const int64_t hk = h / d.group();
+        const float* qi = qp + (b * d.Sq + r0) * qs + h * d.D;
+        std::fill(acc, acc + rows * d.D, 0.0f);
+        std::fill(m, m + rows, kNegInf);
+        std::fill(l, l + rows, 0.0f);
+
+        for (int64_t kt = 0; kt < k_tiles; ++kt) {
+          const TileKeys state = tiles[b * k_tiles + kt];
+          if (state == TileKeys::none) continue;
+          const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
+          const int64_t kv_at = (b * d.Sk + c0) * ks + hk * d.D;
+          gemm(false, true, rows, cols, d.D, scale, qi, qs, kp + kv_at, ks, 0, s, bc);
+          if (state == TileKeys::some)
+            for (int64_t c = 0; c < cols; ++c)
+              if (!keep[b * d.Sk + c0 + c])
+                for (int64_t r = 0; r < rows; ++r) s[r * bc + c] = kNegInf;
+          for (int64_t r = 0; r < rows; ++r) {
+            float* row = s + r * bc;
+            const float m_new = std::max(m[r], rows_ops::row_max(row, cols));
+            if (m_new == kNegInf) {  // every key so far masked: this row contributes nothing yet
+              std::fill(row, row + cols, 0.0f);
+              continue;
+            }
+            const float alpha = std::exp(m[r] - m_new);  // 0 on the first tile (m = -inf)
+            l[r] = l[r] * alpha + rows_ops::exp_shift_sum(row, cols, m_new);
+            if (alpha != 1.0f) rows_ops::scale_row(acc + r * d.D, d.D, alpha);
+            m[r] = m_new;
+          }
+          gemm(false, false, rows, d.D, cols, 1, s, bc, vp + kv_at, ks, 1, acc, d.D);
+        }
+
+        for (int64_t r = 0; r < rows; ++r) {
+          float* o = op + (b * d.Sq + r0 + r) * qs + h * d.D;
+          // A fully masked row keeps l = 0: out = 0, lse = -inf (spec §2).
+          const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+          for (int64_t e = 0; e < d.D; ++e) o[e] = acc[r * d.D + e] * inv;
+          lp[(b * d.H + h) * d.Sq + r0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
+        }
+      }
+  return {out, lse};
+}
+
+}  // namespace cpdit::attention::detail::flash

@@ -1,0 +1,123 @@
+// Forward pass of both backends against float64 fixtures and the double reference.
+#include "cases.hpp"
+
+#include <cpdit/attention/attention.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+namespace cpdit::attention::testing {
+namespace {
+
+const char* const kBackends[] = {"native", "flash"};
+
+TEST(AttentionFixtures, BothBackendsMatchFloat64Reference) {
+  const std::filesystem::path dir = std::filesystem::path(CPDIT_TEST_DATA) / "fixtures" / "attention";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    auto t = io::load_safetensors(entry.path().string());
+    Mask mask = t.count("key_mask") ? Mask::key_padding(t.at("key_mask")) : Mask::none();
+    const float scale = float(1.0 / std::sqrt(double(t.at("q").size(3))));
+    for (const char* name : kBackends) {
+      SCOPED_TRACE(entry.path().filename().string() + " " + name);
+      Result r = backend(name).forward(t.at("q"), t.at("k"), t.at("v"), mask, scale);
+      EXPECT_LE(max_abs_diff(values(r.out), values(t.at("out_f64"))), 1e-5);
+      EXPECT_LE(max_abs_diff(values(r.lse), values(t.at("lse_f64"))), 1e-5);
+    }
+    ++files;
+  }
+  EXPECT_GE(files, 4);
+}
+
+struct ShapeCase {
+  RefDims d;
+  MaskKind mask;
+};
+
+class RandomForward : public ::testing::TestWithParam<ShapeCase> {};
+
+TEST_P(RandomForward, MatchesDoubleReference) {
+  const ShapeCase sc = GetParam();
+  const Case c = make_case(sc.d, sc.mask, 11);
+  const RefOutputs want = ref_forward(c.ref);
+  for (const char* name : kBackends) {
+    const Backend& b = backend(name);
+    const Capabilities caps = b.capabilities();
+    if ((sc.mask == MaskKind::boolean && !caps.full_mask) || (sc.mask == MaskKind::additive && !caps.additive_mask))
+      continue;
+    SCOPED_TRACE(name);
+    Result r = b.forward(c.q, c.k, c.v, c.mask, c.scale);
+    EXPECT_EQ(r.out.shape(), c.q.shape());
+    EXPECT_LE(max_abs_diff(values(r.out), want.out), 2e-5);
+    EXPECT_LE(max_abs_diff(values(r.lse), want.lse), 2e-5);
+  }
+}
+
+// Tiles are 64..512 wide: 1, 7, 130, 300, 600 hit single rows, partial tiles and several tiles.
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, RandomForward,
+    ::testing::Values(ShapeCase{{1, 1, 1, 1, 1, 16}, MaskKind::none},
+                      ShapeCase{{3, 7, 13, 2, 2, 32}, MaskKind::none},
+                      ShapeCase{{1, 130, 600, 1, 1, 64}, MaskKind::none},
+                      ShapeCase{{2, 300, 70, 4, 1, 128}, MaskKind::none},  // GQA 4:1
+                      ShapeCase{{1, 65, 65, 2, 1, 256}, MaskKind::none},
+                      ShapeCase{{3, 40, 530, 4, 2, 32}, MaskKind::key_padding},
+                      ShapeCase{{2, 33, 47, 2, 1, 16}, MaskKind::boolean},
+                      ShapeCase{{2, 33, 47, 4, 2, 16}, MaskKind::additive}));
+
+TEST(AttentionForward, FullyMaskedRowsAreZeroWithMinusInfLse) {
+  for (MaskKind kind : {MaskKind::key_padding, MaskKind::boolean, MaskKind::additive}) {
+    const Case c = make_case({2, 20, 600, 2, 2, 16}, kind, 5, /*empty_row=*/true);
+    for (const char* name : kBackends) {
+      if (kind != MaskKind::key_padding && std::string(name) == "flash") continue;
+      SCOPED_TRACE(std::string(name) + " " + mask_kind_name(kind));
+      Result r = backend(name).forward(c.q, c.k, c.v, c.mask, c.scale);
+      const std::vector<double> out = values(r.out), lse = values(r.lse);
+      for (double x : out) ASSERT_FALSE(std::isnan(x));
+      // key padding empties the last batch; full masks empty query row 0 of every head.
+      const int64_t b = kind == MaskKind::key_padding ? 1 : 0;
+      const int64_t row = 0;
+      EXPECT_EQ(lse[(b * 2 + 1) * 20 + row], -INFINITY);
+      for (int64_t e = 0; e < 16; ++e) EXPECT_EQ(out[at4(b, row, 1, e, 20, 2, 16)], 0.0);
+      EXPECT_LE(max_abs_diff(out, ref_forward(c.ref).out), 2e-5);
+    }
+  }
+}
+
+TEST(AttentionForward, HalfPrecisionInputsComputeInF32) {
+  const Case c = make_case({1, 70, 90, 2, 1, 32}, MaskKind::none, 21);
+  for (DType t : {DType::bf16, DType::f16}) {
+    RefInputs rounded = c.ref;
+    const Tensor q = c.q.to(t), k = c.k.to(t), v = c.v.to(t);
+    rounded.q = values(q), rounded.k = values(k), rounded.v = values(v);
+    const RefOutputs want = ref_forward(rounded);
+    for (const char* name : kBackends) {
+      SCOPED_TRACE(std::string(name) + " " + dtype_name(t));
+      Result r = backend(name).forward(q, k, v, Mask::none(), c.scale);
+      EXPECT_EQ(r.out.dtype(), t);
+      EXPECT_EQ(r.lse.dtype(), DType::f32);
+      EXPECT_LE(max_abs_diff(values(r.lse), want.lse), 2e-5);   // LSE is never rounded
+      EXPECT_LE(max_abs_diff(values(r.out), want.out), 1e-2);  // one rounding of out
+    }
+  }
+}
+
+TEST(AttentionForward, BadShapesAreRefusedNamingTheTensor) {
+  const Case c = make_case({1, 4, 4, 3, 3, 8}, MaskKind::none, 1);
+  const Tensor k2 = Tensor::zeros({1, 4, 2, 8});  // 3 query heads over 2 KV heads
+  try {
+    backend("flash").forward(c.q, k2, k2, Mask::none(), 1.0f);
+    FAIL() << "expected a refusal";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("multiple"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(backend("native").forward(c.q, c.k, c.v, Mask::key_padding(Tensor::zeros({1, 5}, DType::boolean)), 1.0f),
+               Error);
+}
+
+}  // namespace
+}  // namespace cpdit::attention::testing
