@@ -75,7 +75,7 @@ void add_attention(CLI::App& parent) {
   cmd->add_option("--output", args->output, "safetensors file to write (atomically)")->required();
   cmd->add_option("--backend", args->backend,
                   "attention backend (default: $CPDIT_ATTENTION_BACKEND, else flash)");
-  cmd->add_option("--threads", args->threads, "compute threads (default: all)")->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", args->threads, "compute threads (default: all)")->check(CLI::Range(1, 1 << 16));
   cmd->callback([args] { run(*args); });
 }
 

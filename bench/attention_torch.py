@@ -1,0 +1,102 @@
+#!/usr/bin/env python3
+"""PyTorch CPU attention side by side with cpdit's (a benchmark, not a test).
+
+For each sequence length, runs torch scaled_dot_product_attention (when this PyTorch has it) and a
+manual softmax(q k^T * scale) v on (B, H, S, D) = (1, H, S, 128) float32 with the same thread count,
+then runs `cpdit bench attention` for the same case and prints one JSON line per case with both
+GFLOP/s (forward FLOPs = 4 B H S^2 D) and the ratio cpdit / torch.
+
+  python3 bench/attention_torch.py [--seq 4096] [--heads 4] [--threads 1] [--cpdit build/bin/cpdit]
+
+PyTorch: Debian's python3-torch (apt-get install python3-torch); pip is not used here.
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+
+def load_torch():
+    try:
+        import torch  # noqa: F401
+        return torch
+    except ImportError:
+        print("attention_torch.py: cannot import torch; install Debian's PyTorch with "
+              "`apt-get install python3-torch` and run again", file=sys.stderr)
+        sys.exit(2)
+
+
+def time_min_median(fn, repeats):
+    fn()  # warm-up
+    samples = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        samples.append(time.perf_counter() - start)
+    samples.sort()
+    return samples[0], samples[len(samples) // 2]
+
+
+def torch_cases(torch, seq, heads, head_dim, repeats):
+    q, k, v = (torch.randn(1, heads, seq, head_dim) for _ in range(3))
+    scale = head_dim ** -0.5
+
+    def manual():
+        p = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale, dim=-1)
+        return torch.matmul(p, v)
+
+    cases = {"manual_softmax": manual}
+    sdpa = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+    if sdpa is not None:  # PyTorch >= 2.0
+        cases["sdpa"] = lambda: sdpa(q, k, v)
+    a, b = torch.randn(4096, head_dim), torch.randn(head_dim, 4096)
+    gemm_min, _ = time_min_median(lambda: torch.matmul(a, b), repeats)
+    out = {"torch_sgemm_gflops": 2 * 4096 * 4096 * head_dim / gemm_min / 1e9}
+    with torch.no_grad():
+        for name, fn in cases.items():
+            rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            t_min, t_median = time_min_median(fn, repeats)
+            rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+            out[name] = {"seconds_min": t_min, "seconds_median": t_median,
+                         "gflops": 4 * heads * seq * seq * head_dim / t_min / 1e9,
+                         "peak_rss_growth_bytes": (rss_after - rss_before) * 1024}
+    return out
+
+
+def cpdit_case(binary, seq, heads, head_dim, threads, repeats):
+    cmd = [binary, "bench", "attention", "--seq", str(seq), "--heads", str(heads), "--head-dim",
+           str(head_dim), "--threads", str(threads), "--backend", "flash", "--repeats", str(repeats)]
+    lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
+    return {j["pass"]: j for j in map(json.loads, lines)}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seq", type=int, nargs="+", default=[4096])
+    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--head-dim", type=int, default=128)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--cpdit", default=os.path.join("build", "bin", "cpdit"))
+    args = parser.parse_args()
+    torch = load_torch()
+    torch.set_num_threads(args.threads)
+    for seq in args.seq:
+        theirs = torch_cases(torch, seq, args.heads, args.head_dim, args.repeats)
+        ours = cpdit_case(args.cpdit, seq, args.heads, args.head_dim, args.threads, args.repeats)
+        best_torch = max(v["gflops"] for k, v in theirs.items() if isinstance(v, dict))
+        print(json.dumps({
+            "bench": "attention_torch", "S": seq, "H": args.heads, "D": args.head_dim, "B": 1,
+            "threads": args.threads, "torch_version": torch.__version__,
+            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "unset"),
+            "torch": theirs, "cpdit_flash_fwd_gflops": ours["fwd"]["gflops"],
+            "cpdit_flash_fwd_peak_extra_bytes": ours["fwd"]["peak_extra_bytes"],
+            "cpdit_sgemm_gflops": ours["fwd"]["sgemm_gflops"],
+            "ratio_cpdit_over_best_torch": ours["fwd"]["gflops"] / best_torch}), flush=True)
+
+
+if __name__ == "__main__":
+    main()

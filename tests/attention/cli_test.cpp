@@ -1,0 +1,101 @@
+// cpdit attention on the command line: fixture in, file out matching; bad input exits 2 with one line.
+#include "reference.hpp"
+
+#include <cpdit/io/safetensors.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <algorithm>
+#include <sstream>
+#include <sys/wait.h>
+
+namespace cpdit::attention::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kFixtures = fs::path(CPDIT_TEST_DATA) / "fixtures" / "attention";
+
+struct CliRun {
+  int exit_code;
+  std::string stderr_text;
+};
+
+CliRun run_cli(const std::string& args, const std::string& env = "") {
+  const fs::path err = fs::temp_directory_path() / ("cpdit_attention_cli_" + std::to_string(getpid()) + ".err");
+  const std::string cmd = env + " " + CPDIT_BINARY + " attention " + args + " 2> " + err.string();
+  const int status = std::system(cmd.c_str());
+  std::ifstream in(err);
+  std::stringstream text;
+  text << in.rdbuf();
+  fs::remove(err);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
+}
+
+fs::path temp_file(const std::string& name) {
+  return fs::temp_directory_path() / ("cpdit_attention_" + std::to_string(getpid()) + "_" + name);
+}
+
+TEST(AttentionCli, FixtureInFileOutMatchesFloat64Reference) {
+  const fs::path input = kFixtures / "attention_b2_s100_h4_d32_keymask.safetensors";
+  const auto want = io::load_safetensors(input.string());
+  for (const char* backend : {"native", "flash"}) {
+    SCOPED_TRACE(backend);
+    const fs::path out = temp_file(std::string(backend) + ".safetensors");
+    const CliRun r = run_cli("--inputs " + input.string() + " --output " + out.string() + " --backend " + backend +
+                          " --threads 2");
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    const auto got = io::load_safetensors(out.string());
+    EXPECT_EQ(got.at("out").dtype(), DType::f32);
+    EXPECT_LE(max_abs_diff(values(got.at("out")), values(want.at("out_f64"))), 1e-5);
+    EXPECT_LE(max_abs_diff(values(got.at("lse")), values(want.at("lse_f64"))), 1e-5);
+    fs::remove(out);
+  }
+}
+
+// The default backend comes from CPDIT_ATTENTION_BACKEND, read when the process first needs it.
+TEST(AttentionCli, EnvironmentChoosesTheDefaultBackend) {
+  const fs::path input = kFixtures / "attention_b1_s64_h2_d16.safetensors";
+  const fs::path out = temp_file("env.safetensors");
+  const std::string args = "--inputs " + input.string() + " --output " + out.string();
+  EXPECT_EQ(run_cli(args, "CPDIT_ATTENTION_BACKEND=native").exit_code, 0);
+  EXPECT_EQ(io::SafetensorsFile::open(out.string()).metadata().at("backend"), "native");
+  EXPECT_EQ(run_cli(args, "CPDIT_ATTENTION_BACKEND=flash").exit_code, 0);
+  EXPECT_EQ(io::SafetensorsFile::open(out.string()).metadata().at("backend"), "flash");
+  const CliRun bad = run_cli(args, "CPDIT_ATTENTION_BACKEND=nope");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.stderr_text.find("CPDIT_ATTENTION_BACKEND"), std::string::npos) << bad.stderr_text;
+  fs::remove(out);
+}
+
+void expect_one_line_error(const CliRun& r, const std::string& mentions) {
+  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
+  EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find(mentions), std::string::npos) << r.stderr_text;
+}
+
+TEST(AttentionCli, BadInputExitsTwoWithOneLine) {
+  const fs::path good = kFixtures / "attention_b1_s64_h2_d16.safetensors";
+  const fs::path out = temp_file("bad.safetensors");
+  auto t = io::load_safetensors(good.string());
+
+  const fs::path no_v = temp_file("no_v.safetensors");
+  io::save_safetensors(no_v.string(), {{"q", t.at("q")}, {"k", t.at("k")}});
+  expect_one_line_error(run_cli("--inputs " + no_v.string() + " --output " + out.string()), "'v'");
+
+  const fs::path mismatch = temp_file("mismatch.safetensors");
+  io::save_safetensors(mismatch.string(), {{"q", t.at("q")}, {"k", t.at("k")}, {"v", t.at("v").narrow(1, 0, 10)}});
+  expect_one_line_error(run_cli("--inputs " + mismatch.string() + " --output " + out.string()), "same shape");
+
+  expect_one_line_error(
+      run_cli("--inputs " + good.string() + " --output " + out.string() + " --backend sage"), "available");
+  EXPECT_FALSE(fs::exists(out));
+  fs::remove(no_v);
+  fs::remove(mismatch);
+}
+
+}  // namespace
+}  // namespace cpdit::attention::testing
