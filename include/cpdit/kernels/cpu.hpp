@@ -58,7 +58,7 @@ Tensor add(const Tensor& a, const Tensor& b);  // a + b, b broadcast (see top)
 Tensor mul(const Tensor& a, const Tensor& b);  // a * b, b broadcast
 void add_(Tensor& a, const Tensor& b);          // a += b, b broadcast
 // a += b * gate: the gated residual of both models (x = x + attn(...) * g). b has a's shape; gate
-// broadcasts against it, e.g. (B, 1, C) or (B, C)-as-(B, 1, C) for a (B, S, C).
+// broadcasts by the rule above, e.g. (B, 1, C) for a (B, S, C) (reshape a (B, C) gate to that).
 void add_mul_(Tensor& a, const Tensor& b, const Tensor& gate);
 
 // ---- AdaLN ---------------------------------------------------------------------------------------

@@ -1,0 +1,34 @@
+#pragma once
+// Argument checks and small helpers shared by the CPU kernels (not part of the public API).
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/tensor.hpp>
+
+#include <cstdint>
+
+namespace cpdit::kernels::detail {
+
+// Below this many elements an OpenMP team costs more than it saves.
+constexpr int64_t kParallelMin = 1 << 14;
+
+// The f32, contiguous form of an input: the tensor itself, or a copy of a view.
+inline Tensor f32_input(const Tensor& t, const char* kernel, const char* what) {
+  CPDIT_CHECK(t.defined(), invalid_argument, kernel, ": ", what, " is undefined");
+  CPDIT_CHECK(t.dtype() == DType::f32, invalid_argument, kernel, ": ", what, " must be f32, got ",
+              t.describe(), " (convert it with .to(DType::f32))");
+  return t.contiguous();
+}
+
+// An optional per-feature vector (norm weight/bias, linear bias): undefined, or f32 of `n` elements.
+inline Tensor optional_vector(const Tensor& t, int64_t n, const char* kernel, const char* what) {
+  if (!t.defined()) return t;
+  CPDIT_CHECK(t.numel() == n, invalid_argument, kernel, ": ", what, " ", t.describe(), " must have ",
+              n, " elements (the last dim of the input)");
+  return f32_input(t, kernel, what);
+}
+
+inline void check_min_dims(const Tensor& t, int dims, const char* kernel, const char* what) {
+  CPDIT_CHECK(t.dim() >= dims, invalid_argument, kernel, ": ", what, " ", t.describe(), " needs at least ",
+              dims, " dims");
+}
+
+}  // namespace cpdit::kernels::detail

@@ -1,0 +1,74 @@
+#include "kernels/reference.hpp"
+
+#include <cpdit/kernels/cpu.hpp>
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+using namespace cpdit;
+using cpdit::test::expect_close;
+using cpdit::test::random_tensor;
+using cpdit::test::to_double;
+
+namespace {
+
+std::vector<double> apply(const Tensor& x, double (*fn)(double)) {
+  auto v = to_double(x);
+  for (double& e : v) e = fn(e);
+  return v;
+}
+
+// Values spanning the range where the exp-based forms switch regime, plus saturated tails.
+Tensor wide_inputs() {
+  std::vector<float> v;
+  for (int i = -2000; i <= 2000; ++i) v.push_back(float(i) * 0.01f);  // -20 .. 20
+  for (float e : {-1e4f, -100.0f, -88.5f, 88.5f, 100.0f, 1e4f}) v.push_back(e);
+  return Tensor::from_vector(v, {int64_t(v.size())});
+}
+
+}  // namespace
+
+TEST(Gelu, TanhApproximationMatchesDoubleReference) {
+  for (const Tensor& x : {wide_inputs(), random_tensor({5, 257}, 1, -6.0f, 6.0f)}) {
+    auto want = apply(x, [](double v) {
+      return 0.5 * v * (1.0 + std::tanh(std::sqrt(2.0 / M_PI) * (v + 0.044715 * v * v * v)));
+    });
+    expect_close(kernels::gelu(x, true), want, 1e-5, 1e-6);
+  }
+}
+
+TEST(Gelu, ExactFormMatchesDoubleReference) {
+  Tensor x = wide_inputs();
+  auto want = apply(x, [](double v) { return 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0))); });
+  expect_close(kernels::gelu(x, false), want, 1e-5, 1e-6);
+}
+
+TEST(Silu, MatchesDoubleReference) {
+  for (const Tensor& x : {wide_inputs(), random_tensor({33, 7}, 2, -10.0f, 10.0f)}) {
+    auto want = apply(x, [](double v) { return v / (1.0 + std::exp(-v)); });
+    expect_close(kernels::silu(x), want, 1e-5, 1e-6);
+  }
+}
+
+TEST(Softmax, MatchesDoubleReferenceOnLargeAndMaskedRows) {
+  Tensor x = random_tensor({6, 257}, 3, -30.0f, 30.0f);
+  // Row 1 holds -inf entries (masked keys): they must come out exactly 0.
+  float* p = x.data<float>();
+  for (int j = 0; j < 257; j += 3) p[257 + j] = -std::numeric_limits<float>::infinity();
+  auto v = to_double(x);
+  for (size_t r = 0; r < 6; ++r) {
+    double* row = v.data() + r * 257;
+    double max = *std::max_element(row, row + 257), sum = 0;
+    for (int j = 0; j < 257; ++j) sum += row[j] = std::exp(row[j] - max);
+    for (int j = 0; j < 257; ++j) row[j] /= sum;
+  }
+  Tensor y = kernels::softmax(x);
+  expect_close(y, v, 1e-5, 1e-12);
+  EXPECT_EQ(y.data<float>()[257], 0.0f);
+}
+
+TEST(Softmax, OneElementRowsAreOne) {
+  Tensor y = kernels::softmax(random_tensor({4, 1}, 4));
+  expect_close(y, std::vector<double>(4, 1.0), 0.0, 0.0);
+}

@@ -1,0 +1,156 @@
+#include "kernels/reference.hpp"
+
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/threads.hpp>
+#include <cpdit/kernels/cpu.hpp>
+
+#include <gtest/gtest.h>
+
+using namespace cpdit;
+using cpdit::test::expect_within;
+using cpdit::test::random_tensor;
+using cpdit::test::to_double;
+
+namespace {
+
+// y = x W^T + b in double, with a bound of 1e-5 times the sum of |terms| (f32 accumulation).
+struct LinearReference {
+  std::vector<double> y, bound;
+};
+
+LinearReference reference_linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  const int64_t k = w.size(1), n = w.size(0), m = x.numel() / k;
+  auto xv = to_double(x), wv = to_double(w);
+  std::vector<double> bv = b.defined() ? to_double(b) : std::vector<double>(size_t(n), 0.0);
+  LinearReference r{std::vector<double>(size_t(m * n)), std::vector<double>(size_t(m * n))};
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double sum = bv[size_t(j)], magnitude = std::abs(bv[size_t(j)]);
+      for (int64_t l = 0; l < k; ++l) {
+        double term = xv[size_t(i * k + l)] * wv[size_t(j * k + l)];
+        sum += term;
+        magnitude += std::abs(term);
+      }
+      r.y[size_t(i * n + j)] = sum;
+      r.bound[size_t(i * n + j)] = 1e-5 * magnitude + 1e-30;
+    }
+  return r;
+}
+
+Tensor bf16_rounded(const Tensor& t) { return t.to(DType::bf16).to(DType::f32); }
+
+struct LinearShape {
+  Shape x;  // (..., in)
+  int64_t out;
+};
+
+const LinearShape kShapes[] = {{{1, 1}, 1}, {{7, 33}, 5}, {{33, 257}, 7}, {{2, 3, 7}, 33}, {{1, 65, 128}, 96}};
+
+}  // namespace
+
+TEST(Linear, MatchesDoubleReferenceWithAndWithoutBias) {
+  uint32_t seed = 1;
+  for (const auto& s : kShapes) {
+    const int64_t in = s.x.back();
+    Tensor x = random_tensor(s.x, seed++), w = random_tensor({s.out, in}, seed++), b = random_tensor({s.out}, seed++);
+    for (bool with_bias : {false, true}) {
+      SCOPED_TRACE(shape_string(s.x) + " -> " + std::to_string(s.out) + (with_bias ? " with bias" : " no bias"));
+      Tensor bias = with_bias ? b : Tensor();
+      Tensor y = kernels::linear(x, w, bias);
+      Shape want = s.x;
+      want.back() = s.out;
+      EXPECT_EQ(y.shape(), want);
+      auto ref = reference_linear(x, w, bias);
+      expect_within(y, ref.y, ref.bound);
+    }
+  }
+}
+
+TEST(Linear, Bf16WeightsRoundActivationsToBf16AndAccumulateInF32) {
+  uint32_t seed = 100;
+  for (const auto& s : kShapes) {
+    SCOPED_TRACE(shape_string(s.x) + " -> " + std::to_string(s.out));
+    const int64_t in = s.x.back();
+    Tensor x = random_tensor(s.x, seed++), w = random_tensor({s.out, in}, seed++), b = random_tensor({s.out}, seed++);
+    Tensor y = kernels::linear(x, w.to(DType::bf16), b);
+    auto ref = reference_linear(bf16_rounded(x), bf16_rounded(w), b);
+    expect_within(y, ref.y, ref.bound);
+  }
+}
+
+TEST(Linear, IntoWritesAPreallocatedOutputAndReadsViews) {
+  Tensor x = random_tensor({4, 2, 33}, 7), w = random_tensor({9, 33}, 8), b = random_tensor({9}, 9);
+  Tensor out = Tensor::full({4, 2, 9}, 123.0);
+  kernels::linear_into(x, w, b, out);
+  EXPECT_EQ(max_abs_diff(out, kernels::linear(x, w, b)), 0.0);
+  // A non-contiguous x (every other row) is copied, not misread.
+  Tensor rows = x.reshape({8, 33}).narrow(0, 2, 3);
+  Tensor y = kernels::linear(rows, w, b);
+  auto ref = reference_linear(rows.contiguous(), w, b);
+  expect_within(y, ref.y, ref.bound);
+}
+
+TEST(Linear, RejectsMismatchedShapesAndDtypes) {
+  Tensor x = random_tensor({3, 8}, 1), w = random_tensor({4, 8}, 2);
+  EXPECT_THROW(kernels::linear(x, random_tensor({4, 7}, 3)), Error);
+  EXPECT_THROW(kernels::linear(x, w, random_tensor({5}, 4)), Error);
+  EXPECT_THROW(kernels::linear(x, random_tensor({32}, 5)), Error);
+  EXPECT_THROW(kernels::linear(x.to(DType::bf16), w), Error);
+  Tensor wrong_out = Tensor::empty({3, 5});
+  EXPECT_THROW(kernels::linear_into(x, w, {}, wrong_out), Error);
+}
+
+TEST(Linear, OneAndTwoThreadsAgree) {
+  Tensor x = random_tensor({67, 129}, 11), w = random_tensor({47, 129}, 12), b = random_tensor({47}, 13);
+  for (const Tensor& weight : {w, w.to(DType::bf16)}) {
+    Tensor one, two;
+    {
+      ScopedComputeThreads threads(1);
+      one = kernels::linear(x, weight, b);
+    }
+    {
+      ScopedComputeThreads threads(2);
+      two = kernels::linear(x, weight, b);
+    }
+    auto ref = reference_linear(weight.dtype() == DType::bf16 ? bf16_rounded(x) : x, weight.to(DType::f32), b);
+    expect_within(one, ref.y, ref.bound);
+    expect_within(two, ref.y, ref.bound);
+  }
+}
+
+TEST(Gemm, AllTranspositionsWithAlphaBetaAndPaddedRows) {
+  const int64_t m = 5, n = 7, k = 9, pad = 3;
+  uint32_t seed = 50;
+  for (bool ta : {false, true})
+    for (bool tb : {false, true}) {
+      SCOPED_TRACE(std::string("trans_a=") + (ta ? "1" : "0") + " trans_b=" + (tb ? "1" : "0"));
+      // Stored shapes: A is (m, k) or (k, m); B is (k, n) or (n, k); each row padded by `pad`.
+      const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k, b_rows = tb ? n : k, b_cols = tb ? k : n;
+      Tensor a = random_tensor({a_rows, a_cols + pad}, seed++), b = random_tensor({b_rows, b_cols + pad}, seed++);
+      Tensor c = random_tensor({m, n + pad}, seed++);
+      auto av = to_double(a), bv = to_double(b), cv = to_double(c);
+      const float alpha = 0.5f, beta = -1.5f;
+      std::vector<double> want(size_t(m * n)), bound(size_t(m * n));
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+          double sum = 0, magnitude = 0;
+          for (int64_t l = 0; l < k; ++l) {
+            double ail = ta ? av[size_t(l * (a_cols + pad) + i)] : av[size_t(i * (a_cols + pad) + l)];
+            double blj = tb ? bv[size_t(j * (b_cols + pad) + l)] : bv[size_t(l * (b_cols + pad) + j)];
+            sum += ail * blj;
+            magnitude += std::abs(ail * blj);
+          }
+          double old = cv[size_t(i * (n + pad) + j)];
+          want[size_t(i * n + j)] = alpha * sum + beta * old;
+          bound[size_t(i * n + j)] = 1e-5 * (alpha * magnitude + std::abs(beta * old));
+        }
+      kernels::gemm(ta, tb, m, n, k, alpha, a.data<float>(), a_cols + pad, b.data<float>(), b_cols + pad, beta,
+                    c.data<float>(), n + pad);
+      expect_within(c.narrow(1, 0, n).contiguous(), want, bound);
+    }
+}
+
+TEST(Gemm, RejectsImpossibleLeadingDimensions) {
+  std::vector<float> a(16), b(16), c(16);
+  EXPECT_THROW(kernels::gemm(false, false, 4, 4, 4, 1.0f, a.data(), 2, b.data(), 4, 0.0f, c.data(), 4), Error);
+}
