@@ -11,6 +11,8 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
+#include <ctime>
+#include <functional>
 #include <memory>
 #include <random>
 
@@ -36,15 +38,43 @@ Tensor random_tensor(const Shape& shape, uint32_t seed) {
   return t;
 }
 
+// This machine is often shared: process CPU time (summed over threads) is reported beside wall time,
+// so one-thread ratios stay meaningful when the cores are oversubscribed.
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+struct Measured {
+  Timing wall;
+  double cpu_min_s = 0;
+};
+
+Measured measure_with_cpu(const std::function<void()>& fn, int repeats) {
+  double cpu_min = 1e300;
+  Timing wall = measure([&] {
+    const double start = cpu_seconds();
+    fn();
+    cpu_min = std::min(cpu_min, cpu_seconds() - start);
+  }, repeats);
+  return {wall, cpu_min};
+}
+
+struct Gflops {
+  double wall = 0, cpu = 0;  // per wall second (min), per CPU second (min)
+};
+
 // sgemm at the size of one attention head's score GEMM at S = 4096 (M = N = 4096, K = D).
-double sgemm_gflops(int64_t head_dim, int repeats) {
+Gflops sgemm_gflops(int64_t head_dim, int repeats) {
   const int64_t n = 4096;
   Tensor a = random_tensor({n, head_dim}, 1), b = random_tensor({n, head_dim}, 2), c = Tensor::empty({n, n});
-  Timing t = measure([&] {
+  Measured m = measure_with_cpu([&] {
     dnnl_sgemm('N', 'T', n, n, head_dim, 1.0f, a.data<float>(), head_dim, b.data<float>(), head_dim, 0.0f,
                c.data<float>(), n);
   }, repeats);
-  return 2.0 * n * n * head_dim / t.min_s / 1e9;
+  const double flops = 2.0 * n * n * head_dim;
+  return {flops / m.wall.min_s / 1e9, flops / m.cpu_min_s / 1e9};
 }
 
 // Heads per case so one forward stays around a few seconds on one thread.
@@ -65,12 +95,12 @@ int64_t peak_extra_bytes(Fn fn) {
 }
 
 void run_case(const AttentionBenchArgs& args, const std::string& name, int64_t seq, int threads,
-              double sgemm) {
+              Gflops sgemm) {
   const int64_t B = 1, H = heads_for(seq, args), D = args.head_dim;
   const double fwd_flops = 4.0 * B * H * double(seq) * double(seq) * D;
   nlohmann::json base = line("attention");
   base.update({{"backend", name}, {"B", B}, {"S", seq}, {"H", H}, {"D", D}, {"threads", threads},
-               {"sgemm_gflops", sgemm}, {"sgemm_shape", "4096x4096x" + std::to_string(D)}});
+               {"sgemm_gflops", sgemm.wall}, {"sgemm_gflops_per_cpu_s", sgemm.cpu}, {"sgemm_shape", "4096x4096x" + std::to_string(D)}});
   if (name == "native" && native_score_bytes(seq, threads) > (int64_t(1) << 30)) {
     for (const char* pass : {"fwd", "bwd"}) {
       nlohmann::json j = base;
@@ -87,17 +117,19 @@ void run_case(const AttentionBenchArgs& args, const std::string& name, int64_t s
   const attention::Mask none;
   attention::Result fwd;
   const int64_t fwd_bytes = peak_extra_bytes([&] { fwd = backend.forward(q, k, v, none, scale); });
-  const Timing tf = measure([&] { fwd = backend.forward(q, k, v, none, scale); }, args.repeats);
+  const Measured tf = measure_with_cpu([&] { fwd = backend.forward(q, k, v, none, scale); }, args.repeats);
   const int64_t bwd_bytes =
       peak_extra_bytes([&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, none, scale); });
-  const Timing tb = measure([&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, none, scale); },
-                            args.repeats);
+  const Measured tb = measure_with_cpu(
+      [&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, none, scale); }, args.repeats);
   for (auto [pass, t, flops, bytes] : {std::tuple{"fwd", tf, fwd_flops, fwd_bytes},
                                        std::tuple{"bwd", tb, 2.5 * fwd_flops, bwd_bytes}}) {
     nlohmann::json j = base;
-    const double gflops = flops / t.min_s / 1e9;
-    j.update({{"pass", pass}, {"seconds_min", t.min_s}, {"seconds_median", t.median_s},
-              {"gflops", gflops}, {"ratio_to_sgemm", gflops / sgemm}, {"peak_extra_bytes", bytes}});
+    const double gflops = flops / t.wall.min_s / 1e9, per_cpu = flops / t.cpu_min_s / 1e9;
+    j.update({{"pass", pass}, {"seconds_min", t.wall.min_s}, {"seconds_median", t.wall.median_s},
+              {"cpu_seconds_min", t.cpu_min_s}, {"gflops", gflops}, {"gflops_per_cpu_s", per_cpu},
+              {"ratio_to_sgemm", gflops / sgemm.wall}, {"ratio_to_sgemm_cpu", per_cpu / sgemm.cpu},
+              {"peak_extra_bytes", bytes}});
     print(j);
   }
 }
@@ -111,7 +143,7 @@ void run(const AttentionBenchArgs& given) {
   if (args.quick) args.repeats = 1;
   for (int threads : args.threads) {
     ScopedComputeThreads scoped(threads);
-    const double sgemm = sgemm_gflops(args.head_dim, args.repeats);
+    const Gflops sgemm = sgemm_gflops(args.head_dim, args.repeats);
     for (int64_t seq : args.seqs)
       for (const std::string& name : args.backends) run_case(args, name, seq, threads, sgemm);
   }
