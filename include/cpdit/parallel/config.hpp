@@ -1,0 +1,49 @@
+#pragma once
+// Context-parallel configuration and the checks that refuse an impossible one at setup, each with a
+// message that names the fix (spec/context-parallel.md §13).
+#include <cpdit/attention/attention.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace cpdit::parallel {
+
+// How ring attention moves the KV chunks around the ring (§5.1, §5.2).
+enum class RotateMethod {
+  p2p,        // double-buffered isend/irecv: own + one in-flight chunk per rank
+  allgather,  // one all-gather of every chunk, then a local loop: whole K, V on every rank
+};
+const char* rotate_method_name(RotateMethod method);
+RotateMethod parse_rotate_method(const std::string& name);  // "p2p" | "allgather"
+
+struct ContextParallelConfig {
+  int ring_degree = 1;
+  int ulysses_degree = 1;
+  RotateMethod rotate_method = RotateMethod::p2p;
+  // true: every chunk is computed from f32 inputs, so each partial result is exact f32 before the
+  // LSE merge. false: the backend sees the model dtype. Merges always run in f32 and the output is
+  // cast to the model dtype once, at the end.
+  bool convert_to_fp32 = true;
+
+  int group_size() const { return ring_degree * ulysses_degree; }
+  attention::Requirements::Mode mode() const;  // local | ring | ulysses | unified
+};
+
+// Degrees >= 1 and ring * ulysses == the size of the context-parallel group.
+void validate_degrees(const ContextParallelConfig& config, int group_size);
+
+// What one attention call asks of the context-parallel path.
+struct CallShape {
+  int64_t heads = 0;     // H (query heads)
+  int64_t kv_heads = 0;  // H_kv; H % H_kv == 0
+  attention::MaskKind mask = attention::MaskKind::none;
+  DType dtype = DType::f32;
+  bool backward = false;
+};
+
+// Heads (H >= U so every Ulysses rank keeps a real head; with GQA also H_kv >= U), mask kinds the
+// context-parallel modes can serve (none, key_padding), and the backend's capabilities for the mode.
+void validate_call(const ContextParallelConfig& config, const attention::Backend& backend,
+                   const CallShape& call);
+
+}  // namespace cpdit::parallel

@@ -1,0 +1,45 @@
+#pragma once
+// The context-parallel attention of one rank: a (ring, Ulysses) mesh, a configuration, and the
+// attention::Router that `attention::dispatch` sends sharded-KV calls to while it is bound
+// (attention::ScopedRouter). Every mode is one composition (spec §7): Ulysses exchange inside the
+// row (contiguous ranks), ring over the column on the head share, inverse exchange. A degree of 1
+// turns its stage off, so ring (U = 1), Ulysses (R = 1) and unified (both > 1) share the code.
+//
+// Calls with replicated keys (KvPlacement::replicated: cross-attention to text) run locally with no
+// communication (§10). Inputs are this rank's tokens: q (B, s, H, D), k, v (B, s_k, H_kv, D), key
+// mask (B, s_k); lengths may differ between ranks (tensor_split rule, see shard.hpp).
+#include <cpdit/attention/attention.hpp>
+#include <cpdit/comm/mesh.hpp>
+#include <cpdit/parallel/config.hpp>
+#include <cpdit/parallel/kv_rotation.hpp>
+
+#include <memory>
+
+namespace cpdit::parallel {
+
+class ParallelContext : public attention::Router {
+ public:
+  // Collective over `world` (builds the mesh). Validates the degrees against the world size.
+  ParallelContext(std::shared_ptr<comm::Communicator> world, ContextParallelConfig config);
+
+  const ContextParallelConfig& config() const { return config_; }
+  comm::Mesh& mesh() { return mesh_; }
+  // Communication cost of this rank since the last stats().reset().
+  CommStats& stats() { return stats_; }
+
+  // Setup-time check of a call shape against this configuration and a backend (validate_call).
+  void validate(const attention::Backend& backend, const CallShape& call) const;
+
+  attention::Result forward(const attention::Backend& backend, const Tensor& q, const Tensor& k,
+                            const Tensor& v, const attention::Options& opts) override;
+  attention::Grads backward(const attention::Backend& backend, const Tensor& dout, const Tensor& q,
+                            const Tensor& k, const Tensor& v, const attention::Result& fwd,
+                            const attention::Options& opts) override;
+
+ private:
+  ContextParallelConfig config_;
+  comm::Mesh mesh_;
+  CommStats stats_;
+};
+
+}  // namespace cpdit::parallel

@@ -1,0 +1,17 @@
+#pragma once
+// Splitting a full tensor across the ranks of a group and gathering it back, by the tensor_split
+// rule (spec §9): with n = q*W + m, ranks 0..m-1 hold q+1 elements along `dim`, the others q. Ranks
+// may hold nothing when n < W.
+#include <cpdit/comm/communicator.hpp>
+#include <cpdit/core/tensor.hpp>
+
+namespace cpdit::parallel {
+
+// This rank's part of `full` along `dim`, as a new contiguous tensor owned by the calling rank.
+Tensor shard(const Tensor& full, int dim, const comm::Communicator& comm);
+
+// Collective: the concatenation along `dim` of every rank's part, in rank order (parts may differ
+// in length, as shard makes them).
+Tensor gather(const Tensor& part, int dim, comm::Communicator& comm);
+
+}  // namespace cpdit::parallel

@@ -1,0 +1,68 @@
+// Setup-time validation of a context-parallel configuration (spec/context-parallel.md §13).
+#include <cpdit/core/error.hpp>
+#include <cpdit/parallel/config.hpp>
+
+namespace cpdit::parallel {
+
+using attention::MaskKind;
+using Mode = attention::Requirements::Mode;
+
+const char* rotate_method_name(RotateMethod method) {
+  return method == RotateMethod::p2p ? "p2p" : "allgather";
+}
+
+RotateMethod parse_rotate_method(const std::string& name) {
+  if (name == "p2p") return RotateMethod::p2p;
+  if (name == "allgather") return RotateMethod::allgather;
+  fail(ErrorKind::invalid_argument, "unknown ring rotate method '", name,
+       "'; use p2p or allgather");
+}
+
+Mode ContextParallelConfig::mode() const {
+  if (ring_degree > 1 && ulysses_degree > 1) return Mode::unified;
+  if (ring_degree > 1) return Mode::ring;
+  if (ulysses_degree > 1) return Mode::ulysses;
+  return Mode::local;
+}
+
+void validate_degrees(const ContextParallelConfig& config, int group_size) {
+  CPDIT_CHECK(config.ring_degree >= 1 && config.ulysses_degree >= 1, invalid_argument,
+              "context parallel: ring degree ", config.ring_degree, " and Ulysses degree ",
+              config.ulysses_degree, " must both be at least 1 (1 turns a mode off)");
+  CPDIT_CHECK(config.group_size() == group_size, invalid_argument, "context parallel: ring degree ",
+              config.ring_degree, " x Ulysses degree ", config.ulysses_degree, " = ",
+              config.group_size(), " but the group has ", group_size,
+              " ranks; choose degrees whose product is ", group_size);
+}
+
+void validate_call(const ContextParallelConfig& config, const attention::Backend& backend,
+                   const CallShape& call) {
+  const Mode mode = config.mode();
+  const int U = config.ulysses_degree;
+  CPDIT_CHECK(call.kv_heads > 0 && call.heads % call.kv_heads == 0, invalid_argument,
+              "context parallel: query heads ", call.heads, " must be a multiple of key/value heads ",
+              call.kv_heads);
+  // Heads are dealt to Ulysses ranks by the tensor_split rule and padded with zero heads to the
+  // largest share (§6.4), so any count works as long as every rank keeps a real head.
+  CPDIT_CHECK(call.kv_heads >= U, invalid_argument, "context parallel: Ulysses degree ", U,
+              " exceeds the ", call.kv_heads,
+              " key/value heads, so a rank would hold only padding; use ulysses_degree <= ",
+              call.kv_heads, " and put the other ranks on the ring");
+  if (mode != Mode::local) {
+    CPDIT_CHECK(call.mask == MaskKind::none || call.mask == MaskKind::key_padding, unsupported,
+                "context parallel (", config.ring_degree, " ring x ", U, " Ulysses) cannot split a ",
+                attention::mask_kind_name(call.mask),
+                " mask across ranks; pass a key_padding mask, or run the call with replicated keys "
+                "(KvPlacement::replicated)");
+  }
+  attention::Requirements needs;
+  needs.mask = call.mask;
+  needs.lse = mode == Mode::ring || mode == Mode::unified;
+  needs.backward = call.backward;
+  needs.gqa = call.kv_heads < call.heads;
+  needs.dtype = config.convert_to_fp32 ? DType::f32 : call.dtype;
+  needs.mode = mode;
+  attention::check_supports(backend, needs);
+}
+
+}  // namespace cpdit::parallel

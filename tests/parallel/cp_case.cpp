@@ -1,0 +1,155 @@
+// The parity check behind every context-parallel test: single-rank flash attention on the full
+// tensors is the reference; the case runs sharded through ParallelContext and is gathered back.
+#include "parallel/cp_case.hpp"
+
+#include <cpdit/attention/attention.hpp>
+#include <cpdit/parallel/context.hpp>
+#include <cpdit/parallel/shard.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace cpdit::parallel::test {
+namespace {
+
+using attention::Mask;
+
+Tensor random_normal(const Shape& shape, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> values(size_t(shape_numel(shape)));
+  for (float& x : values) x = normal(rng);
+  return Tensor::from_vector(values, shape);
+}
+
+// Key mask (B, S) for the case; see MaskCase.
+Tensor make_mask(const CpCase& c, std::mt19937& rng) {
+  const int ranks = c.ring * c.ulysses;
+  // In batch 0 one whole ring chunk (a Ulysses row) is padded: with U = 1 that is rank 1's keys;
+  // Ulysses alone pads rank 1's keys.
+  const int first = c.ring > 1 ? c.ulysses : 1, count = c.ring > 1 ? c.ulysses : 1;
+  const int64_t pad_begin = split_offset(c.seq, ranks, std::min(first, ranks));
+  const int64_t pad_end = split_offset(c.seq, ranks, std::min(first + count, ranks));
+  std::bernoulli_distribution keep(0.7);
+  Tensor mask = Tensor::empty({c.batch, c.seq}, DType::boolean);
+  bool* m = mask.data<bool>();
+  for (int64_t b = 0; b < c.batch; ++b)
+    for (int64_t j = 0; j < c.seq; ++j) {
+      bool attend = keep(rng) || j == 0;
+      if (b == 0 && j >= pad_begin && j < pad_end && c.mask == MaskCase::padded) attend = false;
+      if (b == 1 && c.mask == MaskCase::all_masked_row) attend = false;
+      m[b * c.seq + j] = attend;
+    }
+  return mask;
+}
+
+double max_abs(const Tensor& t) { return max_abs_diff(t, Tensor::zeros(t.shape())); }
+
+double relative(const Tensor& got, const Tensor& want) {
+  return max_abs_diff(got, want) / std::max(max_abs(want), 1e-30);
+}
+
+// Largest difference over finite reference entries; infinity when a -inf entry does not match.
+double lse_error(const Tensor& got, const Tensor& want) {
+  const Tensor g = got.contiguous(), w = want.contiguous();
+  const float* gp = g.data<float>();
+  const float* wp = w.data<float>();
+  double worst = 0;
+  for (int64_t i = 0; i < g.numel(); ++i) {
+    if (std::isinf(wp[i]) || std::isinf(gp[i]) || std::isnan(gp[i])) {
+      if (!(gp[i] == wp[i])) return std::numeric_limits<double>::infinity();
+      continue;
+    }
+    worst = std::max(worst, double(std::fabs(gp[i] - wp[i])));
+  }
+  return worst;
+}
+
+}  // namespace
+
+std::string CpCase::name() const {
+  static const char* masks[] = {"nomask", "padded", "maskedrow"};
+  std::string n = "R" + std::to_string(ring) + "U" + std::to_string(ulysses) + "_" +
+                  rotate_method_name(rotate) + "_S" + std::to_string(seq) + "_H" +
+                  std::to_string(heads) + "kv" + std::to_string(kv_heads) + "_" +
+                  masks[int(mask)] + "_" + dtype_name(dtype);
+  return backward ? n : n + "_fwd";
+}
+
+double out_tolerance(const CpCase& c) { return c.dtype == DType::f32 ? 1e-5 : 8e-3; }
+// bf16: the global output is rounded to bf16 before the backward reads it (Dv = rowsum(dO * O)), so
+// one rounding step of O (out of the merge's last f32 bits) moves the gradients by ~1e-4.
+double grad_tolerance(const CpCase& c) { return c.dtype == DType::f32 ? 1e-4 : 1e-3; }
+
+CpErrors check_case(std::shared_ptr<comm::Communicator> world, const CpCase& c) {
+  std::mt19937 rng(unsigned(c.seq * 131 + c.heads * 17 + c.kv_heads));
+  const Tensor q = random_normal({c.batch, c.seq, c.heads, c.dim}, rng).to(c.dtype);
+  const Tensor k = random_normal({c.batch, c.seq, c.kv_heads, c.dim}, rng).to(c.dtype);
+  const Tensor v = random_normal({c.batch, c.seq, c.kv_heads, c.dim}, rng).to(c.dtype);
+  const Tensor dout = random_normal({c.batch, c.seq, c.heads, c.dim}, rng).to(c.dtype);
+  const Mask mask = c.mask == MaskCase::none ? Mask::none() : Mask::key_padding(make_mask(c, rng));
+  const float scale = float(1.0 / std::sqrt(double(c.dim)));
+
+  const attention::Backend& flash = attention::backend("flash");
+  const attention::Result ref = flash.forward(q, k, v, mask, scale);
+
+  ContextParallelConfig config;
+  config.ring_degree = c.ring;
+  config.ulysses_degree = c.ulysses;
+  config.rotate_method = c.rotate;
+  ParallelContext context(world, config);
+  comm::Communicator& flat = context.mesh().flat();
+  attention::Options opts;
+  opts.scale = scale;
+  if (mask.kind != attention::MaskKind::none) opts.mask = Mask::key_padding(shard(mask.tensor, 1, flat));
+  const Tensor ql = shard(q, 1, flat), kl = shard(k, 1, flat), vl = shard(v, 1, flat);
+  const attention::Result mine = context.forward(flash, ql, kl, vl, opts);
+
+  CpErrors errors;
+  errors.out = max_abs_diff(gather(mine.out, 1, flat), ref.out);
+  errors.lse = lse_error(gather(mine.lse, 2, flat), ref.lse);
+  if (!c.backward) return errors;
+  const attention::Grads ref_grads = flash.backward(dout, q, k, v, ref.out, ref.lse, mask, scale);
+  const attention::Grads grads = context.backward(flash, shard(dout, 1, flat), ql, kl, vl, mine, opts);
+  errors.dq = relative(gather(grads.dq, 1, flat), ref_grads.dq);
+  errors.dk = relative(gather(grads.dk, 1, flat), ref_grads.dk);
+  errors.dv = relative(gather(grads.dv, 1, flat), ref_grads.dv);
+  return errors;
+}
+
+std::vector<CpCase> local_matrix() {
+  const std::pair<int, int> meshes[] = {{2, 1}, {3, 1}, {4, 1}, {1, 2}, {1, 3},
+                                        {1, 4}, {2, 2}, {3, 2}, {2, 3}};
+  std::vector<CpCase> cases;
+  for (auto [R, U] : meshes)
+    for (RotateMethod rotate : {RotateMethod::p2p, RotateMethod::allgather}) {
+      if (R == 1 && rotate == RotateMethod::allgather) continue;  // no ring to rotate
+      auto add = [&](CpCase c) {
+        c.ring = R;
+        c.ulysses = U;
+        c.rotate = rotate;
+        cases.push_back(c);
+      };
+      // Divisible and uneven lengths, with and without a key mask (one chunk fully padded). H = 6
+      // is not divisible by U = 4 (head padding).
+      for (int64_t seq : {72, 97})
+        for (MaskCase mask : {MaskCase::none, MaskCase::padded}) add({.seq = seq, .mask = mask});
+      add({.seq = 1001, .heads = 4, .kv_heads = 4, .dim = 4, .mask = MaskCase::padded});
+      add({.seq = 3, .mask = MaskCase::padded});                       // fewer tokens than ranks
+      add({.seq = 50, .heads = 8, .kv_heads = 4, .mask = MaskCase::padded});  // GQA
+      add({.seq = 40, .mask = MaskCase::all_masked_row});
+      add({.seq = 45, .mask = MaskCase::padded, .dtype = DType::bf16});
+    }
+  return cases;
+}
+
+std::vector<CpCase> mpi_subset() {
+  return {{.ring = 4, .ulysses = 1, .seq = 97, .mask = MaskCase::padded},
+          {.ring = 4, .ulysses = 1, .rotate = RotateMethod::allgather, .seq = 97, .mask = MaskCase::padded},
+          {.ring = 1, .ulysses = 4, .seq = 97, .mask = MaskCase::padded},
+          {.ring = 2, .ulysses = 2, .seq = 97, .heads = 8, .kv_heads = 4, .mask = MaskCase::padded},
+          {.ring = 2, .ulysses = 2, .seq = 3, .mask = MaskCase::padded, .dtype = DType::bf16}};
+}
+
+}  // namespace cpdit::parallel::test

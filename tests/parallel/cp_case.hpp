@@ -1,0 +1,48 @@
+#pragma once
+// One context-parallel parity case and its check, shared by the local-engine gtest matrix and the
+// mpirun executable: every rank builds the same full inputs, computes the single-rank reference,
+// runs its shard through ParallelContext, gathers, and measures the normalised errors.
+#include <cpdit/comm/communicator.hpp>
+#include <cpdit/parallel/config.hpp>
+
+#include <string>
+#include <vector>
+
+namespace cpdit::parallel::test {
+
+enum class MaskCase {
+  none,
+  padded,         // random key padding, plus one rank's keys fully masked in batch 0
+  all_masked_row  // batch 1 attends to no key at all: out 0, lse -inf, zero gradients
+};
+
+struct CpCase {
+  int ring = 1, ulysses = 1;
+  RotateMethod rotate = RotateMethod::p2p;
+  int64_t batch = 2, seq = 72, heads = 6, kv_heads = 6, dim = 8;
+  MaskCase mask = MaskCase::none;
+  DType dtype = DType::f32;
+  bool backward = true;
+
+  std::string name() const;  // usable as a gtest parameter name
+};
+
+struct CpErrors {
+  double out = 0;       // max |out - ref|, absolute
+  double lse = 0;       // max |lse - ref| over finite entries; inf if -inf does not match
+  double dq = 0, dk = 0, dv = 0;  // max |g - ref| / max |ref|
+};
+
+// Collective over `world` (size ring * ulysses). Every rank returns the same errors.
+CpErrors check_case(std::shared_ptr<comm::Communicator> world, const CpCase& c);
+
+// Tolerances the project promises: forward 1e-5 absolute (f32 on O(1) data), gradients 1e-4
+// relative; bf16 outputs are allowed one bf16 rounding step (and gradients what that step causes).
+double out_tolerance(const CpCase& c);
+double grad_tolerance(const CpCase& c);
+
+// The cases run in full with the local engine, and the subset run under mpirun (4 ranks).
+std::vector<CpCase> local_matrix();
+std::vector<CpCase> mpi_subset();
+
+}  // namespace cpdit::parallel::test
