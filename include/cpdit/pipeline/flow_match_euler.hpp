@@ -1,0 +1,64 @@
+#pragma once
+// FlowMatchEulerDiscreteScheduler as the FLUX.1 pipelines drive it (diffusers): σ from 1 down to
+// 1/N, shifted (statically, or dynamically by μ from the image token count), then Euler steps
+// x ← x + (σ_{i+1} − σ_i)·v. Timesteps, sigmas and steps round in float32 exactly where diffusers
+// does. The step is token-wise, so each rank steps its own shard of the latents.
+#include <cpdit/core/tensor.hpp>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cpdit::pipeline {
+
+struct FlowMatchEulerConfig {
+  enum class TimeShift { exponential, linear };
+
+  int64_t num_train_timesteps = 1000;
+  double shift = 1.0;  // the static shift; ignored when use_dynamic_shifting
+  bool use_dynamic_shifting = false;
+  TimeShift time_shift_type = TimeShift::exponential;
+  // The line that maps the image token count to μ (the Flux pipeline's calculate_shift).
+  double base_shift = 0.5, max_shift = 1.15;
+  int64_t base_image_seq_len = 256, max_image_seq_len = 4096;
+
+  // A diffusers scheduler_config.json dict. Unknown keys are ignored; options that change the
+  // schedule and are not implemented (karras / exponential / beta sigmas, shift_terminal,
+  // invert_sigmas, stochastic_sampling) are refused by name.
+  static FlowMatchEulerConfig from_json(const nlohmann::json& config);
+  static FlowMatchEulerConfig from_file(const std::string& path);
+  // The values FLUX.1-dev / FLUX.1-schnell ship in scheduler/scheduler_config.json, for the
+  // built-in presets that have no scheduler folder.
+  static FlowMatchEulerConfig flux_dev();
+  static FlowMatchEulerConfig flux_schnell();
+
+  // μ for an image of `image_seq_len` tokens, in float64 as the Flux pipeline computes it.
+  double mu(int64_t image_seq_len) const;
+};
+
+class FlowMatchEulerScheduler {
+ public:
+  explicit FlowMatchEulerScheduler(FlowMatchEulerConfig config);
+
+  // The Flux pipeline's schedule: σ_in = linspace(1, 1/n, n) (float64, cast to float32 before the
+  // shift). `mu` is required with dynamic shifting and ignored without.
+  void set_timesteps(int num_inference_steps, std::optional<double> mu = std::nullopt);
+
+  const FlowMatchEulerConfig& config() const { return config_; }
+  int num_inference_steps() const { return int(timesteps_.size()); }
+  const std::vector<float>& timesteps() const { return timesteps_; }  // n values, σ·1000
+  const std::vector<float>& sigmas() const { return sigmas_; }        // n + 1 values, last 0
+
+  // prev = sample + (σ_{i+1} − σ_i)·model_output in float32, returned in model_output's dtype (as
+  // diffusers does). Any shape, any slice of the tokens; the two tensors must match in shape.
+  Tensor step(const Tensor& model_output, int step_index, const Tensor& sample) const;
+
+ private:
+  FlowMatchEulerConfig config_;
+  std::vector<float> timesteps_, sigmas_;
+};
+
+}  // namespace cpdit::pipeline

@@ -1,0 +1,131 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/json.hpp>
+#include <cpdit/pipeline/flow_match_euler.hpp>
+#include <cpdit/pipeline/scheduler_common.hpp>
+
+#include <cmath>
+
+namespace cpdit::pipeline {
+
+FlowMatchEulerConfig FlowMatchEulerConfig::from_json(const nlohmann::json& config) {
+  for (const char* key : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas",
+                          "invert_sigmas", "stochastic_sampling"}) {
+    CPDIT_CHECK(!config_flag(config, key, false), unsupported, "FlowMatchEulerDiscreteScheduler: \"",
+                key, "\": true is not supported; set it to false");
+  }
+  CPDIT_CHECK(config_number(config, "shift_terminal", 0.0) == 0.0, unsupported,
+              "FlowMatchEulerDiscreteScheduler: \"shift_terminal\" is not supported; set it to null");
+
+  FlowMatchEulerConfig c;
+  c.num_train_timesteps = config_integer(config, "num_train_timesteps", c.num_train_timesteps);
+  c.shift = config_number(config, "shift", c.shift);
+  c.use_dynamic_shifting = config_flag(config, "use_dynamic_shifting", c.use_dynamic_shifting);
+  c.base_shift = config_number(config, "base_shift", c.base_shift);
+  c.max_shift = config_number(config, "max_shift", c.max_shift);
+  c.base_image_seq_len = config_integer(config, "base_image_seq_len", c.base_image_seq_len);
+  c.max_image_seq_len = config_integer(config, "max_image_seq_len", c.max_image_seq_len);
+  const std::string shift_type = config_string(config, "time_shift_type", "exponential");
+  if (shift_type == "exponential") {
+    c.time_shift_type = TimeShift::exponential;
+  } else if (shift_type == "linear") {
+    c.time_shift_type = TimeShift::linear;
+  } else {
+    fail(ErrorKind::format, "FlowMatchEulerDiscreteScheduler: \"time_shift_type\" must be ",
+         "\"exponential\" or \"linear\", got \"", shift_type, "\"");
+  }
+  CPDIT_CHECK(c.num_train_timesteps > 0 && c.shift > 0 &&
+                  c.max_image_seq_len != c.base_image_seq_len,
+              format, "FlowMatchEulerDiscreteScheduler: impossible config (num_train_timesteps ",
+              c.num_train_timesteps, ", shift ", c.shift, ", base/max_image_seq_len ",
+              c.base_image_seq_len, "/", c.max_image_seq_len, ")");
+  return c;
+}
+
+FlowMatchEulerConfig FlowMatchEulerConfig::from_file(const std::string& path) {
+  return from_json(io::read_json(path));
+}
+
+FlowMatchEulerConfig FlowMatchEulerConfig::flux_dev() {
+  FlowMatchEulerConfig c;
+  c.shift = 3.0;
+  c.use_dynamic_shifting = true;
+  return c;
+}
+
+FlowMatchEulerConfig FlowMatchEulerConfig::flux_schnell() { return FlowMatchEulerConfig{}; }
+
+CPDIT_SEPARATE_ROUNDING double FlowMatchEulerConfig::mu(int64_t image_seq_len) const {
+  const double m = (max_shift - base_shift) / double(max_image_seq_len - base_image_seq_len);
+  const double m_base = m * double(base_image_seq_len);
+  const double b = base_shift - m_base;
+  const double m_seq = double(image_seq_len) * m;
+  return m_seq + b;
+}
+
+FlowMatchEulerScheduler::FlowMatchEulerScheduler(FlowMatchEulerConfig config)
+    : config_(std::move(config)) {}
+
+namespace {
+
+// The shift of one float32 σ, in numpy float32 arithmetic: Python floats meet a float32 array as
+// float32 values, and (1/σ − 1)^1.0 is exact.
+CPDIT_SEPARATE_ROUNDING float shifted_sigma(const FlowMatchEulerConfig& c, std::optional<double> mu,
+                                            float sigma) {
+  if (!c.use_dynamic_shifting) {
+    const float scaled = float(c.shift) * sigma;
+    const float denominator_part = float(c.shift - 1.0) * sigma;
+    return scaled / (1.0f + denominator_part);
+  }
+  const float odds = 1.0f / sigma - 1.0f;
+  const float numerator =
+      c.time_shift_type == FlowMatchEulerConfig::TimeShift::exponential ? float(std::exp(*mu)) : float(*mu);
+  return numerator / (numerator + odds);
+}
+
+}  // namespace
+
+void FlowMatchEulerScheduler::set_timesteps(int num_inference_steps, std::optional<double> mu) {
+  CPDIT_CHECK(num_inference_steps >= 1, invalid_argument,
+              "FlowMatchEulerScheduler: the number of steps must be at least 1, got ", num_inference_steps);
+  CPDIT_CHECK(!config_.use_dynamic_shifting || mu.has_value(), invalid_argument,
+              "FlowMatchEulerScheduler: dynamic shifting needs mu (FlowMatchEulerConfig::mu of the image "
+              "token count)");
+  const int n = num_inference_steps;
+  const std::vector<double> sigmas_in = numpy_linspace(1.0, 1.0 / n, n);
+  const float train_steps = float(config_.num_train_timesteps);
+  timesteps_.assign(size_t(n), 0.0f);
+  sigmas_.assign(size_t(n) + 1, 0.0f);  // the terminal σ is 0
+  for (int i = 0; i < n; ++i) {
+    sigmas_[size_t(i)] = shifted_sigma(config_, mu, float(sigmas_in[size_t(i)]));
+    timesteps_[size_t(i)] = sigmas_[size_t(i)] * train_steps;
+  }
+}
+
+namespace {
+
+CPDIT_SEPARATE_ROUNDING void euler_update(const float* sample, const float* velocity, float dt,
+                                          float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float delta = dt * velocity[i];
+    out[i] = sample[i] + delta;
+  }
+}
+
+}  // namespace
+
+Tensor FlowMatchEulerScheduler::step(const Tensor& model_output, int step_index,
+                                     const Tensor& sample) const {
+  CPDIT_CHECK(step_index >= 0 && step_index < num_inference_steps(), invalid_argument,
+              "FlowMatchEulerScheduler::step: step index ", step_index, " is outside 0..",
+              num_inference_steps() - 1, " (call set_timesteps first)");
+  CPDIT_CHECK(model_output.shape() == sample.shape(), invalid_argument,
+              "FlowMatchEulerScheduler::step: model output ", model_output.describe(),
+              " and sample ", sample.describe(), " must have the same shape");
+  const float dt = sigmas_[size_t(step_index) + 1] - sigmas_[size_t(step_index)];
+  const Tensor x = sample.to(DType::f32), v = model_output.to(DType::f32);
+  Tensor out = Tensor::empty(sample.shape(), DType::f32);
+  euler_update(x.data<float>(), v.data<float>(), dt, out.data<float>(), out.numel());
+  return out.to(model_output.dtype());
+}
+
+}  // namespace cpdit::pipeline
