@@ -1,0 +1,54 @@
+#pragma once
+// Model: the root of a module tree, with what diffusers puts on a model object: its attention
+// backend and its context parallelism. Model code stays single-device (DESIGN.md invariant 1):
+// enable_parallelism installs the model's plan as split/gather hooks and binds the parallel context
+// that attention::dispatch consults during this model's forward.
+#include <cpdit/attention/attention.hpp>
+#include <cpdit/comm/communicator.hpp>
+#include <cpdit/nn/module.hpp>
+#include <cpdit/parallel/config.hpp>
+#include <cpdit/parallel/plan.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace cpdit::nn {
+
+class Model : public Module {
+ public:
+  // The plan declared beside the model (spec/context-parallel.md §12).
+  virtual parallel::ContextParallelPlan context_parallel_plan() const = 0;
+
+  // The backend this model's attention runs on (default: the process-wide one). Refused, with the
+  // model unchanged, when parallelism is enabled and the backend cannot serve its mode.
+  void set_attention_backend(const std::string& name);
+
+  // Collective over `group` (every rank calls it). Checks the degrees against the group size and
+  // the attention backend against the mode, then installs `plan` (default: the model's own).
+  void enable_parallelism(std::shared_ptr<comm::Communicator> group, const parallel::ContextParallelConfig& config,
+                          std::optional<parallel::ContextParallelPlan> plan = std::nullopt);
+  void disable_parallelism();
+  bool parallel_enabled() const { return router_ != nullptr; }
+
+ protected:
+  // Binds this model's backend and parallel context on the calling thread while it lives; a model's
+  // forward opens one first.
+  class ForwardScope {
+   public:
+    explicit ForwardScope(const Model& model);
+
+   private:
+    std::optional<attention::ScopedBackend> backend_;
+    std::optional<attention::ScopedRouter> router_;
+  };
+
+ private:
+  const attention::Backend& backend() const;
+
+  std::optional<std::string> backend_name_;
+  std::optional<parallel::ContextParallelConfig> config_;
+  std::shared_ptr<attention::Router> router_;
+};
+
+}  // namespace cpdit::nn

@@ -1,0 +1,156 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/json.hpp>
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/flux/checkpoint.hpp>
+
+#include <filesystem>
+#include <utility>
+
+namespace cpdit::models::flux {
+
+namespace {
+const std::string kComfyPrefix = "model.diffusion_model.";
+
+// Original name stem -> diffusers stem, for tensors that only change name.
+const std::vector<std::pair<std::string, std::string>> kRenames = {
+    {"img_in", "x_embedder"},
+    {"txt_in", "context_embedder"},
+    {"time_in.in_layer", "time_text_embed.timestep_embedder.linear_1"},
+    {"time_in.out_layer", "time_text_embed.timestep_embedder.linear_2"},
+    {"vector_in.in_layer", "time_text_embed.text_embedder.linear_1"},
+    {"vector_in.out_layer", "time_text_embed.text_embedder.linear_2"},
+    {"guidance_in.in_layer", "time_text_embed.guidance_embedder.linear_1"},
+    {"guidance_in.out_layer", "time_text_embed.guidance_embedder.linear_2"},
+    {"final_layer.linear", "proj_out"},
+};
+const std::vector<std::pair<std::string, std::string>> kDoubleRenames = {
+    {"img_mod.lin", "norm1.linear"},
+    {"txt_mod.lin", "norm1_context.linear"},
+    {"img_attn.norm.query_norm.scale", "attn.norm_q.weight"},
+    {"img_attn.norm.key_norm.scale", "attn.norm_k.weight"},
+    {"txt_attn.norm.query_norm.scale", "attn.norm_added_q.weight"},
+    {"txt_attn.norm.key_norm.scale", "attn.norm_added_k.weight"},
+    {"img_attn.proj", "attn.to_out.0"},
+    {"txt_attn.proj", "attn.to_add_out"},
+    {"img_mlp.0", "ff.net.0.proj"},
+    {"img_mlp.2", "ff.net.2"},
+    {"txt_mlp.0", "ff_context.net.0.proj"},
+    {"txt_mlp.2", "ff_context.net.2"},
+};
+const std::vector<std::pair<std::string, std::string>> kSingleRenames = {
+    {"linear2", "proj_out"},
+    {"modulation.lin", "norm.linear"},
+    {"norm.query_norm.scale", "attn.norm_q.weight"},
+    {"norm.key_norm.scale", "attn.norm_k.weight"},
+};
+
+bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+// "double_blocks.7.img_attn.qkv.weight" -> ("7", "img_attn.qkv.weight") when s starts with head + ".".
+std::optional<std::pair<std::string, std::string>> block_parts(const std::string& s, const std::string& head) {
+  if (!starts_with(s, head + ".")) return std::nullopt;
+  size_t start = head.size() + 1, dot = s.find('.', start);
+  if (dot == std::string::npos) return std::nullopt;
+  return std::make_pair(s.substr(start, dot - start), s.substr(dot + 1));
+}
+
+// stem + ".weight"/".bias" renamed when stem matches `from` exactly.
+std::optional<std::string> rename(const std::string& rest, const std::string& from, const std::string& to) {
+  if (rest == from) return to;  // a tensor named without suffix (".scale" entries carry it in `from`)
+  for (const char* suffix : {".weight", ".bias"})
+    if (rest == from + suffix) return to + suffix;
+  return std::nullopt;
+}
+
+// Cuts a fused tensor's rows into parts of the given sizes, named stems[i] + suffix.
+void cut_rows(nn::StateDict& out, const Tensor& fused, const std::vector<std::string>& stems,
+              const std::vector<int64_t>& rows, const std::string& suffix) {
+  int64_t total = 0;
+  for (int64_t r : rows) total += r;
+  CPDIT_CHECK(fused.size(0) == total, invalid_argument, "original FLUX checkpoint: fused tensor for ", stems[0],
+              " has ", fused.size(0), " rows, expected ", total);
+  int64_t at = 0;
+  for (size_t i = 0; i < stems.size(); ++i) {
+    out[stems[i] + suffix] = fused.narrow(0, at, rows[i]);
+    at += rows[i];
+  }
+}
+}  // namespace
+
+bool is_original_layout(const nn::StateDict& state) {
+  return state.count("img_in.weight") || state.count(kComfyPrefix + "img_in.weight");
+}
+
+nn::StateDict to_diffusers_layout(const nn::StateDict& input) {
+  if (!is_original_layout(input)) return input;
+  nn::StateDict state;
+  for (const auto& [name, t] : input) state[starts_with(name, kComfyPrefix) ? name.substr(kComfyPrefix.size()) : name] = t;
+  const int64_t dim = state.at("img_in.weight").size(0);
+
+  nn::StateDict out;
+  for (const auto& [name, t] : state) {
+    std::string suffix = name.substr(name.rfind('.'));  // ".weight" / ".bias" / ".scale"
+    auto put = [&](const std::vector<std::pair<std::string, std::string>>& table, const std::string& rest,
+                   const std::string& prefix) {
+      for (const auto& [from, to] : table)
+        if (auto renamed = rename(rest, from, to)) {
+          out[prefix + *renamed] = t;
+          return true;
+        }
+      return false;
+    };
+    if (auto d = block_parts(name, "double_blocks")) {
+      const std::string prefix = "transformer_blocks." + d->first + ".";
+      if (d->second == "img_attn.qkv" + suffix)
+        cut_rows(out, t, {prefix + "attn.to_q", prefix + "attn.to_k", prefix + "attn.to_v"}, {dim, dim, dim}, suffix);
+      else if (d->second == "txt_attn.qkv" + suffix)
+        cut_rows(out, t, {prefix + "attn.add_q_proj", prefix + "attn.add_k_proj", prefix + "attn.add_v_proj"},
+                 {dim, dim, dim}, suffix);
+      else if (!put(kDoubleRenames, d->second, prefix))
+        out[name] = t;
+    } else if (auto s = block_parts(name, "single_blocks")) {
+      const std::string prefix = "single_transformer_blocks." + s->first + ".";
+      if (s->second == "linear1" + suffix)
+        cut_rows(out, t, {prefix + "attn.to_q", prefix + "attn.to_k", prefix + "attn.to_v", prefix + "proj_mlp"},
+                 {dim, dim, dim, t.size(0) - 3 * dim}, suffix);
+      else if (!put(kSingleRenames, s->second, prefix))
+        out[name] = t;
+    } else if (starts_with(name, "final_layer.adaLN_modulation.1.")) {
+      // The original orders the rows (shift, scale); diffusers' norm_out.linear (scale, shift).
+      out["norm_out.linear" + suffix] = cat({t.narrow(0, dim, dim), t.narrow(0, 0, dim)}, 0);
+    } else if (!put(kRenames, name, "")) {
+      out[name] = t;
+    }
+  }
+  return out;
+}
+
+FluxCheckpoint read_flux_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
+  FluxCheckpoint result;
+  result.state = to_diffusers_layout(nn::read_state_dict(io::Checkpoint::open(path)));
+  std::optional<std::string> config_file = config_path;
+  namespace fs = std::filesystem;
+  if (!config_file && fs::is_directory(path) && fs::exists(fs::path(path) / "config.json"))
+    config_file = (fs::path(path) / "config.json").string();
+  if (!config_file) {
+    result.config = FluxConfig::infer(result.state);
+  } else {
+    FluxConfig base;
+    try {
+      base = FluxConfig::infer(result.state);
+    } catch (const Error&) {
+      // The config file names everything; the loader reports how the weights differ from it.
+    }
+    result.config = FluxConfig::from_json(io::read_json(*config_file), base);
+  }
+  result.config.validate();
+  return result;
+}
+
+std::unique_ptr<FluxTransformer2DModel> load_flux(const FluxCheckpoint& checkpoint, const nn::LoadOptions& options) {
+  auto model = std::make_unique<FluxTransformer2DModel>(checkpoint.config);
+  nn::load_state_dict(*model, checkpoint.state, options);
+  return model;
+}
+
+}  // namespace cpdit::models::flux

@@ -1,0 +1,66 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/nn/load.hpp>
+
+#include <set>
+#include <sstream>
+#include <vector>
+
+namespace cpdit::nn {
+
+namespace {
+// "3 missing (a, b, c)", listing at most a handful of names.
+void report(std::ostringstream& out, const char* what, const std::vector<std::string>& items) {
+  if (items.empty()) return;
+  constexpr size_t kShown = 6;
+  if (out.tellp() > 0) out << "; ";
+  out << items.size() << " " << what << " (";
+  for (size_t i = 0; i < items.size() && i < kShown; ++i) out << (i ? ", " : "") << items[i];
+  if (items.size() > kShown) out << ", and " << items.size() - kShown << " more";
+  out << ")";
+}
+
+bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+}  // namespace
+
+StateDict read_state_dict(const io::Checkpoint& checkpoint) {
+  StateDict state;
+  for (const auto& name : checkpoint.names()) state.emplace(name, checkpoint.get(name));
+  return state;
+}
+
+void load_state_dict(Module& root, const StateDict& state, const LoadOptions& options) {
+  CPDIT_CHECK(options.matrix_dtype == DType::f32 || options.matrix_dtype == DType::bf16, invalid_argument,
+              "weights can be kept in f32 or bf16, not ", dtype_name(options.matrix_dtype));
+  std::vector<std::string> missing, unexpected, misshaped, mistyped;
+  std::set<std::string> expected;
+  auto params = root.named_parameters();
+  for (auto& [name, p] : params) {
+    expected.insert(name);
+    auto it = state.find(name);
+    if (it == state.end()) {
+      missing.push_back(name);
+    } else if (it->second.shape() != p->shape) {
+      misshaped.push_back(name + ": expected " + shape_string(p->shape) + ", got " + shape_string(it->second.shape()));
+    } else if (!is_float(it->second.dtype())) {
+      mistyped.push_back(name + ": " + dtype_name(it->second.dtype()));
+    }
+  }
+  for (const auto& [name, t] : state)
+    if (!expected.count(name)) unexpected.push_back(name);
+
+  std::ostringstream problems;
+  report(problems, "missing", missing);
+  report(problems, "unexpected", unexpected);
+  report(problems, "wrongly shaped", misshaped);
+  report(problems, "not f32/bf16/f16", mistyped);
+  CPDIT_CHECK(problems.tellp() == 0, invalid_argument, "checkpoint does not match the model: ", problems.str(),
+              " (check the model config against the weights)");
+
+  for (auto& [name, p] : params) {
+    DType target = p->matrix ? options.matrix_dtype : DType::f32;
+    p->value = state.at(name).to(target);
+  }
+}
+
+}  // namespace cpdit::nn

@@ -1,0 +1,61 @@
+#pragma once
+// Shared by the FLUX tests: the flux_tiny fixture (diffusers' own numbers) and random inputs of its
+// config.
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/flux/checkpoint.hpp>
+
+#include <filesystem>
+#include <random>
+#include <string>
+#include <unistd.h>
+
+namespace cpdit::models::flux::testing {
+
+inline std::string fixture_dir() { return std::string(CPDIT_TEST_DATA) + "/fixtures/flux_tiny"; }
+
+inline FluxCheckpoint fixture_checkpoint() {
+  return read_flux_checkpoint(fixture_dir() + "/weights.safetensors", fixture_dir() + "/config.json");
+}
+
+inline nn::TensorMap fixture_inputs() { return io::load_safetensors(fixture_dir() + "/inputs.safetensors"); }
+
+// Inputs of the tiny config on an h x w token grid with `text` tokens, ids laid out as the pipeline
+// lays them out (img (0, row, col), text zeros).
+inline nn::TensorMap random_inputs(const FluxConfig& config, int64_t h, int64_t w, int64_t text, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  auto randn = [&](const Shape& shape) {
+    std::vector<float> v(size_t(shape_numel(shape)));
+    for (float& x : v) x = normal(rng);
+    return Tensor::from_vector(v, shape);
+  };
+  std::vector<float> ids;
+  for (int64_t i = 0; i < h; ++i)
+    for (int64_t j = 0; j < w; ++j) ids.insert(ids.end(), {0.0f, float(i), float(j)});
+  nn::TensorMap in{{"hidden_states", randn({1, h * w, config.in_channels})},
+                   {"encoder_hidden_states", randn({1, text, config.joint_attention_dim})},
+                   {"pooled_projections", randn({1, config.pooled_projection_dim})},
+                   {"timestep", Tensor::from_vector({0.35f}, {1})},
+                   {"img_ids", Tensor::from_vector(ids, {h * w, 3})},
+                   {"txt_ids", Tensor::zeros({text, 3})}};
+  if (config.guidance_embeds) in["guidance"] = Tensor::from_vector({3.5f}, {1});
+  return in;
+}
+
+// A fresh folder under the system temp dir, removed with this object.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& name)
+      : path_(std::filesystem::temp_directory_path() / ("cpdit_" + name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+}  // namespace cpdit::models::flux::testing

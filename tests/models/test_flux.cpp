@@ -1,0 +1,97 @@
+// FluxTransformer2DModel against diffusers' own numbers (tests/data/fixtures/flux_tiny).
+#include "models/flux_fixture.hpp"
+
+#include <cpdit/core/error.hpp>
+
+#include <gtest/gtest.h>
+
+namespace cpdit::models::flux {
+namespace {
+
+using testing::fixture_checkpoint;
+using testing::fixture_dir;
+using testing::fixture_inputs;
+
+constexpr double kTolerance = 1e-4;  // the fixture README: common porting mistakes move outputs by >= 9%
+
+TEST(Flux, SampleMatchesDiffusers) {
+  auto model = load_flux(fixture_checkpoint());
+  Tensor expected = io::load_safetensors(fixture_dir() + "/expected.safetensors").at("sample");
+  Tensor sample = model->forward(fixture_inputs());
+  ASSERT_EQ(sample.shape(), expected.shape());
+  EXPECT_LT(max_abs_diff(sample, expected), kTolerance);
+}
+
+TEST(Flux, IntermediatesMatchDiffusers) {
+  auto model = load_flux(fixture_checkpoint());
+  auto expected = io::load_safetensors(fixture_dir() + "/intermediates.safetensors");
+  std::map<std::string, Tensor> seen;
+  for (auto& [path, module] : model->named_modules()) {
+    std::string at = path;
+    module->add_post_hook("record", [&seen, at](std::vector<Tensor>& out) {
+      if (out.size() == 1) seen[at] = out[0].clone();
+      for (size_t i = 0; out.size() > 1 && i < out.size(); ++i) seen[at + "." + std::to_string(i)] = out[i].clone();
+    });
+  }
+  model->forward(fixture_inputs());
+  for (const auto& [name, want] : expected) {
+    ASSERT_TRUE(seen.count(name)) << name;
+    ASSERT_EQ(seen[name].shape(), want.shape()) << name;
+    EXPECT_LT(max_abs_diff(seen[name], want), kTolerance) << name;
+  }
+}
+
+TEST(Flux, ConfigIsInferredFromTheTensors) {
+  auto state = nn::read_state_dict(io::Checkpoint::open(fixture_dir() + "/weights.safetensors"));
+  FluxConfig c = FluxConfig::infer(state);
+  EXPECT_EQ(c.in_channels, 4);
+  EXPECT_EQ(c.num_layers, 1);
+  EXPECT_EQ(c.num_single_layers, 1);
+  EXPECT_EQ(c.attention_head_dim, 16);
+  EXPECT_EQ(c.num_attention_heads, 2);
+  EXPECT_EQ(c.joint_attention_dim, 32);
+  EXPECT_EQ(c.pooled_projection_dim, 32);
+  EXPECT_FALSE(c.guidance_embeds);
+  EXPECT_EQ(c.axes_dims_rope, (std::vector<int64_t>{16, 56, 56}));  // tensors cannot tell; FLUX.1 default
+  EXPECT_THROW(c.validate(), Error);  // which does not fit a head dim of 16
+}
+
+TEST(Flux, RefusesMissingAndUnknownInputs) {
+  auto model = load_flux(fixture_checkpoint());
+  auto inputs = fixture_inputs();
+  inputs.erase("txt_ids");
+  EXPECT_THROW(model->forward(inputs), Error);
+  inputs = fixture_inputs();
+  inputs["timesteps"] = inputs["timestep"];
+  EXPECT_THROW(model->forward(inputs), Error);
+  inputs = fixture_inputs();
+  inputs["hidden_states"] = Tensor::zeros({1, 16, 5});
+  EXPECT_THROW(model->forward(inputs), Error);
+}
+
+TEST(Flux, DeprecatedBatchedIdsGiveTheSameSample) {
+  auto model = load_flux(fixture_checkpoint());
+  auto inputs = fixture_inputs();
+  Tensor want = model->forward(inputs);
+  inputs["img_ids"] = inputs["img_ids"].reshape({1, 16, 3});
+  inputs["txt_ids"] = inputs["txt_ids"].reshape({1, 8, 3});
+  EXPECT_EQ(max_abs_diff(model->forward(inputs), want), 0.0);
+}
+
+TEST(Flux, ConfigThatDoesNotMatchTheWeightsIsOneError) {
+  FluxCheckpoint ck = fixture_checkpoint();
+  ck.config.num_layers = 2;
+  ck.config.joint_attention_dim = 24;
+  try {
+    load_flux(ck);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("missing (transformer_blocks.1."), std::string::npos) << msg;
+    EXPECT_NE(msg.find("wrongly shaped (context_embedder.weight: expected (32, 24), got (32, 32))"), std::string::npos)
+        << msg;
+  }
+}
+
+}  // namespace
+}  // namespace cpdit::models::flux

@@ -1,0 +1,116 @@
+// The module tree: dotted names, parameter binding with one combined error, dtype handling, hooks.
+#include <cpdit/core/error.hpp>
+#include <cpdit/nn/layers.hpp>
+#include <cpdit/nn/load.hpp>
+
+#include <gtest/gtest.h>
+
+namespace cpdit::nn {
+namespace {
+
+class Block : public Module {
+ public:
+  Block() : to_q(add_module<Linear>("to_q", 4, 3)), norm(add_module<RMSNorm>("norm", 3, 1e-6f)) {}
+  Linear& to_q;
+  RMSNorm& norm;
+};
+
+class Toy : public Module {
+ public:
+  Toy() : blocks(add_module<ModuleList<Block>>("blocks")), out(add_module<Linear>("out", 3, 2, false)) {
+    blocks.append();
+    blocks.append();
+  }
+  ModuleList<Block>& blocks;
+  Linear& out;
+};
+
+StateDict full_state(Toy& toy) {
+  StateDict s;
+  float v = 0.25f;
+  for (auto& [name, p] : toy.named_parameters()) {
+    s[name] = Tensor::full(p->shape, v);
+    v += 0.25f;
+  }
+  return s;
+}
+
+TEST(Module, NamesFollowTheTree) {
+  Toy toy;
+  std::vector<std::string> modules, params;
+  for (auto& [name, m] : toy.named_modules()) modules.push_back(name);
+  for (auto& [name, p] : toy.named_parameters()) params.push_back(name);
+  EXPECT_EQ(modules, (std::vector<std::string>{"", "blocks", "blocks.0", "blocks.0.to_q", "blocks.0.norm", "blocks.1",
+                                               "blocks.1.to_q", "blocks.1.norm", "out"}));
+  EXPECT_EQ(params, (std::vector<std::string>{"blocks.0.to_q.bias", "blocks.0.to_q.weight", "blocks.0.norm.weight",
+                                              "blocks.1.to_q.bias", "blocks.1.to_q.weight", "blocks.1.norm.weight",
+                                              "out.weight"}));
+  EXPECT_EQ(toy.find("blocks.1.to_q"), &toy.blocks[1].to_q);
+  EXPECT_EQ(toy.find("blocks.2"), nullptr);
+}
+
+TEST(Load, ReportsMissingUnexpectedAndMisshapedTogether) {
+  Toy toy;
+  StateDict s = full_state(toy);
+  s.erase("blocks.0.to_q.bias");
+  s.erase("out.weight");
+  s["blocks.7.to_q.weight"] = Tensor::zeros({3, 4});
+  s["blocks.1.norm.weight"] = Tensor::zeros({5});
+  try {
+    load_state_dict(toy, s);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("2 missing (blocks.0.to_q.bias, out.weight)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("1 unexpected (blocks.7.to_q.weight)"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("1 wrongly shaped (blocks.1.norm.weight: expected (3), got (5))"), std::string::npos) << msg;
+  }
+  // Nothing was bound by the failed load.
+  EXPECT_FALSE(toy.out.named_parameters()[0].second->value.defined());
+}
+
+TEST(Load, ConvertsHalfPrecisionAndSharesWhatNeedsNoConversion) {
+  Toy toy;
+  StateDict s = full_state(toy);
+  s["blocks.0.to_q.weight"] = s["blocks.0.to_q.weight"].to(DType::bf16);
+  s["blocks.0.norm.weight"] = s["blocks.0.norm.weight"].to(DType::f16);
+  load_state_dict(toy, s);
+  for (auto& [name, p] : toy.named_parameters()) {
+    EXPECT_EQ(p->value.dtype(), DType::f32) << name;
+    EXPECT_EQ(max_abs_diff(p->value, s[name]), 0.0) << name;  // 0.25 steps are exact in bf16 and f16
+  }
+  EXPECT_TRUE(toy.out.named_parameters()[0].second->value.same_storage(s["out.weight"]));
+
+  Toy bf16_weights;
+  load_state_dict(bf16_weights, s, LoadOptions{DType::bf16});
+  EXPECT_EQ(bf16_weights.blocks[1].to_q.named_parameters()[1].second->value.dtype(), DType::bf16);  // weight
+  EXPECT_EQ(bf16_weights.blocks[1].to_q.named_parameters()[0].second->value.dtype(), DType::f32);   // bias
+}
+
+TEST(Load, RefusesNonFloatTensors) {
+  Toy toy;
+  StateDict s = full_state(toy);
+  s["out.weight"] = Tensor::zeros({2, 3}, DType::i64);
+  EXPECT_THROW(load_state_dict(toy, s), Error);
+}
+
+TEST(Hooks, SeeArgumentsByNameAndResultsByIndexAndCanBeRemoved) {
+  Linear lin(2, 2);
+  StateDict s{{"weight", Tensor::from_vector({1, 0, 0, 1}, {2, 2})}, {"bias", Tensor::zeros({2})}};
+  load_state_dict(lin, s);
+  std::vector<std::string> seen;
+  lin.add_pre_hook("test", [&](TensorMap& in) {
+    seen.push_back("pre:" + in.at("input").describe());
+    in["input"] = Tensor::from_vector({3, 4}, {1, 2});  // a hook may replace an argument
+  });
+  lin.add_post_hook("test", [&](std::vector<Tensor>& out) { seen.push_back("post:" + out[0].describe()); });
+  Tensor y = lin.forward(Tensor::zeros({5, 2}));
+  EXPECT_EQ(seen, (std::vector<std::string>{"pre:f32(5, 2)", "post:f32(1, 2)"}));
+  EXPECT_EQ(y.data<float>()[1], 4.0f);
+  lin.remove_hooks("test");
+  EXPECT_EQ(lin.forward(Tensor::zeros({5, 2})).size(0), 5);
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+}  // namespace
+}  // namespace cpdit::nn
