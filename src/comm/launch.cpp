@@ -1,0 +1,40 @@
+#include <cpdit/comm/launch.hpp>
+#include <cpdit/comm/mpi.hpp>
+#include <cpdit/core/threads.hpp>
+
+#include <algorithm>
+#include <cstdlib>
+#include <exception>
+
+namespace cpdit::comm {
+
+namespace {
+int env_int(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  return text != nullptr && *text != '\0' ? std::atoi(text) : fallback;
+}
+}  // namespace
+
+bool launched_by_mpi() {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
+
+void run_ranks(int local_ranks, const std::function<void(Communicator&)>& fn, const LocalOptions& options) {
+  if (!launched_by_mpi()) {
+    run_local(local_ranks, fn, options);
+    return;
+  }
+  try {
+    // Processes sharing this machine share its cores.
+    int per_machine = std::max(1, env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
+    ScopedComputeThreads budget(options.threads_per_rank > 0 ? options.threads_per_rank
+                                                             : std::max(1, hardware_threads() / per_machine));
+    fn(*mpi_world(options.comm));
+  } catch (const std::exception& e) {
+    abort_job(e.what());
+  }
+}
+
+}  // namespace cpdit::comm
