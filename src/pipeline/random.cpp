@@ -1,6 +1,8 @@
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/threads.hpp>
 #include <cpdit/pipeline/random.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -54,7 +56,12 @@ void fill_normal(uint64_t seed, uint64_t first_index, float* out, int64_t count)
 
 Tensor randn(const Shape& shape, uint64_t seed) {
   Tensor t = Tensor::empty(shape, DType::f32);
-  fill_normal(seed, 0, t.data<float>(), t.numel());
+  float* out = t.data<float>();
+  const int64_t n = t.numel(), chunk = 1 << 14;  // chunks are independent: any split gives the same values
+#pragma omp parallel for num_threads(compute_threads()) schedule(static) if (n > 4 * chunk)
+  for (int64_t begin = 0; begin < n; begin += chunk) {
+    fill_normal(seed, uint64_t(begin), out + begin, std::min(chunk, n - begin));
+  }
   return t;
 }
 

@@ -1,5 +1,6 @@
 // The counter-based Gaussian generator: Philox4x32-10 against Random123's published known-answer
 // vectors, determinism, shards equal to slices of the whole, and the moments of N(0, 1).
+#include <cpdit/core/threads.hpp>
 #include <cpdit/pipeline/random.hpp>
 
 #include <gtest/gtest.h>
@@ -27,6 +28,20 @@ TEST(Random, SameSeedGivesBitwiseIdenticalValues) {
   // The high half of the seed matters too.
   const Tensor d = randn({2, 16, 24, 40}, 1234 + (uint64_t(1) << 32));
   EXPECT_NE(std::memcmp(a.raw(), d.raw(), a.nbytes()), 0);
+}
+
+TEST(Random, ThreadCountDoesNotChangeTheValues) {
+  const Shape shape{1, 16, 2, 96, 96};  // large enough to be generated in parallel
+  Tensor one, two;
+  {
+    ScopedComputeThreads threads(1);
+    one = randn(shape, 31);
+  }
+  {
+    ScopedComputeThreads threads(2);
+    two = randn(shape, 31);
+  }
+  EXPECT_EQ(std::memcmp(one.raw(), two.raw(), one.nbytes()), 0);
 }
 
 TEST(Random, AnyRangeEqualsTheSliceOfTheWholeStream) {
