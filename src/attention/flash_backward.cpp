@@ -32,10 +32,9 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
   const Tensor keep_mask = mask.kind == MaskKind::key_padding ? mask.tensor.contiguous() : Tensor();
   const bool* keep = keep_mask.defined() ? keep_mask.data<bool>() : nullptr;
 
-  const int threads = compute_threads();
-  const int64_t tasks = d.B * d.Hkv;
-  const int64_t parts =
-      std::clamp<int64_t>((threads + tasks - 1) / std::max<int64_t>(tasks, 1), 1, std::max<int64_t>(k_tiles, 1));
+  const int64_t tasks = std::max<int64_t>(d.B * d.Hkv, 1);
+  const int64_t parts = std::clamp<int64_t>((compute_threads() + tasks - 1) / tasks, 1, std::max<int64_t>(k_tiles, 1));
+  const int threads = int(std::min<int64_t>(compute_threads(), tasks * parts));
   Grads g{Tensor::zeros(q.shape()), Tensor::zeros(k.shape()), Tensor::zeros(v.shape())};
   // dQ of part 0 goes straight to g.dq; parts 1.. each get a buffer.
   Tensor dq_parts = parts > 1 ? Tensor::zeros({parts - 1, q.numel()}) : Tensor();

@@ -30,7 +30,7 @@ Result forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d,
 
   Tensor out = Tensor::empty({d.B, d.Sq, d.H, d.D});
   Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
-  const int threads = compute_threads();
+  const int threads = int(std::clamp<int64_t>(d.B * d.H * q_tiles, 1, compute_threads()));
   // Per thread: scores (br x bc), output accumulator (br x D), running max and denominator (br).
   const int64_t per_thread = br * bc + br * d.D + 2 * br;
   Tensor scratch = Tensor::empty({threads, per_thread});

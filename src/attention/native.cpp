@@ -8,6 +8,7 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -54,9 +55,9 @@ class NativeBackend final : public Backend {
     const Dims d = check_forward_args("native attention", q_in, k_in, v_in, mask, scale);
     const Tensor q = q_in.to(DType::f32), k = k_in.to(DType::f32), v = v_in.to(DType::f32);
     const Tensor m = mask.kind == MaskKind::none ? Tensor() : mask.tensor.contiguous();
-    Tensor out = Tensor::empty({d.B, d.Sq, d.H, d.D});
+    Tensor out = Tensor::zeros({d.B, d.Sq, d.H, d.D});  // stays 0 when there are no keys
     Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
-    const int threads = compute_threads();
+    const int threads = int(std::clamp<int64_t>(d.B * d.H, 1, compute_threads()));
     Tensor scores = Tensor::empty({threads, d.Sq, d.Sk});  // one score block per thread
     const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
     float *op = out.data<float>(), *lp = lse.data<float>(), *sp = scores.data<float>();
@@ -84,7 +85,7 @@ class NativeBackend final : public Backend {
           for (int64_t j = 0; j < d.Sk; ++j) row[j] = sum > 0 ? row[j] * inv : 0.0f;
           lp[(b * d.H + h) * d.Sq + i] = sum > 0 ? mx + std::log(sum) : kNegInf;
         }
-        gemm(false, false, d.Sq, d.D, d.Sk, 1, s, d.Sk, vbh, ks, 0, op + b * d.Sq * qs + h * d.D, qs);
+        if (d.Sk > 0) gemm(false, false, d.Sq, d.D, d.Sk, 1, s, d.Sk, vbh, ks, 0, op + b * d.Sq * qs + h * d.D, qs);
       }
     return {out.to(q_in.dtype()), lse};
   }
@@ -99,7 +100,8 @@ class NativeBackend final : public Backend {
     const Tensor dv_row = rowsum_dout_out(dout, out);
     const Tensor m = mask.kind == MaskKind::none ? Tensor() : mask.tensor.contiguous();
     Grads g{Tensor::zeros(q.shape()), Tensor::zeros(k.shape()), Tensor::zeros(v.shape())};
-    const int threads = compute_threads();
+    if (d.Sk == 0) return g;  // no keys: every gradient is 0
+    const int threads = int(std::clamp<int64_t>(d.B * d.Hkv, 1, compute_threads()));
     Tensor scratch = Tensor::empty({threads, 2, d.Sq, d.Sk});  // P and dP per thread
     const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
     const float *gp = dout.data<float>(), *lp = lse.data<float>(), *rp = dv_row.data<float>();

@@ -87,6 +87,21 @@ TEST(AttentionForward, FullyMaskedRowsAreZeroWithMinusInfLse) {
   }
 }
 
+// An empty KV chunk (uneven ring splits make them) is a call whose rows are all fully masked.
+TEST(AttentionForward, NoKeysGiveZeroOutputMinusInfLseAndZeroGradients) {
+  const Case c = make_case({2, 5, 1, 2, 1, 16}, MaskKind::none, 9);
+  const Tensor k = c.k.narrow(1, 0, 0).contiguous(), v = c.v.narrow(1, 0, 0).contiguous();
+  for (const char* name : kBackends) {
+    SCOPED_TRACE(name);
+    Result r = backend(name).forward(c.q, k, v, Mask::none(), c.scale);
+    for (double x : values(r.out)) EXPECT_EQ(x, 0.0);
+    for (double x : values(r.lse)) EXPECT_EQ(x, -INFINITY);
+    Grads g = backend(name).backward(c.q, c.q, k, v, r.out, r.lse, Mask::none(), c.scale);
+    for (double x : values(g.dq)) EXPECT_EQ(x, 0.0);
+    EXPECT_EQ(g.dk.shape(), k.shape());
+  }
+}
+
 TEST(AttentionForward, HalfPrecisionInputsComputeInF32) {
   const Case c = make_case({1, 70, 90, 2, 1, 32}, MaskKind::none, 21);
   for (DType t : {DType::bf16, DType::f16}) {
