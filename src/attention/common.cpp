@@ -1,21 +1,9 @@
-// The GEMM and the softmax-backward row term both backends use.
+// The softmax-backward row term both backends use.
 #include "attention/detail.hpp"
 
-#include <cpdit/core/error.hpp>
 #include <cpdit/core/threads.hpp>
 
-#include <oneapi/dnnl/dnnl.h>
-
 namespace cpdit::attention::detail {
-
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (m == 0 || n == 0) return;
-  dnnl_status_t status = dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda,
-                                    b, ldb, beta, c, ldc);
-  CPDIT_CHECK(status == dnnl_success, internal, "attention: oneDNN sgemm failed (status ",
-              int(status), ") for ", m, "x", n, "x", k);
-}
 
 Tensor rowsum_dout_out(const Tensor& dout, const Tensor& out) {
   Tensor g = dout.to(DType::f32), o = out.to(DType::f32);

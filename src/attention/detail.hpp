@@ -1,7 +1,7 @@
 #pragma once
-// Shared by the attention backends: argument validation, the f32 views they compute on, the GEMM
-// they build on, and the constructors of the built-in backends (the registry calls them, so the
-// static library never drops them).
+// Shared by the attention backends: argument validation, the softmax-backward row term, and the
+// constructors of the built-in backends (the registry calls them, so the static library never drops
+// them). Both backends build on kernels::gemm (oneDNN sgemm; single-threaded inside a parallel region).
 #include <cpdit/attention/attention.hpp>
 
 #include <cstdint>
@@ -24,11 +24,6 @@ Dims check_backward_args(const char* who, const Tensor& dout, const Tensor& q, c
 
 // Dv[b,h,i] = sum_d dout[b,i,h,d] * out[b,i,h,d], f32 (B,H,S_q): the softmax-backward row term.
 Tensor rowsum_dout_out(const Tensor& dout, const Tensor& out);
-
-// C = alpha op(A) op(B) + beta C, row-major with row strides (oneDNN sgemm). Inside an OpenMP
-// parallel region it runs on the calling thread only.
-void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 std::shared_ptr<const Backend> make_native_backend();
 std::shared_ptr<const Backend> make_flash_backend();

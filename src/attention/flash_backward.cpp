@@ -10,6 +10,7 @@
 #include "kernels/cpu/flash_rows.hpp"
 
 #include <cpdit/core/threads.hpp>
+#include <cpdit/kernels/cpu.hpp>
 
 #include <omp.h>
 
@@ -61,7 +62,7 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
               const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
               const int64_t q_at = (b * d.Sq + r0) * qs + h * d.D;
               const int64_t row_at = (b * d.H + h) * d.Sq + r0;
-              gemm(false, true, rows, cols, d.D, scale, qp + q_at, qs, kp + kv_at, ks, 0, p, bc);
+              kernels::gemm(false, true, rows, cols, d.D, scale, qp + q_at, qs, kp + kv_at, ks, 0, p, bc);
               if (state == TileKeys::some)
                 for (int64_t c = 0; c < cols; ++c)
                   if (!keep[b * d.Sk + c0 + c])
@@ -73,12 +74,12 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
                 else
                   rows_ops::exp_shift_sum(row, cols, lp[row_at + r]);
               }
-              gemm(true, false, cols, d.D, rows, 1, p, bc, gp + q_at, qs, 1, dvp + kv_at, ks);
-              gemm(false, true, rows, cols, d.D, 1, gp + q_at, qs, vp + kv_at, ks, 0, dp, bc);
+              kernels::gemm(true, false, cols, d.D, rows, 1, p, bc, gp + q_at, qs, 1, dvp + kv_at, ks);
+              kernels::gemm(false, true, rows, cols, d.D, 1, gp + q_at, qs, vp + kv_at, ks, 0, dp, bc);
               for (int64_t r = 0; r < rows; ++r)
                 rows_ops::softmax_grad(dp + r * bc, p + r * bc, cols, rp[row_at + r]);
-              gemm(false, false, rows, d.D, cols, scale, dp, bc, kp + kv_at, ks, 1, dqp + q_at, qs);
-              gemm(true, false, cols, d.D, rows, scale, dp, bc, qp + q_at, qs, 1, dkp + kv_at, ks);
+              kernels::gemm(false, false, rows, d.D, cols, scale, dp, bc, kp + kv_at, ks, 1, dqp + q_at, qs);
+              kernels::gemm(true, false, cols, d.D, rows, scale, dp, bc, qp + q_at, qs, 1, dkp + kv_at, ks);
             }
         }
       }

@@ -6,6 +6,7 @@
 #include "kernels/cpu/flash_rows.hpp"
 
 #include <cpdit/core/threads.hpp>
+#include <cpdit/kernels/cpu.hpp>
 
 #include <omp.h>
 
@@ -58,7 +59,7 @@ Result forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d,
           if (state == TileKeys::none) continue;
           const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
           const int64_t kv_at = (b * d.Sk + c0) * ks + hk * d.D;
-          gemm(false, true, rows, cols, d.D, scale, qi, qs, kp + kv_at, ks, 0, s, bc);
+          kernels::gemm(false, true, rows, cols, d.D, scale, qi, qs, kp + kv_at, ks, 0, s, bc);
           if (state == TileKeys::some)
             for (int64_t c = 0; c < cols; ++c)
               if (!keep[b * d.Sk + c0 + c])
@@ -75,7 +76,7 @@ Result forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d,
             if (alpha != 1.0f) rows_ops::scale_row(acc + r * d.D, d.D, alpha);
             m[r] = m_new;
           }
-          gemm(false, false, rows, d.D, cols, 1, s, bc, vp + kv_at, ks, 1, acc, d.D);
+          kernels::gemm(false, false, rows, d.D, cols, 1, s, bc, vp + kv_at, ks, 1, acc, d.D);
         }
 
         for (int64_t r = 0; r < rows; ++r) {

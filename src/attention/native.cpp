@@ -5,6 +5,7 @@
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/threads.hpp>
+#include <cpdit/kernels/cpu.hpp>
 
 #include <omp.h>
 
@@ -71,7 +72,7 @@ class NativeBackend final : public Backend {
         const float* qbh = qp + b * d.Sq * qs + h * d.D;
         const float* kbh = kp + b * d.Sk * ks + hk * d.D;
         const float* vbh = vp + b * d.Sk * ks + hk * d.D;
-        gemm(false, true, d.Sq, d.Sk, d.D, scale, qbh, qs, kbh, ks, 0, s, d.Sk);
+        kernels::gemm(false, true, d.Sq, d.Sk, d.D, scale, qbh, qs, kbh, ks, 0, s, d.Sk);
         apply_mask(mask, m, d, b, h, s);
         for (int64_t i = 0; i < d.Sq; ++i) {
           float* row = s + i * d.Sk;
@@ -85,7 +86,7 @@ class NativeBackend final : public Backend {
           for (int64_t j = 0; j < d.Sk; ++j) row[j] = sum > 0 ? row[j] * inv : 0.0f;
           lp[(b * d.H + h) * d.Sq + i] = sum > 0 ? mx + std::log(sum) : kNegInf;
         }
-        if (d.Sk > 0) gemm(false, false, d.Sq, d.D, d.Sk, 1, s, d.Sk, vbh, ks, 0, op + b * d.Sq * qs + h * d.D, qs);
+        if (d.Sk > 0) kernels::gemm(false, false, d.Sq, d.D, d.Sk, 1, s, d.Sk, vbh, ks, 0, op + b * d.Sq * qs + h * d.D, qs);
       }
     return {out.to(q_in.dtype()), lse};
   }
@@ -120,20 +121,20 @@ class NativeBackend final : public Backend {
           const float* lse_row = lp + (b * d.H + h) * d.Sq;
           const float* dv_r = rp + (b * d.H + h) * d.Sq;
           // P = exp(scale q.k + mask - lse) with the global lse (exact per KV chunk).
-          gemm(false, true, d.Sq, d.Sk, d.D, scale, qp + q_at, qs, kp + kv_at, ks, 0, p, d.Sk);
+          kernels::gemm(false, true, d.Sq, d.Sk, d.D, scale, qp + q_at, qs, kp + kv_at, ks, 0, p, d.Sk);
           apply_mask(mask, m, d, b, h, p);
           for (int64_t i = 0; i < d.Sq; ++i)
             for (int64_t j = 0; j < d.Sk; ++j) {
               float& x = p[i * d.Sk + j];
               x = lse_row[i] == kNegInf ? 0.0f : std::exp(x - lse_row[i]);
             }
-          gemm(true, false, d.Sk, d.D, d.Sq, 1, p, d.Sk, gp + q_at, qs, 1, dvp + kv_at, ks);
-          gemm(false, true, d.Sq, d.Sk, d.D, 1, gp + q_at, qs, vp + kv_at, ks, 0, dp, d.Sk);
+          kernels::gemm(true, false, d.Sk, d.D, d.Sq, 1, p, d.Sk, gp + q_at, qs, 1, dvp + kv_at, ks);
+          kernels::gemm(false, true, d.Sq, d.Sk, d.D, 1, gp + q_at, qs, vp + kv_at, ks, 0, dp, d.Sk);
           for (int64_t i = 0; i < d.Sq; ++i)
             for (int64_t j = 0; j < d.Sk; ++j)
               dp[i * d.Sk + j] = p[i * d.Sk + j] * (dp[i * d.Sk + j] - dv_r[i]);
-          gemm(false, false, d.Sq, d.D, d.Sk, scale, dp, d.Sk, kp + kv_at, ks, 0, dqp + q_at, qs);
-          gemm(true, false, d.Sk, d.D, d.Sq, scale, dp, d.Sk, qp + q_at, qs, 1, dkp + kv_at, ks);
+          kernels::gemm(false, false, d.Sq, d.D, d.Sk, scale, dp, d.Sk, kp + kv_at, ks, 0, dqp + q_at, qs);
+          kernels::gemm(true, false, d.Sk, d.D, d.Sq, scale, dp, d.Sk, qp + q_at, qs, 1, dkp + kv_at, ks);
         }
       }
     return g;
