@@ -1,0 +1,44 @@
+#pragma once
+// WanTransformer3DModel hyper-parameters (diffusers config.json names; spec/models.md §3.1).
+#include <cpdit/nn/load.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+namespace cpdit::models::wan {
+
+// Defaults are diffusers' class defaults (the 14B widths).
+struct WanConfig {
+  std::array<int64_t, 3> patch_size{1, 2, 2};  // (frames, rows, columns)
+  int64_t num_attention_heads = 40;
+  int64_t attention_head_dim = 128;
+  int64_t in_channels = 16;
+  int64_t out_channels = 16;
+  int64_t text_dim = 4096;
+  int64_t freq_dim = 256;
+  int64_t ffn_dim = 13824;
+  int64_t num_layers = 40;
+  bool cross_attn_norm = true;
+  std::string qk_norm = "rms_norm_across_heads";
+  float eps = 1e-6f;
+  int64_t rope_max_seq_len = 1024;
+  // Image conditioning (I2V / FLF2V); this port serves text-to-video only, so both must stay 0 (null).
+  int64_t image_dim = 0;
+  int64_t added_kv_proj_dim = 0;
+
+  int64_t inner_dim() const { return num_attention_heads * attention_head_dim; }
+  int64_t patch_volume() const { return patch_size[0] * patch_size[1] * patch_size[2]; }
+
+  // Fields missing (or null) in `j` keep the values of `base`; unknown fields are ignored.
+  static WanConfig from_json(const nlohmann::json& j, WanConfig base);
+  // What the tensors tell (widths, channels, patch, block count) from a diffusers-layout state dict;
+  // the head split of the width cannot be told (the QK norm spans all heads): head_dim stays 128.
+  static WanConfig infer(const nn::StateDict& state);
+  // Throws invalid_argument naming the field.
+  void validate() const;
+};
+
+}  // namespace cpdit::models::wan

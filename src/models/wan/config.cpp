@@ -1,0 +1,99 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/models/wan/config.hpp>
+
+#include <algorithm>
+
+namespace cpdit::models::wan {
+
+namespace {
+template <class T>
+void read(const nlohmann::json& j, const char* key, T& field) {
+  if (j.contains(key) && !j[key].is_null()) field = j[key].get<T>();
+}
+
+const Shape& shape_of(const nn::StateDict& state, const std::string& name) {
+  auto it = state.find(name);
+  CPDIT_CHECK(it != state.end(), invalid_argument, "cannot infer the Wan config: the weights have no '", name,
+              "' (is this a diffusers WanTransformer3DModel checkpoint?)");
+  return it->second.shape();
+}
+
+int64_t count_blocks(const nn::StateDict& state) {
+  int64_t count = 0;
+  for (const auto& [name, t] : state) {
+    if (name.rfind("blocks.", 0) != 0) continue;
+    size_t end = name.find('.', 7);
+    count = std::max<int64_t>(count, std::stoll(name.substr(7, end - 7)) + 1);
+  }
+  return count;
+}
+}  // namespace
+
+WanConfig WanConfig::from_json(const nlohmann::json& j, WanConfig c) {
+  CPDIT_CHECK(j.is_object(), invalid_argument, "a Wan config must be a JSON object");
+  try {
+    read(j, "patch_size", c.patch_size);
+    read(j, "num_attention_heads", c.num_attention_heads);
+    read(j, "attention_head_dim", c.attention_head_dim);
+    read(j, "in_channels", c.in_channels);
+    read(j, "out_channels", c.out_channels);
+    read(j, "text_dim", c.text_dim);
+    read(j, "freq_dim", c.freq_dim);
+    read(j, "ffn_dim", c.ffn_dim);
+    read(j, "num_layers", c.num_layers);
+    read(j, "cross_attn_norm", c.cross_attn_norm);
+    read(j, "qk_norm", c.qk_norm);
+    read(j, "eps", c.eps);
+    read(j, "rope_max_seq_len", c.rope_max_seq_len);
+    read(j, "image_dim", c.image_dim);
+    read(j, "added_kv_proj_dim", c.added_kv_proj_dim);
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::invalid_argument, "Wan config has a field of the wrong type: ", e.what());
+  }
+  return c;
+}
+
+WanConfig WanConfig::infer(const nn::StateDict& state) {
+  WanConfig c;
+  const Shape& patch = shape_of(state, "patch_embedding.weight");  // [D, C_in, pt, ph, pw]
+  CPDIT_CHECK(patch.size() == 5, invalid_argument, "Wan patch_embedding.weight must be 5-D, got ", shape_string(patch));
+  const int64_t dim = patch[0];
+  c.in_channels = patch[1];
+  c.patch_size = {patch[2], patch[3], patch[4]};
+  c.num_attention_heads = dim / c.attention_head_dim;  // 0 for widths below 128: config.json must say
+  c.freq_dim = shape_of(state, "condition_embedder.time_embedder.linear_1.weight")[1];
+  c.text_dim = shape_of(state, "condition_embedder.text_embedder.linear_1.weight")[1];
+  c.num_layers = count_blocks(state);
+  if (c.num_layers > 0) {
+    c.ffn_dim = shape_of(state, "blocks.0.ffn.net.0.proj.weight")[0];
+    c.cross_attn_norm = state.count("blocks.0.norm2.weight") > 0;
+  }
+  c.out_channels = shape_of(state, "proj_out.weight")[0] / c.patch_volume();
+  return c;
+}
+
+void WanConfig::validate() const {
+  auto positive = [](int64_t v, const char* name) {
+    CPDIT_CHECK(v > 0, invalid_argument, "Wan config: ", name, " must be positive, got ", v);
+  };
+  for (int64_t p : patch_size) positive(p, "every patch_size entry");
+  positive(num_attention_heads, "num_attention_heads");
+  positive(attention_head_dim, "attention_head_dim");
+  positive(in_channels, "in_channels");
+  positive(out_channels, "out_channels");
+  positive(text_dim, "text_dim");
+  positive(ffn_dim, "ffn_dim");
+  positive(rope_max_seq_len, "rope_max_seq_len");
+  CPDIT_CHECK(num_layers >= 0, invalid_argument, "Wan config: num_layers must be >= 0");
+  CPDIT_CHECK(freq_dim > 0 && freq_dim % 2 == 0, invalid_argument, "Wan config: freq_dim must be even and positive, got ",
+              freq_dim);
+  CPDIT_CHECK(attention_head_dim % 2 == 0 && attention_head_dim >= 6, invalid_argument,
+              "Wan config: attention_head_dim must be even and at least 6 (3-axis RoPE), got ", attention_head_dim);
+  CPDIT_CHECK(qk_norm == "rms_norm_across_heads", invalid_argument, "Wan config: qk_norm '", qk_norm,
+              "' is not supported (only \"rms_norm_across_heads\", as every released Wan checkpoint uses)");
+  CPDIT_CHECK(image_dim == 0 && added_kv_proj_dim == 0, unsupported,
+              "Wan config: image conditioning (image_dim / added_kv_proj_dim, the I2V and FLF2V models) is not "
+              "supported; use a text-to-video checkpoint");
+}
+
+}  // namespace cpdit::models::wan

@@ -1,0 +1,113 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/threads.hpp>
+#include <cpdit/kernels/cpu.hpp>
+#include <cpdit/models/wan/model.hpp>
+
+#include <set>
+
+namespace cpdit::models::wan {
+
+parallel::ContextParallelPlan wan_plan() {
+  using parallel::ContextParallelInput, parallel::ContextParallelOutput;
+  parallel::ModulePlan rope;
+  rope.outputs = {{0, ContextParallelInput{1, 4, /*split_output=*/true}},   // cos (1, S, 1, head_dim)
+                  {1, ContextParallelInput{1, 4, /*split_output=*/true}}};  // sin
+  parallel::ModulePlan first_block;
+  first_block.inputs = {{"hidden_states", ContextParallelInput{1, 3}}};
+  parallel::ModulePlan root;
+  root.inputs = {{"timestep", ContextParallelInput{1, 2, false, /*optional=*/true}}};
+  parallel::ModulePlan proj_out;
+  proj_out.gathers = {{0, ContextParallelOutput{1, 3}}};
+  return {{"rope", rope}, {"blocks.0", first_block}, {"", root}, {"proj_out", proj_out}};
+}
+
+WanTransformer3DModel::WanTransformer3DModel(const WanConfig& config)
+    : config_((config.validate(), config)),
+      rope_(add_module<RotaryPosEmbed>("rope", config.attention_head_dim, config.patch_size, config.rope_max_seq_len)),
+      patch_embedding_(add_module<PatchEmbedding>("patch_embedding", config.in_channels, config.inner_dim(),
+                                                  config.patch_size)),
+      condition_embedder_(
+          add_module<ConditionEmbedder>("condition_embedder", config.inner_dim(), config.freq_dim, config.text_dim)),
+      blocks_(add_module<nn::ModuleList<Block>>("blocks")),
+      norm_out_(add_module<nn::LayerNorm>("norm_out", config.inner_dim(), config.eps, /*affine=*/false)),
+      proj_out_(add_module<nn::Linear>("proj_out", config.inner_dim(), config.out_channels * config.patch_volume())),
+      scale_shift_table_(add_parameter("scale_shift_table", {1, 2, config.inner_dim()})) {
+  for (int64_t i = 0; i < config.num_layers; ++i)
+    blocks_.append(config.inner_dim(), config.num_attention_heads, config.attention_head_dim, config.ffn_dim,
+                   config.cross_attn_norm, config.eps);
+}
+
+namespace {
+const std::set<std::string> kInputNames{"hidden_states", "timestep", "encoder_hidden_states"};
+}  // namespace
+
+Tensor WanTransformer3DModel::forward(const nn::TensorMap& inputs) const {
+  for (const auto& [name, t] : inputs)
+    CPDIT_CHECK(kInputNames.count(name), invalid_argument, "Wan forward takes no input '", name,
+                "' (it takes hidden_states, timestep, encoder_hidden_states)");
+  nn::TensorMap args;
+  for (const auto& name : kInputNames) {
+    auto it = inputs.find(name);
+    CPDIT_CHECK(it != inputs.end() && it->second.defined(), invalid_argument, "Wan forward needs the input '", name, "'");
+    args[name] = it->second;
+  }
+
+  ForwardScope scope(*this);
+  return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
+    const Tensor latent = in.at("hidden_states").to(DType::f32);
+    const Tensor& text = in.at("encoder_hidden_states");
+    CPDIT_CHECK(latent.dim() == 5 && latent.size(1) == config_.in_channels, invalid_argument,
+                "Wan hidden_states must be (B, ", config_.in_channels, ", F, H, W), got ", latent.describe());
+    std::array<int64_t, 3> grid{};
+    for (int a = 0; a < 3; ++a) {
+      CPDIT_CHECK(latent.size(2 + a) % config_.patch_size[a] == 0, invalid_argument, "Wan hidden_states ",
+                  latent.describe(), ": F, H, W must be multiples of the patch size");
+      grid[a] = latent.size(2 + a) / config_.patch_size[a];
+    }
+    const int64_t batch = latent.size(0);
+    CPDIT_CHECK(text.dim() == 3 && text.size(0) == batch && text.size(2) == config_.text_dim, invalid_argument,
+                "Wan encoder_hidden_states must be (", batch, ", L, ", config_.text_dim, "), got ", text.describe());
+    CPDIT_CHECK(in.at("timestep").size(0) == batch, invalid_argument, "Wan timestep must have batch ", batch, ", got ",
+                in.at("timestep").describe());
+
+    auto rope = rope_.forward(latent);
+    Tensor x = patch_embedding_.forward(latent);
+    auto cond = condition_embedder_.forward(in.at("timestep"), text.to(DType::f32));
+    const Tensor& temb = cond[0];  // (B, D) | (B, S, D)
+    const int64_t dim = config_.inner_dim();
+    // (B, 6, D), or (B, S, 6, D) for per-token timesteps
+    Tensor tproj = temb.dim() == 2 ? cond[1].reshape({batch, 6, dim}) : cond[1].reshape({batch, temb.size(1), 6, dim});
+    for (Block* block : blocks_) x = block->forward(x, cond[2], tproj, rope[0], rope[1]);
+
+    // The output head takes temb itself, not timestep_proj: shift, scale in that order.
+    auto head = modulation(scale_shift_table_.value,
+                           temb.dim() == 2 ? temb.reshape({batch, 1, dim}) : temb.reshape({batch, temb.size(1), 1, dim}));
+    x = kernels::modulate(norm_out_.forward(x), head[1], head[0]);
+    return std::vector<Tensor>{unpatchify(proj_out_.forward(x), config_.patch_size, grid)};
+  })[0];
+}
+
+Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch, std::array<int64_t, 3> grid) {
+  const Tensor y = tokens.contiguous();
+  const int64_t batch = y.size(0), volume = patch[0] * patch[1] * patch[2];
+  CPDIT_CHECK(y.dim() == 3 && y.size(1) == grid[0] * grid[1] * grid[2] && y.size(2) % volume == 0, internal,
+              "unpatchify: tokens ", y.describe(), " do not match the grid");
+  const int64_t channels = y.size(2) / volume;
+  const int64_t F = grid[0] * patch[0], H = grid[1] * patch[1], W = grid[2] * patch[2];
+  Tensor out = Tensor::empty({batch, channels, F, H, W});
+  const float* src = y.data<float>();
+  float* dst = out.data<float>();
+#pragma omp parallel for collapse(2) num_threads(compute_threads())
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t f = 0; f < F; ++f)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w) {
+            const int64_t token = ((f / patch[0]) * grid[1] + h / patch[1]) * grid[2] + w / patch[2];
+            const int64_t within = ((f % patch[0]) * patch[1] + h % patch[1]) * patch[2] + w % patch[2];
+            dst[(((b * channels + c) * F + f) * H + h) * W + w] = src[(b * y.size(1) + token) * y.size(2) + within * channels + c];
+          }
+  return out;
+}
+
+}  // namespace cpdit::models::wan

@@ -1,0 +1,41 @@
+#pragma once
+// Shared by the Wan tests: the wan_tiny fixture (diffusers' own numbers) and random inputs of its
+// config.
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/wan/checkpoint.hpp>
+
+#include <random>
+#include <string>
+
+namespace cpdit::models::wan::testing {
+
+inline std::string fixture_dir() { return std::string(CPDIT_TEST_DATA) + "/fixtures/wan_tiny"; }
+
+inline WanCheckpoint fixture_checkpoint() {
+  return read_wan_checkpoint(fixture_dir() + "/weights.safetensors", fixture_dir() + "/config.json");
+}
+
+inline nn::TensorMap fixture_inputs() { return io::load_safetensors(fixture_dir() + "/inputs.safetensors"); }
+
+inline Tensor random_tensor(std::mt19937& rng, const Shape& shape, float mean, float stddev) {
+  std::normal_distribution<float> normal(mean, stddev);
+  std::vector<float> v(size_t(shape_numel(shape)));
+  for (float& x : v) x = normal(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+// A latent (1, C, frames, rows, cols), 12 text tokens and a timestep; per_token: one timestep per
+// latent token (B, S), as Wan 2.2 TI2V passes it.
+inline nn::TensorMap random_inputs(const WanConfig& config, int64_t frames, int64_t rows, int64_t cols, bool per_token,
+                                   unsigned seed) {
+  std::mt19937 rng(seed);
+  const int64_t tokens = frames / config.patch_size[0] * (rows / config.patch_size[1]) * (cols / config.patch_size[2]);
+  std::uniform_real_distribution<float> t(0.0f, 1000.0f);
+  std::vector<float> timesteps(per_token ? size_t(tokens) : 1);
+  for (float& v : timesteps) v = t(rng);
+  return {{"hidden_states", random_tensor(rng, {1, config.in_channels, frames, rows, cols}, 0, 1)},
+          {"encoder_hidden_states", random_tensor(rng, {1, 12, config.text_dim}, 0, 1)},
+          {"timestep", per_token ? Tensor::from_vector(timesteps, {1, tokens}) : Tensor::from_vector(timesteps, {1})}};
+}
+
+}  // namespace cpdit::models::wan::testing
