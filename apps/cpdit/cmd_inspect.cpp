@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace {
@@ -33,9 +34,13 @@ void inspect(const std::string& path) {
   }
   std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(), human_bytes(total).c_str(),
               checkpoint.shards().size(), checkpoint.shards().size() == 1 ? "" : "s");
-  for (const cpdit::io::SafetensorsFile& shard : checkpoint.shards())
-    for (const auto& [key, value] : shard.metadata())
-      std::printf("metadata %s: %s = %s\n", shard.path().c_str(), key.c_str(), value.c_str());
+  bool sharded = checkpoint.shards().size() > 1;
+  for (const cpdit::io::SafetensorsFile& shard : checkpoint.shards()) {
+    if (shard.metadata().empty()) continue;
+    std::string file = std::filesystem::path(shard.path()).filename().string();
+    std::printf(sharded ? "metadata of %s:\n" : "metadata:\n", file.c_str());
+    for (const auto& [key, value] : shard.metadata()) std::printf("  %s = %s\n", key.c_str(), value.c_str());
+  }
   std::printf("%-*s  %-7s  %-*s  %s\n", int(name_width), "name", "dtype", int(shape_width), "shape", "bytes");
   for (const std::string& name : names) {
     const cpdit::io::TensorInfo& info = checkpoint.info(name);

@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+
+#include <csignal>
 #include <unistd.h>
 
 using namespace cpdit;
@@ -43,6 +46,30 @@ TEST(AtomicWrite, SaveWithAThrowingTensorKeepsTheOldFile) {
   std::string before = read_bytes(dir.file("w.safetensors"));
   // An undefined tensor makes save_safetensors throw.
   EXPECT_THROW(save_safetensors(dir.file("w.safetensors"), {{"x", Tensor::full({3}, 5.0)}, {"y", Tensor()}}), Error);
+  EXPECT_EQ(read_bytes(dir.file("w.safetensors")), before);
+  EXPECT_EQ(dir.entries(), std::vector<std::string>{"w.safetensors"});
+}
+
+TEST(AtomicWrite, WriteFailingHalfWayKeepsTheOldFile) {
+  // A file-size limit makes write() fail with EFBIG part way through the data (even for root).
+  TempDir dir;
+  save_safetensors(dir.file("w.safetensors"), {{"x", Tensor::full({2}, 1.0)}});
+  std::string before = read_bytes(dir.file("w.safetensors"));
+  rlimit saved;
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto previous_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  try {
+    save_safetensors(dir.file("w.safetensors"), {{"x", Tensor::full({100000}, 2.0)}});
+    ADD_FAILURE() << "a write past the file-size limit succeeded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("writing"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("w.safetensors"), std::string::npos) << e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous_handler);
   EXPECT_EQ(read_bytes(dir.file("w.safetensors")), before);
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"w.safetensors"});
 }
