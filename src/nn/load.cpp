@@ -63,4 +63,10 @@ void load_state_dict(Module& root, const StateDict& state, const LoadOptions& op
   }
 }
 
+StateDict parameters_of(Module& root) {
+  StateDict state;
+  for (auto& [name, p] : root.named_parameters()) state.emplace(name, p->value);
+  return state;
+}
+
 }  // namespace cpdit::nn

@@ -29,4 +29,8 @@ struct LoadOptions {
 // all reported together in one Error(invalid_argument).
 void load_state_dict(Module& root, const StateDict& state, const LoadOptions& options = {});
 
+// The bound parameter values of a loaded module. Loading another replica from them shares every
+// weight (no conversion is left to do): ranks as threads load once and share.
+StateDict parameters_of(Module& root);
+
 }  // namespace cpdit::nn

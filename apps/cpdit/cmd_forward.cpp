@@ -1,0 +1,78 @@
+// `cpdit forward`: one transformer forward (FLUX.1 or Wan, by config.json's _class_name; see
+// model_registry.hpp) from a safetensors file of inputs, on one rank or
+// with context parallelism across local thread ranks (or the processes of an mpirun launch).
+#include "command.hpp"
+#include "model_registry.hpp"
+
+#include <cpdit/comm/launch.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace cpdit::app {
+namespace {
+
+struct ForwardOptions {
+  std::string model, inputs, output, config, backend, rotate = "p2p", dtype = "f32";
+  int ring = 1, ulysses = 1, ranks = 0, threads = 0;
+};
+
+void run_forward(const ForwardOptions& o) {
+  parallel::ContextParallelConfig config;
+  config.ring_degree = o.ring;
+  config.ulysses_degree = o.ulysses;
+  config.rotate_method = parallel::parse_rotate_method(o.rotate);
+  const bool mpi = comm::launched_by_mpi();
+  const int ranks = o.ranks > 0 ? o.ranks : config.group_size();
+  if (!mpi) parallel::validate_degrees(config, ranks);
+  CPDIT_CHECK(o.dtype == "f32" || o.dtype == "bf16", invalid_argument, "--dtype must be f32 or bf16, got '", o.dtype, "'");
+
+  nn::LoadOptions load;
+  load.matrix_dtype = o.dtype == "bf16" ? DType::bf16 : DType::f32;
+  // Loaded and converted once; every rank's replica shares these weights.
+  const LoadedTransformer transformer =
+      open_transformer(o.model, o.config.empty() ? std::nullopt : std::optional(o.config), load);
+  const nn::TensorMap inputs = io::load_safetensors(o.inputs);
+
+  comm::LocalOptions local;
+  local.threads_per_rank = o.threads;
+  comm::run_ranks(ranks, [&](comm::Communicator& world) {
+    auto model = transformer.replica();
+    if (!o.backend.empty()) model->set_attention_backend(o.backend);
+    if (world.size() > 1) {
+      // The communicator outlives this call; the model only borrows it.
+      model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}), config);
+    }
+    Tensor sample = transformer.forward(*model, inputs);
+    if (world.rank() == 0) io::save_safetensors(o.output, {{"sample", sample}});
+  }, local);
+}
+
+void add_forward(CLI::App& parent) {
+  auto o = std::make_shared<ForwardOptions>();
+  CLI::App* cmd = parent.add_subcommand(
+      "forward", "Run one transformer forward (FLUX.1 or Wan, from config.json _class_name); writes `sample` to a safetensors file.");
+  cmd->add_option("--model", o->model,
+                  "diffusers folder (config.json + weights, single or sharded), index json, or one .safetensors "
+                  "file (diffusers layout, or the original FLUX.1 one; without a config the model is told from the tensors)")
+      ->required();
+  cmd->add_option("--inputs", o->inputs, "safetensors with the forward's arguments by diffusers name")->required();
+  cmd->add_option("--output", o->output, "safetensors to write `sample` to (atomically)")->required();
+  cmd->add_option("--config", o->config, "config.json overriding the model's (or the inferred) config");
+  cmd->add_option("--ring", o->ring, "ring degree")->capture_default_str();
+  cmd->add_option("--ulysses", o->ulysses, "Ulysses degree")->capture_default_str();
+  cmd->add_option("--rotate", o->rotate, "ring KV rotation: p2p | allgather")->capture_default_str();
+  cmd->add_option("--backend", o->backend, "attention backend (default: the process default)");
+  cmd->add_option("--ranks", o->ranks, "local thread ranks (default ring x ulysses; ignored under mpirun)");
+  cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)");
+  cmd->add_option("--dtype", o->dtype, "weights for the GEMMs: f32 | bf16 (f32 accumulation)")->capture_default_str();
+  cmd->callback([o] { run_forward(*o); });
+}
+
+const bool registered = register_command("forward", add_forward);
+
+}  // namespace
+}  // namespace cpdit::app
