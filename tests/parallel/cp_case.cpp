@@ -9,12 +9,16 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <mutex>
 #include <random>
 
 namespace cpdit::parallel::test {
 namespace {
 
 using attention::Mask;
+
+float scale_of(const CpCase& c) { return float(1.0 / std::sqrt(double(c.dim))); }
 
 Tensor random_normal(const Shape& shape, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -66,6 +70,35 @@ double lse_error(const Tensor& got, const Tensor& want) {
   return worst;
 }
 
+struct Reference {
+  Tensor q, k, v, dout;
+  Mask mask;
+  attention::Result fwd;
+  attention::Grads grads;
+};
+
+// The full inputs and the single-rank flash results of a case, built once per process: ranks that
+// are threads share them instead of each recomputing the whole attention.
+const Reference& reference(const CpCase& c) {
+  static std::mutex mutex;
+  static std::map<std::string, Reference> cache;
+  std::lock_guard lock(mutex);
+  auto it = cache.find(c.name());
+  if (it != cache.end()) return it->second;
+  Reference r;
+  std::mt19937 rng(unsigned(c.seq * 131 + c.heads * 17 + c.kv_heads));
+  r.q = random_normal({c.batch, c.seq, c.heads, c.dim}, rng).to(c.dtype);
+  r.k = random_normal({c.batch, c.seq, c.kv_heads, c.dim}, rng).to(c.dtype);
+  r.v = random_normal({c.batch, c.seq, c.kv_heads, c.dim}, rng).to(c.dtype);
+  r.dout = random_normal({c.batch, c.seq, c.heads, c.dim}, rng).to(c.dtype);
+  r.mask = c.mask == MaskCase::none ? Mask::none() : Mask::key_padding(make_mask(c, rng));
+  const attention::Backend& flash = attention::backend("flash");
+  r.fwd = flash.forward(r.q, r.k, r.v, r.mask, scale_of(c));
+  if (c.backward)
+    r.grads = flash.backward(r.dout, r.q, r.k, r.v, r.fwd.out, r.fwd.lse, r.mask, scale_of(c));
+  return cache.emplace(c.name(), std::move(r)).first->second;
+}
+
 }  // namespace
 
 std::string CpCase::name() const {
@@ -83,17 +116,8 @@ double out_tolerance(const CpCase& c) { return c.dtype == DType::f32 ? 1e-5 : 8e
 double grad_tolerance(const CpCase& c) { return c.dtype == DType::f32 ? 1e-4 : 1e-3; }
 
 CpErrors check_case(std::shared_ptr<comm::Communicator> world, const CpCase& c) {
-  std::mt19937 rng(unsigned(c.seq * 131 + c.heads * 17 + c.kv_heads));
-  const Tensor q = random_normal({c.batch, c.seq, c.heads, c.dim}, rng).to(c.dtype);
-  const Tensor k = random_normal({c.batch, c.seq, c.kv_heads, c.dim}, rng).to(c.dtype);
-  const Tensor v = random_normal({c.batch, c.seq, c.kv_heads, c.dim}, rng).to(c.dtype);
-  const Tensor dout = random_normal({c.batch, c.seq, c.heads, c.dim}, rng).to(c.dtype);
-  const Mask mask = c.mask == MaskCase::none ? Mask::none() : Mask::key_padding(make_mask(c, rng));
-  const float scale = float(1.0 / std::sqrt(double(c.dim)));
-
+  const Reference& ref = reference(c);
   const attention::Backend& flash = attention::backend("flash");
-  const attention::Result ref = flash.forward(q, k, v, mask, scale);
-
   ContextParallelConfig config;
   config.ring_degree = c.ring;
   config.ulysses_degree = c.ulysses;
@@ -101,20 +125,20 @@ CpErrors check_case(std::shared_ptr<comm::Communicator> world, const CpCase& c) 
   ParallelContext context(world, config);
   comm::Communicator& flat = context.mesh().flat();
   attention::Options opts;
-  opts.scale = scale;
-  if (mask.kind != attention::MaskKind::none) opts.mask = Mask::key_padding(shard(mask.tensor, 1, flat));
-  const Tensor ql = shard(q, 1, flat), kl = shard(k, 1, flat), vl = shard(v, 1, flat);
-  const attention::Result mine = context.forward(flash, ql, kl, vl, opts);
+  opts.scale = scale_of(c);
+  if (ref.mask.kind != attention::MaskKind::none)
+    opts.mask = Mask::key_padding(shard(ref.mask.tensor, 1, flat));
+  const Tensor q = shard(ref.q, 1, flat), k = shard(ref.k, 1, flat), v = shard(ref.v, 1, flat);
+  const attention::Result mine = context.forward(flash, q, k, v, opts);
 
   CpErrors errors;
-  errors.out = max_abs_diff(gather(mine.out, 1, flat), ref.out);
-  errors.lse = lse_error(gather(mine.lse, 2, flat), ref.lse);
+  errors.out = max_abs_diff(gather(mine.out, 1, flat), ref.fwd.out);
+  errors.lse = lse_error(gather(mine.lse, 2, flat), ref.fwd.lse);
   if (!c.backward) return errors;
-  const attention::Grads ref_grads = flash.backward(dout, q, k, v, ref.out, ref.lse, mask, scale);
-  const attention::Grads grads = context.backward(flash, shard(dout, 1, flat), ql, kl, vl, mine, opts);
-  errors.dq = relative(gather(grads.dq, 1, flat), ref_grads.dq);
-  errors.dk = relative(gather(grads.dk, 1, flat), ref_grads.dk);
-  errors.dv = relative(gather(grads.dv, 1, flat), ref_grads.dv);
+  const attention::Grads grads = context.backward(flash, shard(ref.dout, 1, flat), q, k, v, mine, opts);
+  errors.dq = relative(gather(grads.dq, 1, flat), ref.grads.dq);
+  errors.dk = relative(gather(grads.dk, 1, flat), ref.grads.dk);
+  errors.dv = relative(gather(grads.dv, 1, flat), ref.grads.dv);
   return errors;
 }
 
