@@ -22,11 +22,15 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
 // y = x W^T + b. x (..., in) f32; weight (out, in) f32 or bf16; bias (out) f32 or undefined.
-// Returns (..., out) f32. A bf16 weight runs oneDNN's bf16 matmul: x is rounded to bf16 once
-// (round to nearest even), products accumulate in f32.
+// Returns (..., out) f32. A bf16 weight is widened to f32 (exactly) for the call, so bf16 weights
+// halve the memory they hold and compute at the f32 rate.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 // As linear, into a preallocated contiguous f32 `out` of shape (..., out) (reused across steps).
 void linear_into(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+// As linear with bf16 arithmetic, like a bf16 PyTorch model: x is rounded to bf16 (to nearest even),
+// weight must be bf16, products accumulate in f32 (oneDNN bf16 matmul). On this CPU (AVX512-BF16,
+// no AMX) it runs at about half the rate of linear (bench gemm), so prefer linear for speed.
+Tensor linear_bf16_compute(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
 
 // ---- Normalisation (over the last dim) -----------------------------------------------------------
 

@@ -1,7 +1,10 @@
-#include "kernels/cpu/bf16_matmul.hpp"
+// Linear with bf16 arithmetic: x rounded to bf16, oneDNN's bf16 matmul (f32 accumulation), bias
+// fused. The C API of oneDNN 2.6 has no bf16 GEMM, so this builds matmul primitives and caches them
+// per shape.
+#include "kernels/cpu/linear_args.hpp"
 
-#include <cpdit/core/error.hpp>
-#include <cpdit/core/tensor.hpp>
+#include <cpdit/core/threads.hpp>
+#include <cpdit/kernels/cpu.hpp>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -9,8 +12,9 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <unordered_map>
 
-namespace cpdit::kernels::detail {
+namespace cpdit::kernels {
 
 namespace {
 
@@ -49,29 +53,44 @@ std::shared_ptr<const Matmul> matmul_for(int64_t m, int64_t n, int64_t k, bool w
   return slot;
 }
 
+Tensor round_to_bf16(const Tensor& x) {
+  Tensor out = Tensor::empty(x.shape(), DType::bf16);
+  const float* src = x.data<float>();
+  bf16* dst = out.data<bf16>();
+  const int64_t n = x.numel();
+#pragma omp parallel for simd num_threads(compute_threads()) if (n >= detail::kParallelMin)
+  for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_bf16(src[i]);
+  return out;
+}
+
 }  // namespace
 
-void bf16_matmul(int64_t m, int64_t n, int64_t k, const bf16* x, const bf16* w, const float* bias, float* y) {
-  if (m == 0 || n == 0) return;
+Tensor linear_bf16_compute(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear_bf16_compute");
+  CPDIT_CHECK(a.weight.dtype() == DType::bf16, invalid_argument, "linear_bf16_compute: weight must be bf16, got ",
+              weight.describe(), " (convert it once with .to(DType::bf16), or use linear)");
+  Tensor out = Tensor::empty(a.out_shape);
+  if (a.m == 0 || a.n == 0) return out;
+  Tensor x_bf16 = round_to_bf16(a.x);
   try {
-    auto mm = matmul_for(m, n, k, bias != nullptr);
+    auto mm = matmul_for(a.m, a.n, a.k, a.bias.defined());
     const dnnl::engine& engine = cpu_engine();
     thread_local dnnl::stream stream(engine);
-    // oneDNN takes non-const handles; it only reads src, weights and bias.
-    dnnl::memory src(mm->pd.src_desc(), engine, const_cast<bf16*>(x));
-    dnnl::memory weights(mm->pd.weights_desc(), engine, const_cast<bf16*>(w));
-    dnnl::memory dst(mm->pd.dst_desc(), engine, y);
     Tensor scratch = Tensor::empty({int64_t(mm->pd.scratchpad_desc().get_size())}, DType::boolean);
-    dnnl::memory scratchpad(mm->pd.scratchpad_desc(), engine, scratch.raw());
+    // oneDNN takes non-const handles; it only reads src, weights and bias.
     std::unordered_map<int, dnnl::memory> args{
-        {DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCRATCHPAD, scratchpad}};
-    if (bias) args.emplace(DNNL_ARG_BIAS, dnnl::memory(mm->pd.bias_desc(), engine, const_cast<float*>(bias)));
+        {DNNL_ARG_SRC, dnnl::memory(mm->pd.src_desc(), engine, x_bf16.raw())},
+        {DNNL_ARG_WEIGHTS, dnnl::memory(mm->pd.weights_desc(), engine, a.weight.raw())},
+        {DNNL_ARG_DST, dnnl::memory(mm->pd.dst_desc(), engine, out.raw())},
+        {DNNL_ARG_SCRATCHPAD, dnnl::memory(mm->pd.scratchpad_desc(), engine, scratch.raw())}};
+    if (a.bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(mm->pd.bias_desc(), engine, a.bias.raw()));
     mm->primitive.execute(stream, args);
     stream.wait();
   } catch (const dnnl::error& e) {
-    fail(ErrorKind::unsupported, "linear: oneDNN bf16 matmul failed for (", m, " x ", k, ") x (", k, " x ", n,
-         "): ", e.what(), " (use f32 weights)");
+    fail(ErrorKind::unsupported, "linear_bf16_compute: oneDNN bf16 matmul failed for (", a.m, " x ", a.k, ") x (",
+         a.k, " x ", a.n, "): ", e.what(), " (use linear)");
   }
+  return out;
 }
 
-}  // namespace cpdit::kernels::detail
+}  // namespace cpdit::kernels

@@ -1,0 +1,35 @@
+#pragma once
+// The checked arguments of a Linear layer, shared by its f32 and bf16-compute paths.
+#include "kernels/cpu/checks.hpp"
+
+namespace cpdit::kernels::detail {
+
+struct LinearArgs {
+  Tensor x;       // contiguous f32 (..., k)
+  Tensor weight;  // contiguous (n, k), f32 or bf16
+  Tensor bias;    // contiguous f32 (n) or undefined
+  int64_t m = 0, n = 0, k = 0;
+  Shape out_shape;  // (..., n)
+};
+
+inline LinearArgs linear_args(const Tensor& x, const Tensor& weight, const Tensor& bias, const char* kernel) {
+  check_min_dims(x, 1, kernel, "x");
+  CPDIT_CHECK(weight.defined() && weight.dim() == 2, invalid_argument, kernel, ": weight must be (out, in), got ",
+              weight.defined() ? weight.describe() : "undefined");
+  CPDIT_CHECK(weight.dtype() == DType::f32 || weight.dtype() == DType::bf16, invalid_argument, kernel,
+              ": weight must be f32 or bf16, got ", weight.describe());
+  CPDIT_CHECK(weight.size(1) == x.size(-1), invalid_argument, kernel, ": x ", x.describe(), " has ", x.size(-1),
+              " features but weight ", weight.describe(), " expects ", weight.size(1));
+  LinearArgs a;
+  a.x = f32_input(x, kernel, "x");
+  a.weight = weight.contiguous();
+  a.n = weight.size(0);
+  a.k = x.size(-1);
+  a.bias = optional_vector(bias, a.n, kernel, "bias");
+  a.out_shape = x.shape();
+  a.out_shape.back() = a.n;
+  a.m = shape_numel(Shape(x.shape().begin(), x.shape().end() - 1));
+  return a;
+}
+
+}  // namespace cpdit::kernels::detail
