@@ -6,16 +6,28 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 
 namespace cpdit::bench {
+
+namespace {
+double cpu_seconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+}  // namespace
 
 Timing measure(const std::function<void()>& fn, int repeats) {
   fn();
   Timing t;
+  t.cpu_min_s = 1e300;
   for (int i = 0; i < std::max(repeats, 1); ++i) {
+    const double cpu_start = cpu_seconds();
     auto start = std::chrono::steady_clock::now();
     fn();
     t.samples_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    t.cpu_min_s = std::min(t.cpu_min_s, cpu_seconds() - cpu_start);
   }
   std::vector<double> sorted = t.samples_s;
   std::sort(sorted.begin(), sorted.end());

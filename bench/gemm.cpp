@@ -1,0 +1,148 @@
+// cpdit bench gemm: raw sgemm of each GEMM library on this machine, and cpdit's Linear, at the
+// projection shapes of the models. Every line carries GFLOP/s (2 M N K / time) over the minimum and
+// the median of the repeats, and per second of process CPU time; Linear lines carry their ratio to the raw sgemm they are built on,
+// measured in the same run (the target is >= 0.95 for f32).
+//   x (M, K) times W (N, K) transposed, as a Linear layer stores its weight.
+#include "command.hpp"
+#include "measure.hpp"
+
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/threads.hpp>
+#include <cpdit/kernels/cpu.hpp>
+
+#include <oneapi/dnnl/dnnl.h>
+
+#include <functional>
+#include <memory>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+
+#ifdef CPDIT_HAVE_OPENBLAS
+#include <cblas.h>
+extern "C" void openblas_set_num_threads(int num_threads);  // OpenBLAS' own pool ignores OpenMP's
+#endif
+
+namespace cpdit::bench {
+namespace {
+
+struct GemmBenchArgs {
+  std::vector<std::string> shapes{"4096x3072x3072"};
+  std::vector<int> threads;
+  int repeats = 3;
+};
+
+struct GemmShape {
+  int64_t m, n, k;
+};
+
+GemmShape parse_shape(const std::string& text) {
+  GemmShape s{};
+  char x1 = 0, x2 = 0;
+  std::istringstream in(text);
+  in >> s.m >> x1 >> s.n >> x2 >> s.k;
+  CPDIT_CHECK(in && in.eof() && x1 == 'x' && x2 == 'x' && s.m > 0 && s.n > 0 && s.k > 0, invalid_argument,
+              "bench gemm: shape '", text, "' must be MxNxK, e.g. 4096x3072x3072");
+  return s;
+}
+
+Tensor random_tensor(const Shape& shape, uint32_t seed) {
+  Tensor t = Tensor::empty(shape);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(gen);
+  return t;
+}
+
+// The machine is shared: a load above the core count means the all-thread lines are contended.
+double load_average() {
+  double load = 0;
+  return getloadavg(&load, 1) == 1 ? load : -1.0;
+}
+
+// Bias strategy that Linear does not use, kept here to show the choice: GEMM with beta = 0, then a
+// second pass that adds the bias (read and write y) instead of broadcasting it first (write y).
+void gemm_then_bias_pass(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  const int64_t m = x.size(0), k = x.size(1), n = w.size(0);
+  float* out = y.data<float>();
+  const float* bias = b.data<float>();
+  kernels::gemm(false, true, m, n, k, 1.0f, x.data<float>(), k, w.data<float>(), k, 0.0f, out, n);
+#pragma omp parallel for num_threads(compute_threads())
+  for (int64_t r = 0; r < m; ++r) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) out[r * n + j] += bias[j];
+  }
+}
+
+void run(const GemmBenchArgs& args) {
+  std::vector<int> thread_counts = args.threads;
+  if (thread_counts.empty()) {
+    thread_counts = {1};
+    if (hardware_threads() > 1) thread_counts.push_back(hardware_threads());
+  }
+  for (const std::string& text : args.shapes) {
+    const GemmShape s = parse_shape(text);
+    const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
+    Tensor x = random_tensor({s.m, s.k}, 1), w = random_tensor({s.n, s.k}, 2), b = random_tensor({s.n}, 3);
+    Tensor w_bf16 = w.to(DType::bf16);
+    Tensor y = Tensor::empty({s.m, s.n});
+    for (int threads : thread_counts) {
+      ScopedComputeThreads budget(threads);
+      auto report = [&](const std::string& library, const std::string& op, const Timing& t) {
+        nlohmann::json j = line("gemm");
+        j.update({{"library", library}, {"op", op}, {"m", s.m}, {"n", s.n}, {"k", s.k}, {"threads", threads},
+                  {"repeats", args.repeats}, {"min_s", t.min_s}, {"median_s", t.median_s},
+                  {"gflops_min", flops / t.min_s / 1e9}, {"gflops_median", flops / t.median_s / 1e9},
+                  {"cpu_min_s", t.cpu_min_s}, {"gflops_per_cpu_s", flops / t.cpu_min_s / 1e9},
+                  {"load_average_1min", load_average()}});
+        return j;
+      };
+
+      const Timing dnnl = measure([&] {
+        kernels::gemm(false, true, s.m, s.n, s.k, 1.0f, x.data<float>(), s.k, w.data<float>(), s.k, 0.0f,
+                      y.data<float>(), s.n);
+      }, args.repeats);
+      print(report("onednn", "sgemm", dnnl));
+
+#ifdef CPDIT_HAVE_OPENBLAS
+      openblas_set_num_threads(threads);
+      const Timing openblas = measure([&] {
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(s.m), int(s.n), int(s.k), 1.0f, x.data<float>(),
+                    int(s.k), w.data<float>(), int(s.k), 0.0f, y.data<float>(), int(s.n));
+      }, args.repeats);
+      print(report("openblas", "sgemm", openblas));
+#endif
+
+      // Linear against the oneDNN sgemm it is built on: ratio = sgemm time / Linear time, in wall time
+      // and in CPU time (the steadier of the two when the machine is oversubscribed).
+      auto linear_line = [&](const std::string& op, const std::function<void()>& fn) {
+        const Timing t = measure(fn, args.repeats);
+        nlohmann::json j = report("cpdit", op, t);
+        j.update({{"over_onednn_sgemm_min", dnnl.min_s / t.min_s},
+                  {"over_onednn_sgemm_median", dnnl.median_s / t.median_s},
+                  {"over_onednn_sgemm_cpu", dnnl.cpu_min_s / t.cpu_min_s}});
+        print(j);
+      };
+      linear_line("linear_f32", [&] { kernels::linear_into(x, w, {}, y); });
+      linear_line("linear_f32_bias", [&] { kernels::linear_into(x, w, b, y); });
+      linear_line("gemm_then_bias_pass", [&] { gemm_then_bias_pass(x, w, b, y); });
+      linear_line("linear_bf16_weights_bias", [&] { kernels::linear_into(x, w_bf16, b, y); });
+      linear_line("linear_bf16_compute_bias", [&] { kernels::linear_bf16_compute(x, w_bf16, b); });
+    }
+  }
+}
+
+void add_gemm_bench(CLI::App& parent) {
+  auto args = std::make_shared<GemmBenchArgs>();
+  CLI::App* cmd = parent.add_subcommand("gemm", "sgemm of each GEMM library and cpdit's Linear (f32, bf16)");
+  cmd->add_option("--shape", args->shapes, "MxNxK shapes (default 4096x3072x3072; try also 2048x2048x2048)");
+  cmd->add_option("--threads", args->threads, "thread counts (default 1 and all)");
+  cmd->add_option("--repeats", args->repeats, "timed repeats after one warm-up (default 3)");
+  cmd->callback([args] { run(*args); });
+}
+
+const bool registered = app::register_bench("gemm", add_gemm_bench);
+
+}  // namespace
+}  // namespace cpdit::bench
