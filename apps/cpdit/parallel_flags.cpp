@@ -1,0 +1,77 @@
+#include "parallel_flags.hpp"
+
+#include <cpdit/comm/launch.hpp>
+#include <cpdit/comm/mpi.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/threads.hpp>
+
+#include <algorithm>
+
+namespace cpdit::app {
+
+void add_parallel_flags(CLI::App& cmd, ParallelFlags& flags) {
+  cmd.add_option("--ring", flags.ring, "ring degree R (default: chosen for the rank count)")
+      ->check(CLI::PositiveNumber)->group("Context parallelism");
+  cmd.add_option("--ulysses", flags.ulysses, "Ulysses degree U (default: chosen for the rank count)")
+      ->check(CLI::PositiveNumber)->group("Context parallelism");
+  cmd.add_option("--rotate", flags.rotate, "how the ring moves K and V: p2p (own + one block in flight) or allgather")
+      ->check(CLI::IsMember({"p2p", "allgather"}))->group("Context parallelism");
+  cmd.add_option("--backend", flags.backend, "attention backend: flash or native (default: $CPDIT_ATTENTION_BACKEND, else flash)")
+      ->group("Context parallelism");
+  cmd.add_option("--ranks", flags.ranks, "local ranks (threads of this process); under mpirun the launched processes are the ranks")
+      ->check(CLI::PositiveNumber)->group("Context parallelism");
+  cmd.add_option("--threads", flags.threads, "compute threads per rank (default: cores / ranks)")
+      ->check(CLI::PositiveNumber)->group("Context parallelism");
+}
+
+RankLayout resolve_layout(const ParallelFlags& flags, int64_t heads, int default_ranks) {
+  RankLayout layout;
+  layout.mpi = comm::launched_by_mpi();
+  const int degrees = std::max(flags.ring, 1) * std::max(flags.ulysses, 1);
+  const bool degrees_given = flags.ring > 0 || flags.ulysses > 0;
+  if (layout.mpi) {
+    layout.ranks = comm::mpi_world()->size();
+    CPDIT_CHECK(flags.ranks == 0 || flags.ranks == layout.ranks, invalid_argument, "--ranks ", flags.ranks,
+                " contradicts the ", layout.ranks, " processes mpirun launched; drop --ranks under mpirun");
+  } else {
+    layout.ranks = flags.ranks > 0 ? flags.ranks : degrees_given ? degrees : std::max(default_ranks, 1);
+  }
+
+  int ring = flags.ring, ulysses = flags.ulysses;
+  if (ring == 0 && ulysses == 0) {
+    ulysses = 1;
+    for (int u = layout.ranks; u >= 1; --u)
+      if (layout.ranks % u == 0 && heads % u == 0) {
+        ulysses = u;
+        break;
+      }
+    ring = layout.ranks / ulysses;
+  } else if (ring == 0) {
+    CPDIT_CHECK(layout.ranks % ulysses == 0, invalid_argument, "--ulysses ", ulysses, " does not divide the ",
+                layout.ranks, " ranks; give --ring too, or a rank count that --ulysses divides");
+    ring = layout.ranks / ulysses;
+  } else if (ulysses == 0) {
+    CPDIT_CHECK(layout.ranks % ring == 0, invalid_argument, "--ring ", ring, " does not divide the ", layout.ranks,
+                " ranks; give --ulysses too, or a rank count that --ring divides");
+    ulysses = layout.ranks / ring;
+  }
+  CPDIT_CHECK(ring * ulysses == layout.ranks, invalid_argument, "ring ", ring, " x ulysses ", ulysses, " = ",
+              ring * ulysses, " ranks, but ", layout.ranks, " ranks run; make ring x ulysses equal the rank count");
+
+  layout.config.ring_degree = ring;
+  layout.config.ulysses_degree = ulysses;
+  layout.config.rotate_method = parallel::parse_rotate_method(flags.rotate);
+  const int local_ranks = layout.mpi ? 1 : layout.ranks;
+  layout.threads_per_rank = flags.threads > 0 ? flags.threads : std::max(1, hardware_threads() / local_ranks);
+  return layout;
+}
+
+std::string describe(const RankLayout& layout) {
+  const auto& c = layout.config;
+  return std::to_string(layout.ranks) + (layout.mpi ? " MPI" : " local") + (layout.ranks == 1 ? " rank" : " ranks") +
+         " (ring " + std::to_string(c.ring_degree) + " x ulysses " + std::to_string(c.ulysses_degree) + ", " +
+         parallel::rotate_method_name(c.rotate_method) + "), " + std::to_string(layout.threads_per_rank) +
+         (layout.threads_per_rank == 1 ? " thread" : " threads") + " each";
+}
+
+}  // namespace cpdit::app

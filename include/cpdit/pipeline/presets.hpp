@@ -1,0 +1,30 @@
+#pragma once
+// Built-in models with seeded random weights, for demos, tests and benchmarks without a download.
+//
+//   flux-tiny  FLUX.1 at the test fixture's widths (2 heads of 16, text width 32, one block of each
+//              kind) but 64 input channels, so it takes real FLUX.1 latents; no guidance (schnell-like).
+//   flux-mini  FLUX.1 widths (3072 hidden, 24 heads of 128, MLP 12288, text width 4096, pooled 768),
+//              2 double and 4 single blocks, with a guidance embedder (dev-like).
+#include <cpdit/models/flux/checkpoint.hpp>
+#include <cpdit/nn/load.hpp>
+#include <cpdit/pipeline/flow_match_euler.hpp>
+
+#include <string>
+#include <vector>
+
+namespace cpdit::pipeline {
+
+std::vector<std::string> preset_names();
+
+// Unknown names are refused with the list of presets.
+models::flux::FluxConfig flux_preset_config(const std::string& name);
+// The scheduler that goes with a preset: FLUX.1-dev's for flux-mini, FLUX.1-schnell's for flux-tiny.
+FlowMatchEulerConfig flux_preset_scheduler(const std::string& name);
+models::flux::FluxCheckpoint flux_preset(const std::string& name, uint64_t seed);
+
+// Random values for every parameter of `model`, deterministic in `seed`: matrices N(0, 1/fan_in)
+// (fan_in = elements per output row), vectors named *.weight 1 (norm gains), other vectors
+// N(0, 0.02^2) (biases).
+nn::StateDict random_state_dict(nn::Module& model, uint64_t seed);
+
+}  // namespace cpdit::pipeline

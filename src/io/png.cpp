@@ -1,0 +1,65 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/atomic_file.hpp>
+#include <cpdit/io/png.hpp>
+
+#include <png.h>
+
+#include <csetjmp>
+#include <cstring>
+
+namespace cpdit::io {
+
+namespace {
+
+// libpng reports errors by longjmp; C++ exceptions must not cross its C frames. So the image is
+// encoded into memory by a function that holds no C++ objects, and written to disk afterwards.
+struct Encoder {
+  std::vector<uint8_t> bytes;
+  char message[256] = {};
+};
+
+void on_error(png_structp png, png_const_charp message) {
+  auto* encoder = static_cast<Encoder*>(png_get_error_ptr(png));
+  std::strncpy(encoder->message, message, sizeof(encoder->message) - 1);
+  png_longjmp(png, 1);
+}
+void on_warning(png_structp, png_const_charp) {}
+void on_write(png_structp png, png_bytep data, png_size_t length) {
+  auto* encoder = static_cast<Encoder*>(png_get_io_ptr(png));
+  encoder->bytes.insert(encoder->bytes.end(), data, data + length);
+}
+void on_flush(png_structp) {}
+
+bool encode(const uint8_t* rgb, png_uint_32 width, png_uint_32 height, Encoder* encoder) {
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, encoder, on_error, on_warning);
+  if (!png) return false;
+  png_infop info = png_create_info_struct(png);
+  if (!info || setjmp(png_jmpbuf(png))) {
+    png_destroy_write_struct(&png, &info);
+    return false;
+  }
+  png_set_write_fn(png, encoder, on_write, on_flush);
+  png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
+               PNG_FILTER_TYPE_DEFAULT);
+  png_write_info(png, info);
+  for (png_uint_32 y = 0; y < height; ++y) png_write_row(png, rgb + size_t(y) * width * 3);
+  png_write_end(png, nullptr);
+  png_destroy_write_struct(&png, &info);
+  return true;
+}
+
+}  // namespace
+
+void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t width, int64_t height) {
+  CPDIT_CHECK(width > 0 && height > 0 && width < (1 << 24) && height < (1 << 24) &&
+                  rgb.size() == size_t(width * height * 3),
+              invalid_argument, "write_png: ", rgb.size(), " bytes do not hold a ", width, "x", height, " RGB image");
+  Encoder encoder;
+  CPDIT_CHECK(encode(rgb.data(), png_uint_32(width), png_uint_32(height), &encoder), io, "png encoding of ", path,
+              " failed: ", encoder.message);
+  AtomicFile file(path);
+  file.write(encoder.bytes.data(), encoder.bytes.size());
+  file.commit();
+}
+
+}  // namespace cpdit::io

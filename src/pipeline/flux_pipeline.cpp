@@ -1,0 +1,109 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/parallel/shard.hpp>
+#include <cpdit/pipeline/flux_pipeline.hpp>
+#include <cpdit/pipeline/latents.hpp>
+#include <cpdit/pipeline/random.hpp>
+
+#include <chrono>
+
+namespace cpdit::pipeline {
+
+using models::flux::FluxConfig;
+
+namespace {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+Tensor scaled_randn(const Shape& shape, uint64_t seed, float scale) {
+  Tensor t = randn(shape, seed);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] *= scale;
+  return t;
+}
+}  // namespace
+
+FluxConditioning read_flux_conditioning(const std::string& path, const FluxConfig& config) {
+  io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  for (const char* name : {"prompt_embeds", "pooled_prompt_embeds"})
+    CPDIT_CHECK(file.contains(name), invalid_argument, path, " has no tensor '", name,
+                "' (a FLUX.1 text-encoder stage writes prompt_embeds (B, L, ", config.joint_attention_dim,
+                ") and pooled_prompt_embeds (B, ", config.pooled_projection_dim, "))");
+  FluxConditioning c{file.get("prompt_embeds").to(DType::f32), file.get("pooled_prompt_embeds").to(DType::f32)};
+  const Tensor& p = c.prompt_embeds;
+  const Tensor& q = c.pooled_prompt_embeds;
+  CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.joint_attention_dim && p.size(1) > 0, invalid_argument, path,
+              ": prompt_embeds is ", p.describe(), ", the model needs (B, L, ", config.joint_attention_dim, ")");
+  CPDIT_CHECK(q.dim() == 2 && q.size(0) == p.size(0) && q.size(1) == config.pooled_projection_dim,
+              invalid_argument, path, ": pooled_prompt_embeds is ", q.describe(), ", the model needs (",
+              p.size(0), ", ", config.pooled_projection_dim, ")");
+  return c;
+}
+
+FluxConditioning random_flux_conditioning(const FluxConfig& config, int64_t batch, int64_t text_tokens,
+                                          uint64_t seed) {
+  CPDIT_CHECK(batch >= 1 && text_tokens >= 1, invalid_argument, "random conditioning needs batch >= 1 and at least one text token");
+  // T5-XXL outputs are of order 0.1-0.3; CLIP pooled outputs of order 1.
+  return {scaled_randn({batch, text_tokens, config.joint_attention_dim}, seed ^ 0x7e47ull, 0.2f),
+          scaled_randn({batch, config.pooled_projection_dim}, seed ^ 0xc11dull, 1.0f)};
+}
+
+parallel::ContextParallelPlan flux_sharded_latents_plan() {
+  parallel::ContextParallelPlan plan = models::flux::flux_plan();
+  plan[""].inputs.erase("hidden_states");
+  plan[""].inputs.erase("img_ids");
+  plan.erase("proj_out");
+  return plan;
+}
+
+FluxGenerateResult generate_flux(const models::flux::FluxTransformer2DModel& model,
+                                 FlowMatchEulerScheduler& scheduler, const FluxConditioning& conditioning,
+                                 const FluxGenerateOptions& options, comm::Communicator* group) {
+  const FluxConfig& config = model.config();
+  CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
+  CPDIT_CHECK(config.patch_size == 1 && config.in_channels % 4 == 0, invalid_argument,
+              "the FLUX.1 pipeline packs 2x2 latent patches into in_channels = 4 * latent channels; this model has patch_size ",
+              config.patch_size, " and in_channels ", config.in_channels);
+  const int64_t batch = conditioning.prompt_embeds.size(0);
+  FluxLatentShape shape = flux_latent_shape(options.height, options.width, config.in_channels / 4, batch);
+
+  // This rank's image tokens, by the same tensor_split rule the plan uses for the text.
+  const int ranks = group ? group->size() : 1;
+  const int rank = group ? group->rank() : 0;
+  const int64_t tokens = shape.tokens();
+  const int64_t begin = split_offset(tokens, ranks, rank);
+  const int64_t count = split_sizes(tokens, ranks)[size_t(rank)];
+
+  Tensor latents = flux_packed_noise(shape, options.seed, begin, count);
+  Tensor img_ids = flux_image_ids(shape.height / 2, shape.width / 2).narrow(0, begin, count).contiguous();
+  Tensor txt_ids = flux_text_ids(conditioning.prompt_embeds.size(1));
+
+  scheduler.set_timesteps(options.steps, scheduler.config().mu(tokens));
+  FluxGenerateResult result;
+  for (int i = 0; i < options.steps; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    // diffusers passes t / 1000 (float32) and the guidance scale as given; the model rescales both.
+    Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)] / 1000.0f));
+    nn::TensorMap inputs{{"hidden_states", latents},
+                         {"encoder_hidden_states", conditioning.prompt_embeds},
+                         {"pooled_projections", conditioning.pooled_prompt_embeds},
+                         {"timestep", timestep},
+                         {"img_ids", img_ids},
+                         {"txt_ids", txt_ids}};
+    if (config.guidance_embeds) inputs["guidance"] = Tensor::full({batch}, double(options.guidance));
+    Tensor velocity = model.forward(inputs);
+    latents = scheduler.step(velocity, i, latents);
+    result.step_seconds.push_back(seconds_since(start));
+    if (options.on_step) options.on_step(i, options.steps, result.step_seconds.back());
+  }
+
+  auto start = std::chrono::steady_clock::now();
+  Tensor packed = ranks > 1 ? parallel::gather(latents, 1, *group) : latents;
+  result.gather_seconds = seconds_since(start);
+  result.gather_bytes = int64_t(packed.nbytes());
+  result.latents = flux_unpack(packed, shape.height, shape.width);
+  return result;
+}
+
+}  // namespace cpdit::pipeline

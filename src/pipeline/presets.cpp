@@ -1,0 +1,91 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/threads.hpp>
+#include <cpdit/pipeline/presets.hpp>
+#include <cpdit/pipeline/random.hpp>
+
+#include <cmath>
+
+namespace cpdit::pipeline {
+
+using models::flux::FluxConfig;
+
+std::vector<std::string> preset_names() { return {"flux-tiny", "flux-mini"}; }
+
+namespace {
+std::string known_presets() {
+  std::string list;
+  for (const std::string& name : preset_names()) list += (list.empty() ? "" : ", ") + name;
+  return list;
+}
+}  // namespace
+
+FluxConfig flux_preset_config(const std::string& name) {
+  FluxConfig c;
+  c.in_channels = 64;
+  c.patch_size = 1;
+  if (name == "flux-tiny") {
+    c.num_layers = 1;
+    c.num_single_layers = 1;
+    c.attention_head_dim = 16;
+    c.num_attention_heads = 2;
+    c.joint_attention_dim = 32;
+    c.pooled_projection_dim = 32;
+    c.guidance_embeds = false;
+    c.axes_dims_rope = {4, 4, 8};
+  } else if (name == "flux-mini") {
+    c.num_layers = 2;
+    c.num_single_layers = 4;
+    c.attention_head_dim = 128;
+    c.num_attention_heads = 24;
+    c.joint_attention_dim = 4096;
+    c.pooled_projection_dim = 768;
+    c.guidance_embeds = true;
+    c.axes_dims_rope = {16, 56, 56};
+  } else {
+    fail(ErrorKind::invalid_argument, "unknown preset '", name, "' (presets: ", known_presets(), ")");
+  }
+  c.validate();
+  return c;
+}
+
+FlowMatchEulerConfig flux_preset_scheduler(const std::string& name) {
+  flux_preset_config(name);  // refuses unknown names
+  return name == "flux-mini" ? FlowMatchEulerConfig::flux_dev() : FlowMatchEulerConfig::flux_schnell();
+}
+
+models::flux::FluxCheckpoint flux_preset(const std::string& name, uint64_t seed) {
+  FluxConfig config = flux_preset_config(name);
+  models::flux::FluxTransformer2DModel shape_only(config);
+  return {config, random_state_dict(shape_only, seed)};
+}
+
+nn::StateDict random_state_dict(nn::Module& model, uint64_t seed) {
+  nn::StateDict state;
+  uint64_t stream = 0;
+  for (auto& [name, param] : model.named_parameters()) {
+    Tensor t = Tensor::empty(param->shape);
+    float* p = t.data<float>();
+    const int64_t n = t.numel();
+    const bool matrix = param->shape.size() >= 2;
+    const bool gain = !matrix && name.size() >= 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+    if (gain) {
+      for (int64_t i = 0; i < n; ++i) p[i] = 1.0f;
+    } else {
+      const float scale = matrix ? float(1.0 / std::sqrt(double(n / param->shape[0]))) : 0.02f;
+      // Each parameter draws from its own stretch of the stream, so the values do not depend on
+      // how the work is split across threads.
+      const int64_t chunk = 1 << 16;
+#pragma omp parallel for num_threads(compute_threads()) schedule(static)
+      for (int64_t begin = 0; begin < n; begin += chunk) {
+        const int64_t count = std::min(chunk, n - begin);
+        fill_normal(seed, stream + uint64_t(begin), p + begin, count);
+        for (int64_t i = begin; i < begin + count; ++i) p[i] *= scale;
+      }
+    }
+    stream += uint64_t(n);
+    state.emplace(name, std::move(t));
+  }
+  return state;
+}
+
+}  // namespace cpdit::pipeline
