@@ -1,6 +1,7 @@
 // cpdit attention: runs one attention call on tensors from a safetensors file and writes out / lse.
 // The steps are separate functions so context-parallel flags only have to replace `compute`.
 #include "command.hpp"
+#include "cp_flags.hpp"
 
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/core/error.hpp>
@@ -17,6 +18,7 @@ namespace {
 struct AttentionArgs {
   std::string inputs, output, backend;
   int threads = 0;
+  CpFlags cp;
 };
 
 struct AttentionInputs {
@@ -61,7 +63,11 @@ void run(const AttentionArgs& args) {
   const attention::Backend& backend =
       args.backend.empty() ? attention::current_backend() : attention::backend(args.backend);
   const AttentionInputs in = load_inputs(args.inputs);
-  const attention::Result r = compute(in, backend);
+  const attention::Result r =
+      cp_requested(args.cp)
+          ? run_context_parallel(args.cp, in.q, in.k, in.v, in.mask, backend, args.threads)
+          : compute(in, backend);
+  if (!r.out.defined()) return;  // an MPI rank other than 0: rank 0 writes the file
   io::save_safetensors(args.output, {{"out", r.out.to(DType::f32)}, {"lse", r.lse}},
                        {{"backend", backend.name()}, {"layout_out", "B,S,H,D"}, {"layout_lse", "B,H,S"}});
 }
@@ -76,6 +82,7 @@ void add_attention(CLI::App& parent) {
   cmd->add_option("--backend", args->backend,
                   "attention backend (default: $CPDIT_ATTENTION_BACKEND, else flash)");
   cmd->add_option("--threads", args->threads, "compute threads (default: all)")->check(CLI::Range(1, 1 << 16));
+  add_cp_flags(*cmd, args->cp);
   cmd->callback([args] { run(*args); });
 }
 

@@ -3,6 +3,7 @@
 #include "parallel/cp_case.hpp"
 
 #include <cpdit/attention/attention.hpp>
+#include <cpdit/core/memory.hpp>
 #include <cpdit/parallel/context.hpp>
 #include <cpdit/parallel/shard.hpp>
 
@@ -78,13 +79,17 @@ struct Reference {
 };
 
 // The full inputs and the single-rank flash results of a case, built once per process: ranks that
-// are threads share them instead of each recomputing the whole attention.
+// are threads share them instead of each recomputing the whole attention. They are charged to a
+// counter that outlives the cache, not to the rank thread that happens to build them (a rank's
+// counter ends with its run_local).
 const Reference& reference(const CpCase& c) {
   static std::mutex mutex;
+  static MemoryCounter cache_memory;
   static std::map<std::string, Reference> cache;
   std::lock_guard lock(mutex);
   auto it = cache.find(c.name());
   if (it != cache.end()) return it->second;
+  ScopedMemoryCounter charged(cache_memory);
   Reference r;
   std::mt19937 rng(unsigned(c.seq * 131 + c.heads * 17 + c.kv_heads));
   r.q = random_normal({c.batch, c.seq, c.heads, c.dim}, rng).to(c.dtype);
