@@ -2,8 +2,6 @@
 // shapes), and sends sharded-KV calls to the context-parallel router bound on this thread.
 #include "attention/detail.hpp"
 
-#include <cpdit/core/error.hpp>
-
 #include <cmath>
 
 namespace cpdit::attention {
@@ -44,9 +42,11 @@ bool routed(const Options& opts) { return bound_router && opts.kv == KvPlacement
 
 }  // namespace
 
+// A non-positive head dim (a malformed q) gets scale 1 here; the backend then refuses the shape
+// with a message naming the tensor.
 float resolve_scale(const Options& opts, int64_t head_dim) {
-  CPDIT_CHECK(head_dim > 0, invalid_argument, "attention: head dim must be positive, got ", head_dim);
-  return opts.scale > 0 ? opts.scale : float(1.0 / std::sqrt(double(head_dim)));
+  if (opts.scale > 0) return opts.scale;
+  return head_dim > 0 ? float(1.0 / std::sqrt(double(head_dim))) : 1.0f;
 }
 
 // Routed calls are checked by the router, which knows the mode (ring / Ulysses / unified).

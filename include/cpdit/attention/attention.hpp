@@ -117,7 +117,7 @@ struct Options {
   KvPlacement kv = KvPlacement::sharded;
 };
 
-float resolve_scale(const Options& opts, int64_t head_dim);
+float resolve_scale(const Options& opts, int64_t head_dim);  // opts.scale, else 1/sqrt(head_dim)
 
 // Runs attention on the current backend; sharded calls go to the router bound on this thread, if any.
 // The capability check runs on the first call of a (backend, requirements, shape) and is cached.
