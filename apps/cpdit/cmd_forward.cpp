@@ -42,7 +42,7 @@ void run_forward(const ForwardOptions& o) {
   comm::run_ranks(ranks, [&](comm::Communicator& world) {
     auto model = transformer.replica();
     if (!o.backend.empty()) model->set_attention_backend(o.backend);
-    if (world.size() > 1) {
+    if (world.size() > 1 || config.group_size() > 1) {
       // The communicator outlives this call; the model only borrows it.
       model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}), config);
     }
