@@ -30,23 +30,28 @@ std::pair<Tensor, Tensor> tables(int64_t seq, int64_t d) {
 }  // namespace
 
 TEST(Rope, RotatesAdjacentPairsAsComplexMultiplication) {
-  const int64_t B = 2, S = 5, H = 3, D = 128;
-  Tensor x = random_tensor({B, S, H, D}, 1);
-  auto [cos, sin] = tables(S, D);
-  auto xv = to_double(x), cv = to_double(cos), sv = to_double(sin);
-  std::vector<double> want(xv.size());
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t s = 0; s < S; ++s)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t i = 0; i < D; i += 2) {
-          // (x0 + i x1) * (cos + i sin): BFL's complex form of the same rotation.
-          const size_t o = size_t(((b * S + s) * H + h) * D + i), t = size_t(s * D + i);
-          want[o] = xv[o] * cv[t] - xv[o + 1] * sv[t];
-          want[o + 1] = xv[o + 1] * cv[t] + xv[o] * sv[t];
-        }
-  expect_close(kernels::rope(x, cos, sin), want, 1e-6, 1e-6);
-  // Wan's (1, S, 1, D) table shape is the same data.
-  expect_close(kernels::rope(x, cos.reshape({1, S, 1, D}), sin.reshape({1, S, 1, D})), want, 1e-6, 1e-6);
+  const Shape shapes[] = {{2, 5, 3, 128}, {1, 1, 1, 2}, {3, 7, 5, 34}};
+  uint32_t seed = 1;
+  for (const Shape& shape : shapes) {
+    SCOPED_TRACE(shape_string(shape));
+    const int64_t B = shape[0], S = shape[1], H = shape[2], D = shape[3];
+    Tensor x = random_tensor(shape, seed++);
+    auto [cos, sin] = tables(S, D);
+    auto xv = to_double(x), cv = to_double(cos), sv = to_double(sin);
+    std::vector<double> want(xv.size());
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t s = 0; s < S; ++s)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t i = 0; i < D; i += 2) {
+            // (x0 + i x1) * (cos + i sin): BFL's complex form of the same rotation.
+            const size_t o = size_t(((b * S + s) * H + h) * D + i), t = size_t(s * D + i);
+            want[o] = xv[o] * cv[t] - xv[o + 1] * sv[t];
+            want[o + 1] = xv[o + 1] * cv[t] + xv[o] * sv[t];
+          }
+    expect_close(kernels::rope(x, cos, sin), want, 1e-6, 1e-6);
+    // Wan's (1, S, 1, D) table shape is the same data.
+    expect_close(kernels::rope(x, cos.reshape({1, S, 1, D}), sin.reshape({1, S, 1, D})), want, 1e-6, 1e-6);
+  }
 }
 
 TEST(Rope, ZeroPositionIsTheIdentity) {
