@@ -38,6 +38,22 @@ CallShape local_call(const Tensor& q, const Tensor& k, const Tensor& v, const Ma
   return {q.size(2), k.size(2), mask.kind, q.dtype(), backward};
 }
 
+// Counts the Ulysses-exchanged k, v (when they are new tensors) in the KV working set while the
+// ring runs on them.
+class ExchangedKv {
+ public:
+  ExchangedKv(CommStats& stats, const Tensor& kh, const Tensor& vh, const Tensor& k) : stats_(stats) {
+    stats_.kv_bytes_held = kh.same_storage(k) ? 0 : int64_t(kh.nbytes() + vh.nbytes());
+    stats_.hold_kv(0);
+  }
+  ~ExchangedKv() { stats_.kv_bytes_held = 0; }
+  ExchangedKv(const ExchangedKv&) = delete;
+  ExchangedKv& operator=(const ExchangedKv&) = delete;
+
+ private:
+  CommStats& stats_;
+};
+
 Mask gathered_mask(const UlyssesExchange& exchange, const Mask& mask) {
   if (mask.kind != MaskKind::key_padding) return mask;
   return Mask::key_padding(exchange.gather_key_mask(mask.tensor));
@@ -64,9 +80,10 @@ attention::Result ParallelContext::forward(const attention::Backend& backend, co
   UlyssesExchange exchange(mesh_.ulysses(), q.size(2), k.size(2), q.size(1), k.size(1), stats_);
   const RingSetup ring{backend, mesh_.ring(), config_.rotate_method, config_.convert_to_fp32, scale,
                        stats_};
+  const Tensor kh = exchange.keys_to_heads(k), vh = exchange.keys_to_heads(v);
+  const ExchangedKv held(stats_, kh, vh, k);
   const attention::Result part =
-      ring_forward(ring, exchange.queries_to_heads(q), exchange.keys_to_heads(k),
-                   exchange.keys_to_heads(v), gathered_mask(exchange, opts.mask));
+      ring_forward(ring, exchange.queries_to_heads(q), kh, vh, gathered_mask(exchange, opts.mask));
   // The output is cast to the model dtype once, before the (value-preserving) inverse exchange.
   return {exchange.queries_to_tokens(part.out.to(q.dtype())), exchange.lse_to_tokens(part.lse)};
 }

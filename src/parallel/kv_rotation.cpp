@@ -105,8 +105,7 @@ KvRotation::KvRotation(comm::Communicator& ring, RotateMethod method, const KvCh
   if (method_ == RotateMethod::p2p) {
     cur_ = packed;
     if (size_ > 1) nxt_ = byte_buffer(cur_.nbytes());
-    stats_.peak_kv_bytes =
-        std::max(stats_.peak_kv_bytes, int64_t(cur_.nbytes() + (nxt_.defined() ? nxt_.nbytes() : 0)));
+    stats_.hold_kv(int64_t(cur_.nbytes() + (nxt_.defined() ? nxt_.nbytes() : 0)));
     return;
   }
   std::vector<size_t> bytes(lengths_.size());
@@ -123,7 +122,7 @@ KvRotation::KvRotation(comm::Communicator& ring, RotateMethod method, const KvCh
     ring_.all_gather_v(packed.raw(), own_bytes, gathered_.raw(), bytes);
   }
   stats_.bytes_sent += int64_t(own_bytes) * (size_ - 1);
-  stats_.peak_kv_bytes = std::max(stats_.peak_kv_bytes, int64_t(total + own_bytes));
+  stats_.hold_kv(int64_t(total + own_bytes));
 }
 
 KvRotation::~KvRotation() = default;

@@ -9,6 +9,7 @@
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/parallel/config.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -18,8 +19,12 @@ namespace cpdit::parallel {
 struct CommStats {
   double wait_seconds = 0;       // blocked in waits and collectives (communication not hidden)
   int64_t bytes_sent = 0;        // point-to-point and collective payload sent by this rank
-  int64_t peak_kv_bytes = 0;     // largest KV working set (ring buffers / gathered KV) held at once
+  // Largest KV working set held at once: the Ulysses-exchanged k, v plus the ring's chunk buffers
+  // (p2p) or gathered chunks (allgather). The caller's own k, v are not counted.
+  int64_t peak_kv_bytes = 0;
+  int64_t kv_bytes_held = 0;  // held now by an enclosing stage (the Ulysses exchange)
 
+  void hold_kv(int64_t bytes) { peak_kv_bytes = std::max(peak_kv_bytes, kv_bytes_held + bytes); }
   void reset() { *this = {}; }
 };
 
