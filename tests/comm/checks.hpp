@@ -15,6 +15,9 @@ namespace cpdit::comm::testing {
 struct Check {
   std::string name;
   void (*run)(Communicator& comm);
+  // Slow to set up (64 MiB of fresh memory, very slow under sanitizers) and indifferent to the
+  // rank count: the local suite runs it at one N only.
+  bool heavy = false;
 };
 
 // Every check of the contract, in a fixed order.

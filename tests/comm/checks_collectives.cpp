@@ -165,9 +165,15 @@ void check_broadcast(Communicator& comm) {
   comm.broadcast(nullptr, 0, 0);
 }
 
-// Barriers interleave with point-to-point: a message sent after a barrier is received after it.
+// Barriers back to back and between other collectives (a rank leaving a barrier first must not
+// disturb the others still in it), and interleaved with point-to-point.
 void check_barrier(Communicator& comm) {
-  for (int i = 0; i < 20; ++i) comm.barrier();
+  for (int i = 0; i < 200; ++i) {
+    comm.barrier();
+    int64_t one = 1;
+    comm.all_reduce(&one, 1, DType::i64, ReduceOp::sum);
+    COMM_EXPECT(comm, one == comm.size());
+  }
   const int n = comm.size(), me = comm.rank();
   float value = float(me), got = -1;
   auto sending = comm.isend(&value, 4, (me + 1) % n, 20);

@@ -9,7 +9,7 @@ set(COMM_FAULT_EXPECT "rank 1 fails on purpose mid-collective")
 add_test(NAME comm_local_fault_exits_nonzero
          COMMAND ${CMAKE_COMMAND} "-DCOMMAND=$<TARGET_FILE:test_comm_mpi>|--fault|--ranks|4"
                  "-DEXPECT=${COMM_FAULT_EXPECT}" -P ${CMAKE_CURRENT_LIST_DIR}/expect_failure.cmake)
-set_tests_properties(comm_local_fault_exits_nonzero PROPERTIES TIMEOUT 60 LABELS "unit;comm")
+set_tests_properties(comm_local_fault_exits_nonzero PROPERTIES TIMEOUT 120 LABELS "unit;comm")
 
 if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   set(COMM_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 CPDIT_COMM_TIMEOUT_S=60)

@@ -85,7 +85,13 @@ const std::vector<Slot>& LocalCommunicator::meet(const Slot& mine, Clock::time_p
   return slots;
 }
 
-void LocalCommunicator::barrier() { meet(Slot{.operation = "barrier"}, deadline()); }
+// Two barriers like every collective: the first one's slot check must end before anyone publishes
+// the slot of its next collective.
+void LocalCommunicator::barrier() {
+  auto until = deadline();
+  meet(Slot{.operation = "barrier"}, until);
+  sync("barrier", until);
+}
 
 void LocalCommunicator::all_gather(const void* send, size_t bytes, void* recv) {
   auto until = deadline();

@@ -36,7 +36,7 @@ class LocalCommunicator final : public Communicator {
 
   // Collectives: meet() publishes this rank's slot and waits for every rank (a barrier), after which
   // the peers' slots may be read; sync() (another barrier) then ends the reading, so no rank reuses
-  // its buffers while others still copy from them.
+  // its buffers, or its slot, while others still read them. Every collective ends with a sync().
   const std::vector<Slot>& meet(const Slot& mine, Clock::time_point deadline);
   void sync(const char* operation, Clock::time_point deadline);
   void sync_locked(std::unique_lock<std::mutex>& lock, const char* operation, Clock::time_point deadline);
