@@ -17,11 +17,11 @@ int main(int argc, char** argv) {
     root.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return root.exit(e);
+  } catch (const CLI::RuntimeError& e) {  // a command's own exit code (cpdit diff --tolerance)
+    return e.get_exit_code();
   } catch (const CLI::ParseError& e) {
     root.exit(e);
     return 2;
-  } catch (const CLI::RuntimeError& e) {  // a command's own exit code (cpdit diff --tolerance)
-    return e.get_exit_code();
   } catch (const cpdit::Error& e) {
     std::fprintf(stderr, "cpdit: error: %s\n", e.what());
     return 2;

@@ -8,14 +8,12 @@
 
 namespace cpdit {
 
-void MemoryCounter::add(int64_t bytes) {
-  int64_t now = current_.fetch_add(bytes, std::memory_order_relaxed) + bytes;
-  int64_t peak = peak_.load(std::memory_order_relaxed);
-  while (now > peak && !peak_.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+void MemoryCounter::Counts::add(int64_t bytes) {
+  int64_t now = current.fetch_add(bytes, std::memory_order_relaxed) + bytes;
+  int64_t high = peak.load(std::memory_order_relaxed);
+  while (now > high && !peak.compare_exchange_weak(high, now, std::memory_order_relaxed)) {
   }
 }
-
-void MemoryCounter::sub(int64_t bytes) { current_.fetch_sub(bytes, std::memory_order_relaxed); }
 
 namespace {
 MemoryCounter process_counter;

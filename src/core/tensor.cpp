@@ -29,7 +29,7 @@ std::shared_ptr<Storage> Storage::allocate(size_t bytes) {
   s->data_ = static_cast<std::byte*>(cpdit::allocate(bytes));
   s->bytes_ = bytes;
   s->owned_ = true;
-  s->charged_ = &current_memory_counter();
+  s->charged_ = current_memory_counter().counts();
   s->charged_->add(int64_t(bytes));
   return s;
 }

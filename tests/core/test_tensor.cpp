@@ -119,3 +119,16 @@ TEST(Memory, ViewsDoNotCount) {
   Tensor v = a.narrow(0, 3, 10).reshape({-1, 64});
   EXPECT_EQ(memory::current_bytes(), 64 * 64 * 4);
 }
+
+TEST(Memory, TensorMayOutliveTheCounterItWasChargedTo) {
+  Tensor survivor;
+  {
+    MemoryCounter rank;
+    ScopedMemoryCounter scope(rank);
+    survivor = Tensor::zeros({256});
+    EXPECT_EQ(rank.current(), 1024);
+  }
+  int64_t before = memory::current_bytes();
+  survivor = Tensor();  // frees into the counts the dead counter shared; the caller's are untouched
+  EXPECT_EQ(memory::current_bytes(), before);
+}

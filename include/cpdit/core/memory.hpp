@@ -4,27 +4,37 @@
 // Accounting: every byte a Tensor owns is charged to the MemoryCounter of the rank that allocated it
 // (the thread's current counter; one process-wide counter by default). Ranks run as threads in one
 // process, so each rank installs its own counter with ScopedMemoryCounter. Freed storage is credited
-// back to the counter it was charged to, whichever thread frees it.
+// back to the counter it was charged to, whichever thread frees it — even after that counter object
+// is gone (a tensor may outlive the rank that made it), since storage shares the counts.
 //
 // Caching: first writes to fresh pages are very slow on some hosts, so freed blocks are kept in
 // size-bucketed free lists and handed out again. Cached blocks are not charged to any rank.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 namespace cpdit {
 
 class MemoryCounter {
  public:
-  void add(int64_t bytes);
-  void sub(int64_t bytes);
-  int64_t current() const { return current_.load(std::memory_order_relaxed); }
-  int64_t peak() const { return peak_.load(std::memory_order_relaxed); }
-  void reset_peak() { peak_.store(current(), std::memory_order_relaxed); }
+  struct Counts {
+    std::atomic<int64_t> current{0};
+    std::atomic<int64_t> peak{0};
+    void add(int64_t bytes);
+    void sub(int64_t bytes) { current.fetch_sub(bytes, std::memory_order_relaxed); }
+  };
+
+  void add(int64_t bytes) { counts_->add(bytes); }
+  void sub(int64_t bytes) { counts_->sub(bytes); }
+  int64_t current() const { return counts_->current.load(std::memory_order_relaxed); }
+  int64_t peak() const { return counts_->peak.load(std::memory_order_relaxed); }
+  void reset_peak() { counts_->peak.store(current(), std::memory_order_relaxed); }
+  // What a storage holds on to, so that freeing it later credits the right rank.
+  std::shared_ptr<Counts> counts() const { return counts_; }
 
  private:
-  std::atomic<int64_t> current_{0};
-  std::atomic<int64_t> peak_{0};
+  std::shared_ptr<Counts> counts_ = std::make_shared<Counts>();
 };
 
 // The counter charged by allocations on this thread.

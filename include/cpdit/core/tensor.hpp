@@ -38,7 +38,7 @@ class Storage {
   std::byte* data_ = nullptr;
   size_t bytes_ = 0;
   bool owned_ = false;
-  MemoryCounter* charged_ = nullptr;
+  std::shared_ptr<MemoryCounter::Counts> charged_;
   std::shared_ptr<const void> owner_;
 };
 

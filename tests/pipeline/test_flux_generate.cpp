@@ -1,0 +1,141 @@
+// The FLUX.1 denoising loop across ranks: deterministic, equal to one rank under every layout
+// (uneven token counts included), and `cpdit generate` refusing bad input with one line, exit
+// code 2 and nothing written.
+#include "support/run_cli.hpp"
+
+#include <cpdit/comm/local.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/pipeline/flux_pipeline.hpp>
+#include <cpdit/pipeline/presets.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <mutex>
+
+namespace cpdit::pipeline {
+namespace {
+
+using cpdit::testing::run_cli;
+using cpdit::testing::TempDir;
+
+struct Layout {
+  int ring, ulysses;
+  parallel::RotateMethod rotate = parallel::RotateMethod::p2p;
+};
+
+// flux-tiny, generated on ring x ulysses local ranks exactly as `cpdit generate` does it.
+Tensor generate_tiny(Layout layout, int64_t height, int64_t width, int64_t text_tokens) {
+  static const models::flux::FluxCheckpoint checkpoint = flux_preset("flux-tiny", 11);
+  const FluxConditioning conditioning = random_flux_conditioning(checkpoint.config, 1, text_tokens, 5);
+  FluxGenerateOptions options;
+  options.steps = 3;
+  options.height = height;
+  options.width = width;
+  options.seed = 42;
+  parallel::ContextParallelConfig config;
+  config.ring_degree = layout.ring;
+  config.ulysses_degree = layout.ulysses;
+  config.rotate_method = layout.rotate;
+
+  Tensor latents;
+  std::mutex mutex;
+  comm::LocalOptions local;
+  local.threads_per_rank = 1;
+  comm::run_local(
+      layout.ring * layout.ulysses,
+      [&](comm::Communicator& world) {
+        std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
+        auto model = models::flux::load_flux(checkpoint);
+        if (group->size() > 1) model->enable_parallelism(group, config, flux_sharded_latents_plan());
+        FlowMatchEulerScheduler scheduler(flux_preset_scheduler("flux-tiny"));
+        FluxGenerateResult result = generate_flux(*model, scheduler, conditioning, options, group.get());
+        std::lock_guard<std::mutex> lock(mutex);
+        if (world.rank() == 0) latents = result.latents;
+      },
+      local);
+  return latents;
+}
+
+TEST(FluxGenerate, SameSeedGivesBitwiseIdenticalLatents) {
+  Tensor a = generate_tiny({1, 1}, 64, 96, 9);
+  Tensor b = generate_tiny({1, 1}, 64, 96, 9);
+  EXPECT_EQ(a.shape(), (Shape{1, 16, 8, 12}));
+  EXPECT_EQ(max_abs_diff(a, b), 0.0);
+  Tensor p = generate_tiny({2, 2}, 64, 96, 9);
+  Tensor q = generate_tiny({2, 2}, 64, 96, 9);
+  EXPECT_EQ(max_abs_diff(p, q), 0.0);
+}
+
+TEST(FluxGenerate, EveryLayoutMatchesOneRank) {
+  // 64 x 96 px: 4 x 6 = 24 image tokens (divides 2 and 4); 80 x 48 px: 5 x 3 = 15 (divides neither),
+  // with 9 and 7 text tokens.
+  struct Size {
+    int64_t height, width, text;
+  };
+  for (Size size : {Size{64, 96, 8}, Size{80, 48, 7}}) {
+    Tensor single = generate_tiny({1, 1}, size.height, size.width, size.text);
+    for (Layout layout : {Layout{2, 1}, Layout{1, 2}, Layout{2, 2}, Layout{4, 1},
+                          Layout{2, 1, parallel::RotateMethod::allgather}}) {
+      Tensor split = generate_tiny(layout, size.height, size.width, size.text);
+      EXPECT_LT(max_abs_diff(split, single), 1e-4)
+          << "ring " << layout.ring << " x ulysses " << layout.ulysses << " at " << size.height << "x" << size.width;
+    }
+  }
+}
+
+TEST(FluxGenerate, LatentsStaySplitBetweenSteps) {
+  // The plan the loop runs with splits only the text: the image tokens arrive split already and the
+  // model output is not gathered.
+  parallel::ContextParallelPlan plan = flux_sharded_latents_plan();
+  EXPECT_EQ(plan.count("proj_out"), 0u);
+  EXPECT_EQ(plan.at("").inputs.count("hidden_states"), 0u);
+  EXPECT_EQ(plan.at("").inputs.count("img_ids"), 0u);
+  EXPECT_EQ(plan.at("").inputs.count("encoder_hidden_states"), 1u);
+  EXPECT_EQ(plan.at("").inputs.count("txt_ids"), 1u);
+}
+
+TEST(FluxGenerateCli, WritesLatentsPreviewAndSummary) {
+  TempDir dir("generate_cli");
+  auto r = run_cli("generate --preset flux-tiny --height 64 --width 64 --steps 2 --ranks 2 --threads 1 --json --out " +
+                   dir.file("a.safetensors") + " --preview " + dir.file("a.png"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("\"seconds_per_step\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"peak_activation_bytes_per_rank\""), std::string::npos) << r.out;
+  EXPECT_EQ(io::load_safetensors(dir.file("a.safetensors")).at("latents").shape(), (Shape{1, 16, 8, 8}));
+  EXPECT_GT(std::filesystem::file_size(dir.file("a.png")), 100u);
+  EXPECT_EQ(r.err.find("step"), std::string::npos) << "--json prints no progress";
+}
+
+TEST(FluxGenerateCli, BadInputIsOneLineExitTwoAndNothingWritten) {
+  TempDir dir("generate_cli_errors");
+  const std::string out = dir.file("never.safetensors");
+  io::save_safetensors(dir.file("wrong_width.safetensors"),
+                       {{"prompt_embeds", Tensor::zeros({1, 4, 31})}, {"pooled_prompt_embeds", Tensor::zeros({1, 32})}});
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases{
+      {"--preset flux-tiny --height 72", "multiple of 16"},
+      {"--preset flux-tiny --width 100", "multiple of 16"},
+      {"--preset flux-huge", "unknown preset"},
+      {"--model " + dir.file("missing_dir"), "does not exist"},
+      {"--preset flux-tiny --embeddings " + dir.file("missing.safetensors"), "missing.safetensors"},
+      {"--preset flux-tiny --embeddings " + dir.file("wrong_width.safetensors"), "prompt_embeds"},
+      {"--preset flux-tiny --ring 2 --ranks 3", "ring"},
+      {"--preset flux-tiny --out " + dir.file("no_such_folder/x.safetensors"), "does not exist"},
+  };
+  for (const Case& c : cases) {
+    const bool own_out = c.args.find("--out") != std::string::npos;
+    auto r = run_cli("generate " + c.args + " --steps 1" + (own_out ? "" : " --out " + out));
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << "\n" << r.err;
+    EXPECT_FALSE(std::filesystem::exists(out)) << c.args;
+  }
+}
+
+}  // namespace
+}  // namespace cpdit::pipeline
