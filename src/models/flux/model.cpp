@@ -18,8 +18,15 @@ parallel::ContextParallelPlan flux_plan() {
   return {{"", root}, {"proj_out", proj_out}};
 }
 
+namespace {
+const FluxConfig& validated(const FluxConfig& config) {
+  config.validate();
+  return config;
+}
+}  // namespace
+
 FluxTransformer2DModel::FluxTransformer2DModel(const FluxConfig& config)
-    : config_((config.validate(), config)),
+    : config_(validated(config)),
       x_embedder_(add_module<nn::Linear>("x_embedder", config.in_channels, config.inner_dim())),
       time_text_embed_(add_module<TimeTextEmbed>("time_text_embed", config.inner_dim(), config.pooled_projection_dim,
                                                  config.guidance_embeds)),
