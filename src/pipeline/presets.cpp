@@ -9,7 +9,7 @@ namespace cpdit::pipeline {
 
 using models::flux::FluxConfig;
 
-std::vector<std::string> preset_names() { return {"flux-tiny", "flux-mini"}; }
+std::vector<std::string> preset_names() { return {"flux-tiny", "flux-mini", "wan-tiny", "wan-mini"}; }
 
 namespace {
 std::string known_presets() {
@@ -18,6 +18,12 @@ std::string known_presets() {
   return list;
 }
 }  // namespace
+
+ModelFamily preset_family(const std::string& name) {
+  if (name == "flux-tiny" || name == "flux-mini") return ModelFamily::flux;
+  if (name == "wan-tiny" || name == "wan-mini") return ModelFamily::wan;
+  fail(ErrorKind::invalid_argument, "unknown preset '", name, "' (presets: ", known_presets(), ")");
+}
 
 FluxConfig flux_preset_config(const std::string& name) {
   FluxConfig c;
@@ -42,14 +48,45 @@ FluxConfig flux_preset_config(const std::string& name) {
     c.guidance_embeds = true;
     c.axes_dims_rope = {16, 56, 56};
   } else {
-    fail(ErrorKind::invalid_argument, "unknown preset '", name, "' (presets: ", known_presets(), ")");
+    fail(ErrorKind::invalid_argument, "'", name, "' is not a FLUX.1 preset (presets: ", known_presets(), ")");
   }
   c.validate();
   return c;
 }
 
+models::wan::WanConfig wan_preset_config(const std::string& name) {
+  models::wan::WanConfig c;
+  c.in_channels = 16;
+  c.out_channels = 16;
+  c.freq_dim = 256;
+  c.num_layers = 2;
+  if (name == "wan-tiny") {
+    c.num_attention_heads = 2;
+    c.attention_head_dim = 12;
+    c.text_dim = 16;
+    c.ffn_dim = 32;
+    c.rope_max_seq_len = 32;
+  } else if (name == "wan-mini") {
+    c.num_attention_heads = 12;
+    c.attention_head_dim = 128;
+    c.text_dim = 4096;
+    c.ffn_dim = 8960;
+    c.rope_max_seq_len = 1024;
+  } else {
+    fail(ErrorKind::invalid_argument, "'", name, "' is not a Wan preset (presets: ", known_presets(), ")");
+  }
+  c.validate();
+  return c;
+}
+
+models::wan::WanCheckpoint wan_preset(const std::string& name, uint64_t seed) {
+  models::wan::WanConfig config = wan_preset_config(name);
+  models::wan::WanTransformer3DModel shape_only(config);
+  return {config, random_state_dict(shape_only, seed)};
+}
+
 FlowMatchEulerConfig flux_preset_scheduler(const std::string& name) {
-  flux_preset_config(name);  // refuses unknown names
+  flux_preset_config(name);  // refuses other names
   return name == "flux-mini" ? FlowMatchEulerConfig::flux_dev() : FlowMatchEulerConfig::flux_schnell();
 }
 

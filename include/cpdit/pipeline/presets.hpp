@@ -5,7 +5,10 @@
 //              kind) but 64 input channels, so it takes real FLUX.1 latents; no guidance (schnell-like).
 //   flux-mini  FLUX.1 widths (3072 hidden, 24 heads of 128, MLP 12288, text width 4096, pooled 768),
 //              2 double and 4 single blocks, with a guidance embedder (dev-like).
+//   wan-tiny   Wan at the test fixture's widths (2 heads of 12, text width 16) but 16 latent channels.
+//   wan-mini   Wan 2.1 1.3B widths (12 heads of 128, FFN 8960, text width 4096), 2 blocks.
 #include <cpdit/models/flux/checkpoint.hpp>
+#include <cpdit/models/wan/checkpoint.hpp>
 #include <cpdit/nn/load.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
 
@@ -16,11 +19,17 @@ namespace cpdit::pipeline {
 
 std::vector<std::string> preset_names();
 
+enum class ModelFamily { flux, wan };
+ModelFamily preset_family(const std::string& name);  // unknown names are refused with the list
+
 // Unknown names are refused with the list of presets.
 models::flux::FluxConfig flux_preset_config(const std::string& name);
 // The scheduler that goes with a preset: FLUX.1-dev's for flux-mini, FLUX.1-schnell's for flux-tiny.
 FlowMatchEulerConfig flux_preset_scheduler(const std::string& name);
 models::flux::FluxCheckpoint flux_preset(const std::string& name, uint64_t seed);
+
+models::wan::WanConfig wan_preset_config(const std::string& name);
+models::wan::WanCheckpoint wan_preset(const std::string& name, uint64_t seed);
 
 // Random values for every parameter of `model`, deterministic in `seed`: matrices N(0, 1/fan_in)
 // (fan_in = elements per output row), vectors named *.weight 1 (norm gains), other vectors

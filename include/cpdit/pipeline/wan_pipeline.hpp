@@ -1,0 +1,47 @@
+#pragma once
+// The Wan 2.x text-to-video denoising loop (diffusers' WanPipeline without classifier-free
+// guidance): seeded noise latents (B, 16, F, H/8, W/8), the UniPC flow-prediction schedule, one
+// transformer call and one UniPC step per timestep.
+//
+// Under context parallelism the model splits the tokens after its patch embedding and gathers its
+// output (the Wan plan), so every rank steps the same full latents; UniPC's multistep state is
+// replicated.
+#include <cpdit/comm/communicator.hpp>
+#include <cpdit/models/wan/model.hpp>
+#include <cpdit/pipeline/unipc.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cpdit::pipeline {
+
+struct WanGenerateOptions {
+  int steps = 4;
+  int64_t frames = 17;                // (frames - 1) divisible by 4: the VAE's temporal factor
+  int64_t height = 256, width = 256;  // pixels, multiples of 16
+  uint64_t seed = 0;
+  std::function<void(int, int, double)> on_step;  // (step index, steps, seconds of that step)
+};
+
+struct WanGenerateResult {
+  Tensor latents;  // (B, 16, F, H/8, W/8)
+  std::vector<double> step_seconds;
+};
+
+// prompt_embeds (B, L, text_dim) from a safetensors file (what a UMT5 text-encoder stage writes),
+// or deterministic random ones for demos.
+Tensor read_wan_prompt_embeds(const std::string& path, const models::wan::WanConfig& config);
+Tensor random_wan_prompt_embeds(const models::wan::WanConfig& config, int64_t batch, int64_t text_tokens,
+                                uint64_t seed);
+
+// The latent shape for a clip: refuses sizes that are not multiples of 16 and frame counts that are
+// not 4k + 1, naming the nearest valid ones.
+Shape wan_latent_shape(const models::wan::WanConfig& config, int64_t batch, int64_t frames, int64_t height,
+                       int64_t width);
+
+// Every rank of the model's context-parallel group calls it (the model gathers its own output).
+WanGenerateResult generate_wan(const models::wan::WanTransformer3DModel& model, UniPCMultistepScheduler& scheduler,
+                               const Tensor& prompt_embeds, const WanGenerateOptions& options);
+
+}  // namespace cpdit::pipeline

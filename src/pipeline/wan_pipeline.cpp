@@ -1,0 +1,68 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/pipeline/random.hpp>
+#include <cpdit/pipeline/wan_pipeline.hpp>
+
+#include <chrono>
+
+namespace cpdit::pipeline {
+
+using models::wan::WanConfig;
+
+namespace {
+constexpr int64_t kSpatialFactor = 8, kTemporalFactor = 4;  // Wan 2.1's VAE
+}
+
+Tensor read_wan_prompt_embeds(const std::string& path, const WanConfig& config) {
+  io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  CPDIT_CHECK(file.contains("prompt_embeds"), invalid_argument, path,
+              " has no tensor 'prompt_embeds' (a Wan text-encoder stage writes (B, L, ", config.text_dim, "))");
+  Tensor p = file.get("prompt_embeds").to(DType::f32);
+  CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.text_dim && p.size(1) > 0, invalid_argument, path,
+              ": prompt_embeds is ", p.describe(), ", the model needs (B, L, ", config.text_dim, ")");
+  return p;
+}
+
+Tensor random_wan_prompt_embeds(const WanConfig& config, int64_t batch, int64_t text_tokens, uint64_t seed) {
+  CPDIT_CHECK(batch >= 1 && text_tokens >= 1, invalid_argument, "random embeddings need batch >= 1 and a text token");
+  Tensor t = randn({batch, text_tokens, config.text_dim}, seed ^ 0x57a7ull);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] *= 0.2f;  // UMT5 outputs are of order 0.1-0.3
+  return t;
+}
+
+Shape wan_latent_shape(const WanConfig& config, int64_t batch, int64_t frames, int64_t height, int64_t width) {
+  const int64_t size_unit = kSpatialFactor * config.patch_size[1];
+  CPDIT_CHECK(height > 0 && width > 0 && height % size_unit == 0 && width % size_unit == 0, invalid_argument,
+              "height and width must be positive multiples of ", size_unit, ", got ", height, "x", width);
+  CPDIT_CHECK(frames >= 1 && (frames - 1) % kTemporalFactor == 0, invalid_argument, "frames must be 4k + 1 (1, 5, 9, 13, 17, ...), got ",
+              frames, "; the nearest are ", std::max<int64_t>(1, (frames - 1) / 4 * 4 + 1), " and ",
+              (frames + 2) / 4 * 4 + 1);
+  return {batch, config.in_channels, (frames - 1) / kTemporalFactor + 1, height / kSpatialFactor,
+          width / kSpatialFactor};
+}
+
+WanGenerateResult generate_wan(const models::wan::WanTransformer3DModel& model, UniPCMultistepScheduler& scheduler,
+                               const Tensor& prompt_embeds, const WanGenerateOptions& options) {
+  CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
+  const int64_t batch = prompt_embeds.size(0);
+  Tensor latents =
+      randn(wan_latent_shape(model.config(), batch, options.frames, options.height, options.width), options.seed);
+  scheduler.set_timesteps(options.steps);
+  WanGenerateResult result;
+  for (int i = 0; i < options.steps; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    // WanPipeline feeds the integer timestep, expanded over the batch, unscaled.
+    Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
+    Tensor velocity = model.forward(
+        {{"hidden_states", latents}, {"timestep", timestep}, {"encoder_hidden_states", prompt_embeds}});
+    latents = scheduler.step(velocity, latents);
+    result.step_seconds.push_back(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (options.on_step) options.on_step(i, options.steps, result.step_seconds.back());
+  }
+  result.latents = latents;
+  return result;
+}
+
+}  // namespace cpdit::pipeline
