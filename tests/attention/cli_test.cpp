@@ -1,16 +1,14 @@
 // cpdit attention on the command line: fixture in, file out matching; bad input exits 2 with one line.
 #include "reference.hpp"
+#include "support/run_cli.hpp"
 
 #include <cpdit/io/safetensors.hpp>
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
-#include <sstream>
-#include <sys/wait.h>
 
 namespace cpdit::attention::testing {
 namespace {
@@ -19,20 +17,8 @@ namespace fs = std::filesystem;
 
 const fs::path kFixtures = fs::path(CPDIT_TEST_DATA) / "fixtures" / "attention";
 
-struct CliRun {
-  int exit_code;
-  std::string stderr_text;
-};
-
-CliRun run_cli(const std::string& args, const std::string& env = "") {
-  const fs::path err = fs::temp_directory_path() / ("cpdit_attention_cli_" + std::to_string(getpid()) + ".err");
-  const std::string cmd = env + " " + CPDIT_BINARY + " attention " + args + " 2> " + err.string();
-  const int status = std::system(cmd.c_str());
-  std::ifstream in(err);
-  std::stringstream text;
-  text << in.rdbuf();
-  fs::remove(err);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, text.str()};
+cpdit::testing::CliResult run_cli(const std::string& args, const std::string& env = "") {
+  return cpdit::testing::run_cli("attention " + args, env);
 }
 
 fs::path temp_file(const std::string& name) {
@@ -45,9 +31,9 @@ TEST(AttentionCli, FixtureInFileOutMatchesFloat64Reference) {
   for (const char* backend : {"native", "flash"}) {
     SCOPED_TRACE(backend);
     const fs::path out = temp_file(std::string(backend) + ".safetensors");
-    const CliRun r = run_cli("--inputs " + input.string() + " --output " + out.string() + " --backend " + backend +
+    const cpdit::testing::CliResult r = run_cli("--inputs " + input.string() + " --output " + out.string() + " --backend " + backend +
                           " --threads 2");
-    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    ASSERT_EQ(r.code, 0) << r.err;
     const auto got = io::load_safetensors(out.string());
     EXPECT_EQ(got.at("out").dtype(), DType::f32);
     EXPECT_LE(max_abs_diff(values(got.at("out")), values(want.at("out_f64"))), 1e-5);
@@ -61,20 +47,20 @@ TEST(AttentionCli, EnvironmentChoosesTheDefaultBackend) {
   const fs::path input = kFixtures / "attention_b1_s64_h2_d16.safetensors";
   const fs::path out = temp_file("env.safetensors");
   const std::string args = "--inputs " + input.string() + " --output " + out.string();
-  EXPECT_EQ(run_cli(args, "CPDIT_ATTENTION_BACKEND=native").exit_code, 0);
+  EXPECT_EQ(run_cli(args, "CPDIT_ATTENTION_BACKEND=native").code, 0);
   EXPECT_EQ(io::SafetensorsFile::open(out.string()).metadata().at("backend"), "native");
-  EXPECT_EQ(run_cli(args, "CPDIT_ATTENTION_BACKEND=flash").exit_code, 0);
+  EXPECT_EQ(run_cli(args, "CPDIT_ATTENTION_BACKEND=flash").code, 0);
   EXPECT_EQ(io::SafetensorsFile::open(out.string()).metadata().at("backend"), "flash");
-  const CliRun bad = run_cli(args, "CPDIT_ATTENTION_BACKEND=nope");
-  EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.stderr_text.find("CPDIT_ATTENTION_BACKEND"), std::string::npos) << bad.stderr_text;
+  const cpdit::testing::CliResult bad = run_cli(args, "CPDIT_ATTENTION_BACKEND=nope");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("CPDIT_ATTENTION_BACKEND"), std::string::npos) << bad.err;
   fs::remove(out);
 }
 
-void expect_one_line_error(const CliRun& r, const std::string& mentions) {
-  EXPECT_EQ(r.exit_code, 2) << r.stderr_text;
-  EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
-  EXPECT_NE(r.stderr_text.find(mentions), std::string::npos) << r.stderr_text;
+void expect_one_line_error(const cpdit::testing::CliResult& r, const std::string& mentions) {
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(mentions), std::string::npos) << r.err;
 }
 
 TEST(AttentionCli, BadInputExitsTwoWithOneLine) {

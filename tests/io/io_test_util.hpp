@@ -1,11 +1,12 @@
 #pragma once
 // Helpers for the io tests: a temporary folder, and safetensors files assembled byte by byte so
 // that tests control exactly what a reader sees.
+#include "support/temp_dir.hpp"
+
 #include <cpdit/core/error.hpp>
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -17,32 +18,7 @@
 
 namespace cpdit::io::test {
 
-// A fresh folder under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("cpdit_io_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::permissions(path_, std::filesystem::perms::owner_all, ignored);
-    std::filesystem::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-  // Names of the entries in the folder (to check that no temp file was left behind).
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : std::filesystem::directory_iterator(path_)) names.push_back(e.path().filename());
-    return names;
-  }
-
- private:
-  std::filesystem::path path_;
-};
+using cpdit::testing::TempDir;
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary);

@@ -1,9 +1,9 @@
 // `cpdit inspect` run as a user would: output on stdout, one-line errors on stderr, exit code 2.
 #include "io_test_util.hpp"
+#include "support/run_cli.hpp"
 
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 
 #include <cstdio>
 
@@ -11,26 +11,14 @@ using namespace cpdit::io::test;
 
 namespace {
 
-struct CommandResult {
-  int exit_code;
-  std::string out, err;
-};
-
-CommandResult run_cpdit(const TempDir& dir, const std::string& args) {
-  std::string command = std::string("'") + CPDIT_BINARY + "' " + args + " >'" + dir.file("out.txt") + "' 2>'" +
-                        dir.file("err.txt") + "'";
-  int status = std::system(command.c_str());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_bytes(dir.file("out.txt")), read_bytes(dir.file("err.txt"))};
-}
-
 const std::string kAttention = std::string(CPDIT_TEST_DATA) + "/fixtures/attention/attention_b1_s64_h2_d16.safetensors";
 
 }  // namespace
 
 TEST(Inspect, ListsTensorsAndMetadataOfAFile) {
   TempDir dir;
-  CommandResult run = run_cpdit(dir, "inspect '" + kAttention + "'");
-  EXPECT_EQ(run.exit_code, 0) << run.err;
+  cpdit::testing::CliResult run = cpdit::testing::run_cli("inspect '" + kAttention + "'");
+  EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_TRUE(run.err.empty()) << run.err;
   EXPECT_NE(run.out.find("7 tensors"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("layout_qkv_out = B,S,H,D"), std::string::npos) << run.out;
@@ -43,8 +31,8 @@ TEST(Inspect, ListsTensorsAndMetadataOfAFile) {
 TEST(Inspect, WorksOnAFolder) {
   TempDir dir;
   std::filesystem::copy_file(kAttention, dir.file("model.safetensors"));
-  CommandResult run = run_cpdit(dir, "inspect '" + dir.path().string() + "'");
-  EXPECT_EQ(run.exit_code, 0) << run.err;
+  cpdit::testing::CliResult run = cpdit::testing::run_cli("inspect '" + dir.path().string() + "'");
+  EXPECT_EQ(run.code, 0) << run.err;
   EXPECT_NE(run.out.find("lse_f64"), std::string::npos) << run.out;
 }
 
@@ -52,8 +40,8 @@ TEST(Inspect, CorruptFileIsOneLineOnStderrAndExit2) {
   TempDir dir;
   std::string bytes = read_bytes(kAttention);
   write_bytes(dir.file("cut.safetensors"), bytes.substr(0, bytes.size() - 100));
-  CommandResult run = run_cpdit(dir, "inspect '" + dir.file("cut.safetensors") + "'");
-  EXPECT_EQ(run.exit_code, 2);
+  cpdit::testing::CliResult run = cpdit::testing::run_cli("inspect '" + dir.file("cut.safetensors") + "'");
+  EXPECT_EQ(run.code, 2);
   EXPECT_TRUE(run.out.empty()) << run.out;
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
   EXPECT_EQ(run.err.rfind("cpdit: error: ", 0), 0u) << run.err;

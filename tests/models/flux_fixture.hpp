@@ -1,6 +1,8 @@
 #pragma once
 // Shared by the FLUX tests: the flux_tiny fixture (diffusers' own numbers) and random inputs of its
 // config.
+#include "support/temp_dir.hpp"
+
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/flux/checkpoint.hpp>
 
@@ -42,20 +44,6 @@ inline nn::TensorMap random_inputs(const FluxConfig& config, int64_t h, int64_t 
   return in;
 }
 
-// A fresh folder under the system temp dir, removed with this object.
-class TempDir {
- public:
-  explicit TempDir(const std::string& name)
-      : path_(std::filesystem::temp_directory_path() / ("cpdit_" + name + "_" + std::to_string(::getpid()))) {
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+using cpdit::testing::TempDir;
 
 }  // namespace cpdit::models::flux::testing

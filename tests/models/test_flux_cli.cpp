@@ -1,12 +1,11 @@
 // `cpdit forward` on the flux_tiny fixture: the sample, the same under context parallelism, and
 // errors as one line with exit code 2 and nothing written.
 #include "models/flux_fixture.hpp"
+#include "support/run_cli.hpp"
 
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <fstream>
-#include <sys/wait.h>
 
 namespace cpdit::models::flux {
 namespace {
@@ -14,18 +13,7 @@ namespace {
 using testing::fixture_dir;
 using testing::TempDir;
 
-struct CliResult {
-  int code;
-  std::string err;
-};
-
-CliResult cpdit(const std::string& args, const TempDir& dir) {
-  std::string err_file = dir.file("stderr.txt");
-  int status = std::system((std::string(CPDIT_BINARY) + " " + args + " 2> " + err_file + " > /dev/null").c_str());
-  std::ifstream in(err_file);
-  std::string err((std::istreambuf_iterator<char>(in)), {});
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, err};
-}
+using cpdit::testing::run_cli;
 
 std::string model_args(const std::string& config = fixture_dir() + "/config.json") {
   return "forward --model " + fixture_dir() + "/weights.safetensors --config " + config + " --inputs " + fixture_dir() +
@@ -37,7 +25,7 @@ TEST(FluxCli, ForwardWritesTheSample) {
   Tensor expected = io::load_safetensors(fixture_dir() + "/expected.safetensors").at("sample");
   for (std::string layout : {"", " --ring 2 --ulysses 2", " --ring 3 --rotate allgather"}) {
     std::string out = dir.file("sample.safetensors");
-    CliResult r = cpdit(model_args() + layout + " --output " + out, dir);
+    auto r = run_cli(model_args() + layout + " --output " + out);
     ASSERT_EQ(r.code, 0) << r.err;
     EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("sample"), expected), 1e-4) << layout;
   }
@@ -56,7 +44,7 @@ TEST(FluxCli, ErrorsAreOneLineExitTwoAndWriteNothing) {
           "/config.json --inputs " + dir.file("partial_inputs.safetensors"),
   };
   for (const auto& args : bad) {
-    CliResult r = cpdit(args + " --output " + out, dir);
+    auto r = run_cli(args + " --output " + out);
     EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_EQ(r.err.rfind("cpdit: error: ", 0), 0u) << r.err;
