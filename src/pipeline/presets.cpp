@@ -108,16 +108,14 @@ nn::StateDict random_state_dict(nn::Module& model, uint64_t seed) {
     if (gain) {
       for (int64_t i = 0; i < n; ++i) p[i] = 1.0f;
     } else {
-      const float scale = matrix ? float(1.0 / std::sqrt(double(n / param->shape[0]))) : 0.02f;
+      // PyTorch's default Linear initialisation: U(-1/sqrt(fan_in), 1/sqrt(fan_in)); biases small.
+      const float bound = matrix ? float(1.0 / std::sqrt(double(n / param->shape[0]))) : 0.02f;
       // Each parameter draws from its own stretch of the stream, so the values do not depend on
       // how the work is split across threads.
       const int64_t chunk = 1 << 16;
 #pragma omp parallel for num_threads(compute_threads()) schedule(static)
-      for (int64_t begin = 0; begin < n; begin += chunk) {
-        const int64_t count = std::min(chunk, n - begin);
-        fill_normal(seed, stream + uint64_t(begin), p + begin, count);
-        for (int64_t i = begin; i < begin + count; ++i) p[i] *= scale;
-      }
+      for (int64_t begin = 0; begin < n; begin += chunk)
+        fill_uniform(seed, stream + uint64_t(begin), p + begin, std::min(chunk, n - begin), -bound, bound);
     }
     stream += uint64_t(n);
     state.emplace(name, std::move(t));

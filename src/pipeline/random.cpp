@@ -54,6 +54,20 @@ void fill_normal(uint64_t seed, uint64_t first_index, float* out, int64_t count)
   }
 }
 
+void fill_uniform(uint64_t seed, uint64_t first_index, float* out, int64_t count, float low, float high) {
+  CPDIT_CHECK(count >= 0, invalid_argument, "fill_uniform: negative count ", count);
+  const double width = double(high) - double(low);
+  int64_t done = 0;
+  while (done < count) {
+    const uint64_t index = first_index + uint64_t(done);
+    // Counter word 2 = 1 keeps this stream apart from the normal one for the same seed.
+    const std::array<uint32_t, 4> w = philox4x32_10({uint32_t(index / 4), uint32_t((index / 4) >> 32), 1, 0},
+                                                     {uint32_t(seed), uint32_t(seed >> 32)});
+    for (uint64_t lane = index % 4; lane < 4 && done < count; ++lane)
+      out[done++] = float(double(low) + width * ((double(w[lane]) + 0.5) * 0x1p-32));
+  }
+}
+
 Tensor randn(const Shape& shape, uint64_t seed) {
   Tensor t = Tensor::empty(shape, DType::f32);
   float* out = t.data<float>();

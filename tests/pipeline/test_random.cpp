@@ -79,3 +79,17 @@ TEST(Random, MomentsAreThoseOfAStandardNormal) {
   EXPECT_NEAR(sum4 / n, 3.0, 0.05);
   EXPECT_NEAR(double(beyond_2sigma) / n, 0.0455, 0.001);
 }
+
+TEST(Random, UniformStreamIsInRangeSliceableAndFlat) {
+  std::vector<float> full(100003), part(1001);
+  cpdit::pipeline::fill_uniform(9, 0, full.data(), int64_t(full.size()), -0.5f, 2.0f);
+  cpdit::pipeline::fill_uniform(9, 777, part.data(), int64_t(part.size()), -0.5f, 2.0f);
+  for (size_t i = 0; i < part.size(); ++i) ASSERT_EQ(part[i], full[777 + i]) << i;
+  double sum = 0;
+  for (float x : full) {
+    ASSERT_GT(x, -0.5f);
+    ASSERT_LT(x, 2.0f);
+    sum += x;
+  }
+  EXPECT_NEAR(sum / double(full.size()), 0.75, 0.01);
+}

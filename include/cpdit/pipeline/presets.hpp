@@ -31,9 +31,9 @@ models::flux::FluxCheckpoint flux_preset(const std::string& name, uint64_t seed)
 models::wan::WanConfig wan_preset_config(const std::string& name);
 models::wan::WanCheckpoint wan_preset(const std::string& name, uint64_t seed);
 
-// Random values for every parameter of `model`, deterministic in `seed`: matrices N(0, 1/fan_in)
-// (fan_in = elements per output row), vectors named *.weight 1 (norm gains), other vectors
-// N(0, 0.02^2) (biases).
+// Random values for every parameter of `model`, deterministic in `seed`: matrices
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as PyTorch initialises a Linear (fan_in = elements per output
+// row), vectors named *.weight 1 (norm gains), other vectors U(-0.02, 0.02) (biases).
 nn::StateDict random_state_dict(nn::Module& model, uint64_t seed);
 
 }  // namespace cpdit::pipeline

@@ -17,6 +17,10 @@ std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> counter, std::arra
 // N(0, 1) values first_index, first_index + 1, ... of the stream for `seed`, into out[0..count).
 void fill_normal(uint64_t seed, uint64_t first_index, float* out, int64_t count);
 
+// Uniform values in (low, high) from a second stream of the same generator: index i is a pure
+// function of (seed, i), like fill_normal, and several times cheaper (no Box-Muller).
+void fill_uniform(uint64_t seed, uint64_t first_index, float* out, int64_t count, float low, float high);
+
 // A float32 tensor whose row-major element i is value i of the stream for `seed`.
 Tensor randn(const Shape& shape, uint64_t seed);
 
