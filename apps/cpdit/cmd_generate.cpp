@@ -289,8 +289,8 @@ void run(GenerateArgs args) {
 void add_generate(CLI::App& parent) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = parent.add_subcommand(
-      "generate",
-      "Generate FLUX.1 image latents or Wan video latents: seeded noise, the model's scheduler (flow-match Euler "
+      "generate", "Generate FLUX.1 image latents or Wan video latents across ranks (the main job)");
+  cmd->footer("Generate FLUX.1 image latents or Wan video latents: seeded noise, the model's scheduler (flow-match Euler "
       "for FLUX.1, UniPC for Wan) and the transformer, with the tokens split across ranks (ring, Ulysses or "
       "both). FLUX.1 keeps its image tokens split for the whole loop and gathers them once at the end.\n"
       "Runs on local ranks (threads of this process) or, when launched by mpirun, on the MPI processes. "

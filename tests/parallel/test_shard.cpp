@@ -21,8 +21,9 @@ TEST(Shard, FirstRanksHoldOneMoreAndGatherRestoresTheWhole) {
       // 10 = 3 + 3 + 2 + 2; 3 = 1 + 1 + 1 + 0.
       const int64_t want = n / 4 + (comm.rank() < n % 4 ? 1 : 0);
       EXPECT_EQ(part.size(1), want);
-      if (want > 0)
+      if (want > 0) {
         EXPECT_EQ(part.data<float>()[0], float(split_offset(n, 4, comm.rank()) * 3));
+      }
       EXPECT_EQ(max_abs_diff(gather(part, 1, comm), full), 0.0);
     });
   }
