@@ -17,8 +17,13 @@ std::string shape_string(const Shape& shape) {
 }
 
 int64_t shape_numel(const Shape& shape) {
+  // An empty dim makes the count 0 however large the others are (a file may say (2^32, 2^32, 0)).
+  for (int64_t d : shape)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : shape) n *= d;
+  for (int64_t d : shape)
+    CPDIT_CHECK(!__builtin_mul_overflow(n, d, &n), invalid_argument, "shape ", shape_string(shape),
+                " has more elements than a 64-bit count holds");
   return n;
 }
 

@@ -132,3 +132,9 @@ TEST(Memory, TensorMayOutliveTheCounterItWasChargedTo) {
   survivor = Tensor();  // frees into the counts the dead counter shared; the caller's are untouched
   EXPECT_EQ(memory::current_bytes(), before);
 }
+
+TEST(Tensor, ElementCountsNeverOverflow) {
+  EXPECT_EQ(shape_numel({int64_t(1) << 32, int64_t(1) << 32, 0}), 0);
+  EXPECT_THROW(shape_numel({int64_t(1) << 32, int64_t(1) << 32}), Error);
+  EXPECT_EQ(shape_numel({}), 1);
+}
