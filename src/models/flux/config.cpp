@@ -1,4 +1,5 @@
 #include <cpdit/core/error.hpp>
+#include <cpdit/nn/config_inference.hpp>
 #include <cpdit/models/flux/config.hpp>
 
 #include <numeric>
@@ -6,45 +7,28 @@
 
 namespace cpdit::models::flux {
 
+using nn::read_config_field;
+
 namespace {
-template <class T>
-void read(const nlohmann::json& j, const char* key, T& field) {
-  if (j.contains(key) && !j[key].is_null()) field = j[key].get<T>();
-}
-
 const Shape& shape_of(const nn::StateDict& state, const std::string& name) {
-  auto it = state.find(name);
-  CPDIT_CHECK(it != state.end(), invalid_argument, "cannot infer the FLUX config: the weights have no '", name,
-              "' (is this a FLUX.1 transformer checkpoint?)");
-  return it->second.shape();
-}
-
-// 1 + the largest i of "<prefix>.i." keys; 0 when there are none.
-int64_t count_blocks(const nn::StateDict& state, const std::string& prefix) {
-  int64_t count = 0;
-  for (const auto& [name, t] : state) {
-    if (name.rfind(prefix + ".", 0) != 0) continue;
-    size_t start = prefix.size() + 1, end = name.find('.', start);
-    count = std::max<int64_t>(count, std::stoll(name.substr(start, end - start)) + 1);
-  }
-  return count;
+  return nn::weight_shape(state, name, "FLUX.1 transformer");
 }
 }  // namespace
 
 FluxConfig FluxConfig::from_json(const nlohmann::json& j, FluxConfig c) {
   CPDIT_CHECK(j.is_object(), invalid_argument, "a FLUX config must be a JSON object");
   try {
-    read(j, "patch_size", c.patch_size);
-    read(j, "in_channels", c.in_channels);
-    read(j, "out_channels", c.out_channels);
-    read(j, "num_layers", c.num_layers);
-    read(j, "num_single_layers", c.num_single_layers);
-    read(j, "attention_head_dim", c.attention_head_dim);
-    read(j, "num_attention_heads", c.num_attention_heads);
-    read(j, "joint_attention_dim", c.joint_attention_dim);
-    read(j, "pooled_projection_dim", c.pooled_projection_dim);
-    read(j, "guidance_embeds", c.guidance_embeds);
-    read(j, "axes_dims_rope", c.axes_dims_rope);
+    read_config_field(j, "patch_size", c.patch_size);
+    read_config_field(j, "in_channels", c.in_channels);
+    read_config_field(j, "out_channels", c.out_channels);
+    read_config_field(j, "num_layers", c.num_layers);
+    read_config_field(j, "num_single_layers", c.num_single_layers);
+    read_config_field(j, "attention_head_dim", c.attention_head_dim);
+    read_config_field(j, "num_attention_heads", c.num_attention_heads);
+    read_config_field(j, "joint_attention_dim", c.joint_attention_dim);
+    read_config_field(j, "pooled_projection_dim", c.pooled_projection_dim);
+    read_config_field(j, "guidance_embeds", c.guidance_embeds);
+    read_config_field(j, "axes_dims_rope", c.axes_dims_rope);
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorKind::invalid_argument, "FLUX config has a field of the wrong type: ", e.what());
   }
@@ -58,8 +42,8 @@ FluxConfig FluxConfig::infer(const nn::StateDict& state) {
   c.joint_attention_dim = shape_of(state, "context_embedder.weight")[1];
   c.pooled_projection_dim = shape_of(state, "time_text_embed.text_embedder.linear_1.weight")[1];
   c.guidance_embeds = state.count("time_text_embed.guidance_embedder.linear_1.weight") > 0;
-  c.num_layers = count_blocks(state, "transformer_blocks");
-  c.num_single_layers = count_blocks(state, "single_transformer_blocks");
+  c.num_layers = nn::count_blocks(state, "transformer_blocks");
+  c.num_single_layers = nn::count_blocks(state, "single_transformer_blocks");
   std::string qk_norm = c.num_layers > 0 ? "transformer_blocks.0.attn.norm_q.weight"
                                          : "single_transformer_blocks.0.attn.norm_q.weight";
   c.attention_head_dim = shape_of(state, qk_norm)[0];

@@ -1,52 +1,37 @@
 #include <cpdit/core/error.hpp>
+#include <cpdit/nn/config_inference.hpp>
 #include <cpdit/models/wan/config.hpp>
 
 #include <algorithm>
 
 namespace cpdit::models::wan {
 
+using nn::read_config_field;
+
 namespace {
-template <class T>
-void read(const nlohmann::json& j, const char* key, T& field) {
-  if (j.contains(key) && !j[key].is_null()) field = j[key].get<T>();
-}
-
 const Shape& shape_of(const nn::StateDict& state, const std::string& name) {
-  auto it = state.find(name);
-  CPDIT_CHECK(it != state.end(), invalid_argument, "cannot infer the Wan config: the weights have no '", name,
-              "' (is this a diffusers WanTransformer3DModel checkpoint?)");
-  return it->second.shape();
-}
-
-int64_t count_blocks(const nn::StateDict& state) {
-  int64_t count = 0;
-  for (const auto& [name, t] : state) {
-    if (name.rfind("blocks.", 0) != 0) continue;
-    size_t end = name.find('.', 7);
-    count = std::max<int64_t>(count, std::stoll(name.substr(7, end - 7)) + 1);
-  }
-  return count;
+  return nn::weight_shape(state, name, "diffusers WanTransformer3DModel");
 }
 }  // namespace
 
 WanConfig WanConfig::from_json(const nlohmann::json& j, WanConfig c) {
   CPDIT_CHECK(j.is_object(), invalid_argument, "a Wan config must be a JSON object");
   try {
-    read(j, "patch_size", c.patch_size);
-    read(j, "num_attention_heads", c.num_attention_heads);
-    read(j, "attention_head_dim", c.attention_head_dim);
-    read(j, "in_channels", c.in_channels);
-    read(j, "out_channels", c.out_channels);
-    read(j, "text_dim", c.text_dim);
-    read(j, "freq_dim", c.freq_dim);
-    read(j, "ffn_dim", c.ffn_dim);
-    read(j, "num_layers", c.num_layers);
-    read(j, "cross_attn_norm", c.cross_attn_norm);
-    read(j, "qk_norm", c.qk_norm);
-    read(j, "eps", c.eps);
-    read(j, "rope_max_seq_len", c.rope_max_seq_len);
-    read(j, "image_dim", c.image_dim);
-    read(j, "added_kv_proj_dim", c.added_kv_proj_dim);
+    read_config_field(j, "patch_size", c.patch_size);
+    read_config_field(j, "num_attention_heads", c.num_attention_heads);
+    read_config_field(j, "attention_head_dim", c.attention_head_dim);
+    read_config_field(j, "in_channels", c.in_channels);
+    read_config_field(j, "out_channels", c.out_channels);
+    read_config_field(j, "text_dim", c.text_dim);
+    read_config_field(j, "freq_dim", c.freq_dim);
+    read_config_field(j, "ffn_dim", c.ffn_dim);
+    read_config_field(j, "num_layers", c.num_layers);
+    read_config_field(j, "cross_attn_norm", c.cross_attn_norm);
+    read_config_field(j, "qk_norm", c.qk_norm);
+    read_config_field(j, "eps", c.eps);
+    read_config_field(j, "rope_max_seq_len", c.rope_max_seq_len);
+    read_config_field(j, "image_dim", c.image_dim);
+    read_config_field(j, "added_kv_proj_dim", c.added_kv_proj_dim);
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorKind::invalid_argument, "Wan config has a field of the wrong type: ", e.what());
   }
@@ -63,7 +48,7 @@ WanConfig WanConfig::infer(const nn::StateDict& state) {
   c.num_attention_heads = dim / c.attention_head_dim;  // 0 for widths below 128: config.json must say
   c.freq_dim = shape_of(state, "condition_embedder.time_embedder.linear_1.weight")[1];
   c.text_dim = shape_of(state, "condition_embedder.text_embedder.linear_1.weight")[1];
-  c.num_layers = count_blocks(state);
+  c.num_layers = nn::count_blocks(state, "blocks");
   if (c.num_layers > 0) {
     c.ffn_dim = shape_of(state, "blocks.0.ffn.net.0.proj.weight")[0];
     c.cross_attn_norm = state.count("blocks.0.norm2.weight") > 0;
