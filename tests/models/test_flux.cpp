@@ -1,4 +1,5 @@
 // FluxTransformer2DModel against diffusers' own numbers (tests/data/fixtures/flux_tiny).
+#include "support/record_outputs.hpp"
 #include "models/flux_fixture.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -25,14 +26,8 @@ TEST(Flux, SampleMatchesDiffusers) {
 TEST(Flux, IntermediatesMatchDiffusers) {
   auto model = load_flux(fixture_checkpoint());
   auto expected = io::load_safetensors(fixture_dir() + "/intermediates.safetensors");
-  std::map<std::string, Tensor> seen;
-  for (auto& [path, module] : model->named_modules()) {
-    std::string at = path;
-    module->add_post_hook("record", [&seen, at](std::vector<Tensor>& out) {
-      if (out.size() == 1) seen[at] = out[0].clone();
-      for (size_t i = 0; out.size() > 1 && i < out.size(); ++i) seen[at + "." + std::to_string(i)] = out[i].clone();
-    });
-  }
+  const cpdit::testing::Recorded recorded = cpdit::testing::record_outputs(*model);
+  std::map<std::string, Tensor>& seen = *recorded;
   model->forward(fixture_inputs());
   for (const auto& [name, want] : expected) {
     ASSERT_TRUE(seen.count(name)) << name;

@@ -1,4 +1,5 @@
 // WanTransformer3DModel against diffusers' own numbers (tests/data/fixtures/wan_tiny).
+#include "support/record_outputs.hpp"
 #include "models/wan_fixture.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -26,14 +27,8 @@ TEST(Wan, SampleMatchesDiffusers) {
 TEST(Wan, IntermediatesMatchDiffusers) {
   auto model = load_wan(fixture_checkpoint());
   auto expected = io::load_safetensors(fixture_dir() + "/intermediates.safetensors");
-  std::map<std::string, Tensor> seen;
-  for (auto& [path, module] : model->named_modules()) {
-    std::string at = path;
-    module->add_post_hook("record", [&seen, at](std::vector<Tensor>& out) {
-      if (out.size() == 1) seen[at] = out[0].clone();
-      for (size_t i = 0; out.size() > 1 && i < out.size(); ++i) seen[at + "." + std::to_string(i)] = out[i].clone();
-    });
-  }
+  const cpdit::testing::Recorded recorded = cpdit::testing::record_outputs(*model);
+  std::map<std::string, Tensor>& seen = *recorded;
   model->forward(fixture_inputs());
   // diffusers records the Conv3d output (B, D, F', H', W'); cpdit's patch embedding returns its tokens.
   Tensor conv = expected.at("patch_embedding");

@@ -1,0 +1,25 @@
+#pragma once
+// Records what every module of a tree returns during forward, by module path: "blocks.0" for a
+// single result, "pos_embed.0", "pos_embed.1" for several — the names the fixtures' intermediates use.
+#include <cpdit/nn/module.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace cpdit::testing {
+
+using Recorded = std::shared_ptr<std::map<std::string, Tensor>>;
+
+inline Recorded record_outputs(nn::Module& root) {
+  auto seen = std::make_shared<std::map<std::string, Tensor>>();
+  for (auto& [path, module] : root.named_modules()) {
+    module->add_post_hook("record", [seen, at = path](std::vector<Tensor>& out) {
+      if (out.size() == 1) (*seen)[at] = out[0].clone();
+      for (size_t i = 0; out.size() > 1 && i < out.size(); ++i) (*seen)[at + "." + std::to_string(i)] = out[i].clone();
+    });
+  }
+  return seen;
+}
+
+}  // namespace cpdit::testing
