@@ -49,19 +49,24 @@ Blocking backward_blocking(int64_t D) {
   return {rows, widest_cols(256, [&](int64_t c) { return 3 * rows * D + 4 * c * D + 2 * rows * c; })};
 }
 
-std::vector<TileKeys> key_tiles(const Mask& mask, const Dims& d, int64_t cols) {
-  const int64_t tiles = (d.Sk + cols - 1) / cols;
-  std::vector<TileKeys> states(size_t(d.B * tiles), TileKeys::all);
-  if (mask.kind != MaskKind::key_padding) return states;
-  const Tensor keep = mask.tensor.contiguous();
+Tiling make_tiling(Blocking blocking, const Mask& mask, const Dims& d) {
+  Tiling t;
+  t.br = std::max<int64_t>(1, std::min(blocking.rows, d.Sq));
+  t.bc = std::max<int64_t>(1, std::min(blocking.cols, d.Sk));
+  t.q_tiles = (d.Sq + t.br - 1) / t.br;
+  t.k_tiles = (d.Sk + t.bc - 1) / t.bc;
+  t.keys.assign(size_t(d.B * t.k_tiles), TileKeys::all);
+  if (mask.kind != MaskKind::key_padding) return t;
+  t.keep_mask = mask.tensor.contiguous();
+  t.keep = t.keep_mask.data<bool>();
   for (int64_t b = 0; b < d.B; ++b)
-    for (int64_t t = 0; t < tiles; ++t) {
-      const bool* k = keep.data<bool>() + b * d.Sk + t * cols;
-      const int64_t n = std::min(cols, d.Sk - t * cols);
+    for (int64_t tile = 0; tile < t.k_tiles; ++tile) {
+      const bool* k = t.keep + b * d.Sk + tile * t.bc;
+      const int64_t n = std::min(t.bc, d.Sk - tile * t.bc);
       const int64_t kept = std::count(k, k + n, true);
-      states[b * tiles + t] = kept == 0 ? TileKeys::none : kept == n ? TileKeys::all : TileKeys::some;
+      t.keys[size_t(b * t.k_tiles + tile)] = kept == 0 ? TileKeys::none : kept == n ? TileKeys::all : TileKeys::some;
     }
-  return states;
+  return t;
 }
 
 }  // namespace flash

@@ -20,7 +20,16 @@ Blocking backward_blocking(int64_t head_dim);
 // What a key-padding mask leaves of each (batch, key tile): tiles with no attended key are skipped,
 // tiles with some masked keys get those columns set to -inf.
 enum class TileKeys : uint8_t { none, all, some };
-std::vector<TileKeys> key_tiles(const Mask& mask, const Dims& d, int64_t cols);
+
+// The tiling of one call, shared by both passes: tile sizes clamped to the sequence lengths, tile
+// counts, the state of every (batch, key tile), and the key mask (keep is null without one).
+struct Tiling {
+  int64_t br = 0, bc = 0, q_tiles = 0, k_tiles = 0;
+  std::vector<TileKeys> keys;  // index b * k_tiles + t
+  Tensor keep_mask;
+  const bool* keep = nullptr;
+};
+Tiling make_tiling(Blocking blocking, const Mask& mask, const Dims& d);
 
 Result forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Mask& mask,
                float scale);

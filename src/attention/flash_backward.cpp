@@ -25,13 +25,10 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
                const Tensor& out, const Tensor& lse, const Dims& d, const Mask& mask, float scale) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const Tensor dv_row = rowsum_dout_out(dout, out);
-  const Blocking blk = backward_blocking(d.D);
-  const int64_t br = std::max<int64_t>(1, std::min(blk.rows, d.Sq));
-  const int64_t bc = std::max<int64_t>(1, std::min(blk.cols, d.Sk));
-  const int64_t q_tiles = (d.Sq + br - 1) / br, k_tiles = (d.Sk + bc - 1) / bc;
-  const std::vector<TileKeys> tiles = key_tiles(mask, d, bc);
-  const Tensor keep_mask = mask.kind == MaskKind::key_padding ? mask.tensor.contiguous() : Tensor();
-  const bool* keep = keep_mask.defined() ? keep_mask.data<bool>() : nullptr;
+  const Tiling tiling = make_tiling(backward_blocking(d.D), mask, d);
+  const int64_t br = tiling.br, bc = tiling.bc, q_tiles = tiling.q_tiles, k_tiles = tiling.k_tiles;
+  const std::vector<TileKeys>& tiles = tiling.keys;
+  const bool* keep = tiling.keep;
 
   const int64_t tasks = std::max<int64_t>(d.B * d.Hkv, 1);
   const int64_t parts = std::clamp<int64_t>((compute_threads() + tasks - 1) / tasks, 1, std::max<int64_t>(k_tiles, 1));
