@@ -46,8 +46,8 @@ void run_forward(const ForwardOptions& o) {
       // The communicator outlives this call; the model only borrows it.
       model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}), config);
     }
-    Tensor sample = transformer.forward(*model, inputs);
-    if (world.rank() == 0) io::save_safetensors(o.output, {{"sample", sample}});
+    nn::TensorMap outputs = model->forward(inputs);
+    if (world.rank() == 0) io::save_safetensors(o.output, outputs);
   }, local);
 }
 

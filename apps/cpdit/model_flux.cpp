@@ -6,8 +6,6 @@
 namespace cpdit::app {
 namespace {
 
-using models::flux::FluxTransformer2DModel;
-
 LoadedTransformer open_flux(const std::string& path, const std::optional<std::string>& config,
                             const nn::LoadOptions& load) {
   auto checkpoint = std::make_shared<models::flux::FluxCheckpoint>(models::flux::read_flux_checkpoint(path, config));
@@ -17,9 +15,6 @@ LoadedTransformer open_flux(const std::string& path, const std::optional<std::st
   t.class_name = "FluxTransformer2DModel";
   t.heads = checkpoint->config.num_attention_heads;
   t.replica = [checkpoint, load]() -> std::unique_ptr<nn::Model> { return models::flux::load_flux(*checkpoint, load); };
-  t.forward = [](const nn::Model& m, const nn::TensorMap& inputs) {
-    return static_cast<const FluxTransformer2DModel&>(m).forward(inputs);
-  };
   return t;
 }
 

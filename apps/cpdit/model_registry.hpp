@@ -19,8 +19,6 @@ struct LoadedTransformer {
   int64_t heads = 0;  // attention heads, for choosing a Ulysses degree
   // A model bound to the loaded weights (they are shared, not copied): one per rank.
   std::function<std::unique_ptr<nn::Model>()> replica;
-  // The model's forward on diffusers' argument names; returns `sample`.
-  std::function<Tensor(const nn::Model&, const nn::TensorMap&)> forward;
 };
 
 struct TransformerKind {

@@ -6,8 +6,6 @@
 namespace cpdit::app {
 namespace {
 
-using models::wan::WanTransformer3DModel;
-
 LoadedTransformer open_wan(const std::string& path, const std::optional<std::string>& config,
                            const nn::LoadOptions& load) {
   auto checkpoint = std::make_shared<models::wan::WanCheckpoint>(models::wan::read_wan_checkpoint(path, config));
@@ -17,9 +15,6 @@ LoadedTransformer open_wan(const std::string& path, const std::optional<std::str
   t.class_name = "WanTransformer3DModel";
   t.heads = checkpoint->config.num_attention_heads;
   t.replica = [checkpoint, load]() -> std::unique_ptr<nn::Model> { return models::wan::load_wan(*checkpoint, load); };
-  t.forward = [](const nn::Model& m, const nn::TensorMap& inputs) {
-    return static_cast<const WanTransformer3DModel&>(m).forward(inputs);
-  };
   return t;
 }
 

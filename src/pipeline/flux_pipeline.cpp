@@ -92,7 +92,7 @@ FluxGenerateResult generate_flux(const models::flux::FluxTransformer2DModel& mod
                          {"img_ids", img_ids},
                          {"txt_ids", txt_ids}};
     if (config.guidance_embeds) inputs["guidance"] = Tensor::full({batch}, double(options.guidance));
-    Tensor velocity = model.forward(inputs);
+    Tensor velocity = model.forward(inputs).at("sample");
     latents = scheduler.step(velocity, i, latents);
     result.step_seconds.push_back(seconds_since(start));
     if (options.on_step) options.on_step(i, options.steps, result.step_seconds.back());

@@ -55,7 +55,8 @@ WanGenerateResult generate_wan(const models::wan::WanTransformer3DModel& model, 
     // WanPipeline feeds the integer timestep, expanded over the batch, unscaled.
     Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
     Tensor velocity = model.forward(
-        {{"hidden_states", latents}, {"timestep", timestep}, {"encoder_hidden_states", prompt_embeds}});
+        {{"hidden_states", latents}, {"timestep", timestep}, {"encoder_hidden_states", prompt_embeds}})
+                           .at("sample");
     latents = scheduler.step(velocity, latents);
     result.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -38,7 +38,7 @@ Tensor parallel_sample(const FluxCheckpoint& ck, const nn::TensorMap& inputs, in
   comm::run_local(ring * ulysses, [&](comm::Communicator& c) {
     auto model = load_flux(ck);
     model->enable_parallelism(borrow(c), config);
-    Tensor out = model->forward(inputs);
+    Tensor out = model->forward(inputs).at("sample");
     if (c.rank() != 0) return;
     ScopedMemoryCounter charge_caller(caller);
     sample = out.clone();
@@ -56,7 +56,7 @@ TEST(FluxParallel, EveryLayoutMatchesOneRank) {
   // of the group sizes.
   std::vector<nn::TensorMap> cases{testing::fixture_inputs(), testing::random_inputs(ck.config, 5, 7, 9, 7)};
   for (const auto& inputs : cases) {
-    Tensor want = load_flux(ck)->forward(inputs);
+    Tensor want = load_flux(ck)->forward(inputs).at("sample");
     for (Layout l : {Layout{2, 1}, Layout{1, 2}, Layout{2, 2}, Layout{3, 1}, Layout{4, 1}}) {
       for (RotateMethod rotate : {RotateMethod::p2p, RotateMethod::allgather}) {
         if (l.ring == 1 && rotate == RotateMethod::allgather) continue;  // no ring to rotate
@@ -104,7 +104,7 @@ TEST(FluxParallel, BackendThatCannotServeTheModeIsRefusedInEitherOrder) {
   ContextParallelConfig ulysses;
   ulysses.ulysses_degree = 2;
   auto inputs = testing::fixture_inputs();
-  Tensor want = load_flux(ck)->forward(inputs);
+  Tensor want = load_flux(ck)->forward(inputs).at("sample");
   comm::run_local(2, [&](comm::Communicator& c) {
     auto backend_first = load_flux(ck);
     backend_first->set_attention_backend("test_ulysses_only");
@@ -114,11 +114,11 @@ TEST(FluxParallel, BackendThatCannotServeTheModeIsRefusedInEitherOrder) {
     auto parallel_first = load_flux(ck);
     parallel_first->enable_parallelism(borrow(c), ring);
     EXPECT_THROW(parallel_first->set_attention_backend("test_ulysses_only"), Error);
-    EXPECT_LT(max_abs_diff(parallel_first->forward(inputs), want), 1e-5);  // still on the default backend
+    EXPECT_LT(max_abs_diff(parallel_first->forward(inputs).at("sample"), want), 1e-5);  // still on the default backend
 
     // The mode it can serve is accepted and exact.
     backend_first->enable_parallelism(borrow(c), ulysses);
-    EXPECT_LT(max_abs_diff(backend_first->forward(inputs), want), 1e-5);
+    EXPECT_LT(max_abs_diff(backend_first->forward(inputs).at("sample"), want), 1e-5);
   }, one_thread_per_rank());
 }
 

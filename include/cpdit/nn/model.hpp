@@ -17,6 +17,12 @@ namespace cpdit::nn {
 
 class Model : public Module {
  public:
+  // One call of the model on its arguments by the Python library's names, returning its outputs by
+  // the names the library gives them: `sample` for a denoising transformer or a VAE decode,
+  // `last_hidden_state` and `pooler_output` for a text encoder. Callers that only know a model as
+  // an nn::Model (the registry, the command line) run it through this.
+  virtual TensorMap forward(const TensorMap& inputs) const = 0;
+
   // The plan declared beside the model (spec/context-parallel.md §12).
   virtual parallel::ContextParallelPlan context_parallel_plan() const = 0;
 

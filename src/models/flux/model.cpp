@@ -61,7 +61,7 @@ void check_shape(const Tensor& t, const char* name, const Shape& expected) {
 }
 }  // namespace
 
-Tensor FluxTransformer2DModel::forward(const nn::TensorMap& inputs) const {
+nn::TensorMap FluxTransformer2DModel::forward(const nn::TensorMap& inputs) const {
   for (const auto& [name, t] : inputs)
     CPDIT_CHECK(kInputNames.count(name), invalid_argument, "FLUX forward takes no input '", name, "'");
   nn::TensorMap args;
@@ -75,7 +75,7 @@ Tensor FluxTransformer2DModel::forward(const nn::TensorMap& inputs) const {
               "this FLUX model has a guidance embedder: pass the input 'guidance' (e.g. 3.5)");
 
   ForwardScope scope(*this);
-  return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
+  return {{"sample", with_hooks(std::move(args), [&](const nn::TensorMap& in) {
     const int64_t batch = in.at("hidden_states").size(0);
     check_shape(in.at("hidden_states"), "hidden_states", {-1, -1, config_.in_channels});
     check_shape(in.at("encoder_hidden_states"), "encoder_hidden_states", {batch, -1, config_.joint_attention_dim});
@@ -108,7 +108,7 @@ Tensor FluxTransformer2DModel::forward(const nn::TensorMap& inputs) const {
     }
     x = norm_out_.forward(x, temb);
     return std::vector<Tensor>{proj_out_.forward(x)};
-  })[0];
+  })[0]}};
 }
 
 }  // namespace cpdit::models::flux

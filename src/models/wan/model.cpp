@@ -41,7 +41,7 @@ namespace {
 const std::set<std::string> kInputNames{"hidden_states", "timestep", "encoder_hidden_states"};
 }  // namespace
 
-Tensor WanTransformer3DModel::forward(const nn::TensorMap& inputs) const {
+nn::TensorMap WanTransformer3DModel::forward(const nn::TensorMap& inputs) const {
   for (const auto& [name, t] : inputs)
     CPDIT_CHECK(kInputNames.count(name), invalid_argument, "Wan forward takes no input '", name,
                 "' (it takes hidden_states, timestep, encoder_hidden_states)");
@@ -53,7 +53,7 @@ Tensor WanTransformer3DModel::forward(const nn::TensorMap& inputs) const {
   }
 
   ForwardScope scope(*this);
-  return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
+  return {{"sample", with_hooks(std::move(args), [&](const nn::TensorMap& in) {
     const Tensor latent = in.at("hidden_states").to(DType::f32);
     const Tensor& text = in.at("encoder_hidden_states");
     CPDIT_CHECK(latent.dim() == 5 && latent.size(1) == config_.in_channels, invalid_argument,
@@ -84,7 +84,7 @@ Tensor WanTransformer3DModel::forward(const nn::TensorMap& inputs) const {
                            temb.dim() == 2 ? temb.reshape({batch, 1, dim}) : temb.reshape({batch, temb.size(1), 1, dim}));
     x = kernels::modulate(norm_out_.forward(x), head[1], head[0]);
     return std::vector<Tensor>{unpatchify(proj_out_.forward(x), config_.patch_size, grid)};
-  })[0];
+  })[0]}};
 }
 
 Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch, std::array<int64_t, 3> grid) {

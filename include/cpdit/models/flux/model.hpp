@@ -20,8 +20,8 @@ class FluxTransformer2DModel : public nn::Model {
   // Inputs by diffusers' argument names: hidden_states (B, N_img, in_channels),
   // encoder_hidden_states (B, N_txt, joint_attention_dim), pooled_projections (B, pooled),
   // timestep (B,) as sigma in [0, 1], img_ids (N_img, 3), txt_ids (N_txt, 3), and guidance (B,) when
-  // the model has a guidance embedder. Returns `sample`, (B, N_img, patch^2 * out_channels).
-  Tensor forward(const nn::TensorMap& inputs) const;
+  // the model has a guidance embedder. Returns {`sample`: (B, N_img, patch^2 * out_channels)}.
+  nn::TensorMap forward(const nn::TensorMap& inputs) const override;
 
   parallel::ContextParallelPlan context_parallel_plan() const override { return flux_plan(); }
 

@@ -20,9 +20,9 @@ class WanTransformer3DModel : public nn::Model {
   const WanConfig& config() const { return config_; }
 
   // Inputs by diffusers' argument names: hidden_states (B, in_channels, F, H, W), timestep (B,) or
-  // per token (B, S), raw in [0, 1000], encoder_hidden_states (B, L, text_dim). Returns `sample`,
-  // (B, out_channels, F, H, W).
-  Tensor forward(const nn::TensorMap& inputs) const;
+  // per token (B, S), raw in [0, 1000], encoder_hidden_states (B, L, text_dim). Returns {`sample`:
+  // (B, out_channels, F, H, W)}.
+  nn::TensorMap forward(const nn::TensorMap& inputs) const override;
 
   parallel::ContextParallelPlan context_parallel_plan() const override { return wan_plan(); }
 
