@@ -1,12 +1,12 @@
-// `cpdit forward`: one transformer forward (FLUX.1 or Wan, by config.json's _class_name; see
-// model_registry.hpp) from a safetensors file of inputs, on one rank or
-// with context parallelism across local thread ranks (or the processes of an mpirun launch).
+// `cpdit forward`: one model forward (the class the checkpoint names, opened through the model
+// registry, models/registry.hpp) from a safetensors file of inputs, on one rank or with context
+// parallelism across local thread ranks (or the processes of an mpirun launch).
 #include "command.hpp"
-#include "model_registry.hpp"
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/registry.hpp>
 
 #include <memory>
 #include <optional>
@@ -33,14 +33,14 @@ void run_forward(const ForwardOptions& o) {
   nn::LoadOptions load;
   load.matrix_dtype = o.dtype == "bf16" ? DType::bf16 : DType::f32;
   // Loaded and converted once; every rank's replica shares these weights.
-  const LoadedTransformer transformer =
-      open_transformer(o.model, o.config.empty() ? std::nullopt : std::optional(o.config), load);
+  const models::LoadedModel loaded =
+      models::open_model(o.model, o.config.empty() ? std::nullopt : std::optional(o.config), load);
   const nn::TensorMap inputs = io::load_safetensors(o.inputs);
 
   comm::LocalOptions local;
   local.threads_per_rank = o.threads;
   comm::run_ranks(ranks, [&](comm::Communicator& world) {
-    auto model = transformer.replica();
+    auto model = loaded.replica();
     if (!o.backend.empty()) model->set_attention_backend(o.backend);
     if (world.size() > 1 || config.group_size() > 1) {
       // The communicator outlives this call; the model only borrows it.
@@ -54,13 +54,13 @@ void run_forward(const ForwardOptions& o) {
 void add_forward(CLI::App& parent) {
   auto o = std::make_shared<ForwardOptions>();
   CLI::App* cmd = parent.add_subcommand(
-      "forward", "Run one transformer forward (FLUX.1 or Wan, from config.json _class_name); writes `sample` to a safetensors file.");
+      "forward", "Run one model forward (the class named by config.json's _class_name or architectures); writes its outputs (`sample`) to a safetensors file.");
   cmd->add_option("--model", o->model,
                   "diffusers folder (config.json + weights, single or sharded), index json, or one .safetensors "
                   "file (diffusers layout, or the original FLUX.1 one; without a config the model is told from the tensors)")
       ->required();
   cmd->add_option("--inputs", o->inputs, "safetensors with the forward's arguments by diffusers name")->required();
-  cmd->add_option("--output", o->output, "safetensors to write `sample` to (atomically)")->required();
+  cmd->add_option("--output", o->output, "safetensors to write the outputs to (atomically)")->required();
   cmd->add_option("--config", o->config, "config.json overriding the model's (or the inferred) config");
   cmd->add_option("--ring", o->ring, "ring degree")->capture_default_str();
   cmd->add_option("--ulysses", o->ulysses, "Ulysses degree")->capture_default_str();

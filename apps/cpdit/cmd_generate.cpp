@@ -13,8 +13,10 @@
 #include <cpdit/io/json.hpp>
 #include <cpdit/io/png.hpp>
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/registry.hpp>
 #include <cpdit/pipeline/flux_pipeline.hpp>
 #include <cpdit/pipeline/latents.hpp>
+#include <cpdit/pipeline/pipeline_table.hpp>
 #include <cpdit/pipeline/preview.hpp>
 #include <cpdit/pipeline/presets.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
@@ -41,42 +43,25 @@ struct GenerateArgs {
   ParallelFlags parallel;
 };
 
-// The transformer, its scheduler, and where they came from.
+// The transformer, the pipeline that runs its class, its scheduler, and where they came from.
 struct Source {
-  pipeline::ModelFamily family = pipeline::ModelFamily::flux;
-  models::flux::FluxCheckpoint flux;
+  models::LoadedModel model;
+  pipeline::PipelineKind pipeline = pipeline::PipelineKind::flux;
   pipeline::FlowMatchEulerConfig flux_scheduler;
-  models::wan::WanCheckpoint wan;
   pipeline::UniPCConfig wan_scheduler;
   std::string name;
-  int64_t heads() const {
-    return family == pipeline::ModelFamily::wan ? wan.config.num_attention_heads : flux.config.num_attention_heads;
-  }
 };
 
-// diffusers names the model class in the transformer's config.json.
-pipeline::ModelFamily family_of(const fs::path& transformer, const std::optional<std::string>& config) {
-  fs::path file = config ? fs::path(*config) : transformer / "config.json";
-  if (!fs::is_regular_file(file)) return pipeline::ModelFamily::flux;  // an original FLUX.1 single file
-  const std::string name = io::read_json(file.string()).value("_class_name", "");
-  return name == "WanTransformer3DModel" ? pipeline::ModelFamily::wan : pipeline::ModelFamily::flux;
-}
-
-Source open_source(const GenerateArgs& args) {
+Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   CPDIT_CHECK(args.model.empty() != args.preset.empty(), invalid_argument,
               "give exactly one of --model DIR|FILE and --preset NAME");
   Source s;
-  const uint64_t weight_seed = args.seed ^ 0x5eedull;
   if (!args.preset.empty()) {
     s.name = "preset " + args.preset;
-    s.family = pipeline::preset_family(args.preset);
-    if (s.family == pipeline::ModelFamily::wan) {
-      s.wan = pipeline::wan_preset(args.preset, weight_seed);
-      s.wan_scheduler = pipeline::UniPCConfig::wan21();
-    } else {
-      s.flux = pipeline::flux_preset(args.preset, weight_seed);
-      s.flux_scheduler = pipeline::flux_preset_scheduler(args.preset);
-    }
+    s.model = pipeline::preset_model(args.preset, args.seed ^ 0x5eedull, load);
+    s.pipeline = pipeline::pipeline_for(s.model.class_name);
+    if (s.pipeline == pipeline::PipelineKind::flux) s.flux_scheduler = pipeline::flux_preset_scheduler(args.preset);
+    else s.wan_scheduler = pipeline::UniPCConfig::wan21();
     return s;
   }
   // A diffusers pipeline folder holds transformer/ and scheduler/; otherwise the path is the
@@ -87,18 +72,14 @@ Source open_source(const GenerateArgs& args) {
   const fs::path scheduler = args.scheduler_config.empty() ? root / "scheduler" / "scheduler_config.json"
                                                            : fs::path(args.scheduler_config);
   const bool has_scheduler = fs::is_regular_file(scheduler);
-  std::optional<std::string> config;
-  if (!args.config.empty()) config = args.config;
   s.name = args.model;
-  s.family = family_of(fs::is_directory(transformer) ? transformer : transformer.parent_path(), config);
-  if (s.family == pipeline::ModelFamily::wan) {
-    s.wan = models::wan::read_wan_checkpoint(transformer.string(), config);
+  s.model = models::open_model(transformer.string(), args.config.empty() ? std::nullopt : std::optional(args.config), load);
+  s.pipeline = pipeline::pipeline_for(s.model.class_name);
+  if (s.pipeline == pipeline::PipelineKind::wan)
     s.wan_scheduler = has_scheduler ? pipeline::UniPCConfig::from_file(scheduler.string()) : pipeline::UniPCConfig::wan21();
-  } else {
-    s.flux = models::flux::read_flux_checkpoint(transformer.string(), config);
+  else
     s.flux_scheduler = has_scheduler ? pipeline::FlowMatchEulerConfig::from_file(scheduler.string())
                                      : pipeline::FlowMatchEulerConfig::flux_dev();
-  }
   return s;
 }
 
@@ -143,7 +124,7 @@ nlohmann::json summary(const GenerateArgs& args, const Source& source, const Ran
                       {"fastest_step_seconds", fastest},
                       {"peak_activation_bytes_per_rank", peaks},
                       {"latents_sharded_between_steps", result.latents_sharded}};
-  if (source.family == pipeline::ModelFamily::wan) j["frames"] = args.frames;
+  if (source.pipeline == pipeline::PipelineKind::wan) j["frames"] = args.frames;
   if (result.latents_sharded) {
     // diffusers gathers the model output at every step; keeping the latents sharded leaves one
     // gather in all.
@@ -182,14 +163,14 @@ void print_summary(const nlohmann::json& s) {
 // One rank's denoising loop; returns the full latents (every rank) and what it measured.
 using RankLoop = std::function<std::pair<Tensor, LoopStats>(comm::Communicator& world, Progress& progress)>;
 
-RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout,
-                   const nn::LoadOptions& load) {
+RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout) {
+  const models::flux::FluxConfig& config = pipeline::config_of<models::flux::FluxConfig>(source.model);
   auto conditioning = std::make_shared<pipeline::FluxConditioning>(
-      args.embeddings.empty() ? pipeline::random_flux_conditioning(source.flux.config, 1, args.text_tokens, args.seed)
-                              : pipeline::read_flux_conditioning(args.embeddings, source.flux.config));
-  return [&args, &source, &layout, load, conditioning](comm::Communicator& world, Progress& progress) {
+      args.embeddings.empty() ? pipeline::random_flux_conditioning(config, 1, args.text_tokens, args.seed)
+                              : pipeline::read_flux_conditioning(args.embeddings, config));
+  return [&args, &source, &layout, &config, conditioning](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
-    auto model = models::flux::load_flux(source.flux, load);
+    auto model = source.model.replica();
     if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
     if (group->size() > 1) model->enable_parallelism(group, layout.config, pipeline::flux_sharded_latents_plan());
     pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
@@ -200,19 +181,19 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     options.seed = args.seed;
     options.guidance = args.guidance;
     options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
-    pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, scheduler, *conditioning, options, group.get());
+    pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, config, scheduler, *conditioning, options, group.get());
     return std::make_pair(r.latents, LoopStats{r.step_seconds, true, r.gather_seconds, r.gather_bytes});
   };
 }
 
-RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout,
-                  const nn::LoadOptions& load) {
+RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout) {
+  const models::wan::WanConfig& config = pipeline::config_of<models::wan::WanConfig>(source.model);
   auto embeds = std::make_shared<Tensor>(
-      args.embeddings.empty() ? pipeline::random_wan_prompt_embeds(source.wan.config, 1, args.text_tokens, args.seed)
-                              : pipeline::read_wan_prompt_embeds(args.embeddings, source.wan.config));
-  return [&args, &source, &layout, load, embeds](comm::Communicator& world, Progress& progress) {
+      args.embeddings.empty() ? pipeline::random_wan_prompt_embeds(config, 1, args.text_tokens, args.seed)
+                              : pipeline::read_wan_prompt_embeds(args.embeddings, config));
+  return [&args, &source, &layout, &config, embeds](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
-    auto model = models::wan::load_wan(source.wan, load);
+    auto model = source.model.replica();
     if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
     if (group->size() > 1) model->enable_parallelism(group, layout.config);
     pipeline::UniPCMultistepScheduler scheduler(source.wan_scheduler);
@@ -223,7 +204,7 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
     options.width = args.width;
     options.seed = args.seed;
     options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
-    pipeline::WanGenerateResult r = pipeline::generate_wan(*model, scheduler, *embeds, options);
+    pipeline::WanGenerateResult r = pipeline::generate_wan(*model, config, scheduler, *embeds, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
   };
 }
@@ -233,8 +214,10 @@ void run(GenerateArgs args) {
   check_output_path(args.out, "--out");
   check_output_path(args.preview, "--preview");
   CPDIT_CHECK(args.dtype == "f32" || args.dtype == "bf16", invalid_argument, "--dtype must be f32 or bf16");
-  const Source source = open_source(args);
-  const bool wan = source.family == pipeline::ModelFamily::wan;
+  nn::LoadOptions load;
+  load.matrix_dtype = args.dtype == "bf16" ? DType::bf16 : DType::f32;
+  const Source source = open_source(args, load);
+  const bool wan = source.pipeline == pipeline::PipelineKind::wan;
   const bool preset = !args.preset.empty();
   if (args.steps == 0) args.steps = preset ? 4 : wan ? 50 : 28;
   if (args.height == 0) args.height = preset ? 256 : wan ? 480 : 1024;
@@ -243,13 +226,14 @@ void run(GenerateArgs args) {
   CPDIT_CHECK(!wan || args.preview.empty(), invalid_argument, "--preview is for FLUX.1 images, not Wan video latents");
   if (args.frames == 0) args.frames = preset ? 5 : 81;
   // Sizes are refused here, before any rank starts.
-  if (wan) pipeline::wan_latent_shape(source.wan.config, 1, args.frames, args.height, args.width);
-  else pipeline::flux_latent_shape(args.height, args.width);
+  if (wan)
+    pipeline::wan_latent_shape(pipeline::config_of<models::wan::WanConfig>(source.model), 1, args.frames, args.height,
+                               args.width);
+  else
+    pipeline::flux_latent_shape(args.height, args.width);
 
-  const RankLayout layout = resolve_layout(args.parallel, source.heads(), hardware_threads());
-  nn::LoadOptions load;
-  load.matrix_dtype = args.dtype == "bf16" ? DType::bf16 : DType::f32;
-  const RankLoop loop = wan ? wan_loop(args, source, layout, load) : flux_loop(args, source, layout, load);
+  const RankLayout layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
+  const RankLoop loop = wan ? wan_loop(args, source, layout) : flux_loop(args, source, layout);
 
   comm::LocalOptions local;
   local.threads_per_rank = layout.threads_per_rank;

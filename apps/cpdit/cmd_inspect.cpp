@@ -1,8 +1,10 @@
-// `cpdit inspect PATH`: what a checkpoint holds (tensors with dtype, shape and size; metadata).
-// PATH is a .safetensors file, a *.safetensors.index.json, or a folder holding one of those.
+// `cpdit inspect PATH`: what a checkpoint holds (the model class it resolves to; tensors with dtype,
+// shape and size; metadata). PATH is a .safetensors file, a *.safetensors.index.json, or a folder
+// holding one of those.
 #include "command.hpp"
 
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/registry.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -34,6 +36,12 @@ void inspect(const std::string& path) {
   }
   std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(), human_bytes(total).c_str(),
               checkpoint.shards().size(), checkpoint.shards().size() == 1 ? "" : "s");
+  // The class the model registry would open it as (a class it does not know is still named).
+  if (auto model = cpdit::models::checkpoint_class(path, std::nullopt))
+    std::printf("class: %s (from %s)\n", model->name.c_str(), model->told_by.c_str());
+  else
+    std::printf("class: not told by a config.json or the tensor names (known: %s)\n",
+                cpdit::models::known_classes().c_str());
   bool sharded = checkpoint.shards().size() > 1;
   for (const cpdit::io::SafetensorsFile& shard : checkpoint.shards()) {
     if (shard.metadata().empty()) continue;

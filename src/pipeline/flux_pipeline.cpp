@@ -57,10 +57,9 @@ parallel::ContextParallelPlan flux_sharded_latents_plan() {
   return plan;
 }
 
-FluxGenerateResult generate_flux(const models::flux::FluxTransformer2DModel& model,
-                                 FlowMatchEulerScheduler& scheduler, const FluxConditioning& conditioning,
-                                 const FluxGenerateOptions& options, comm::Communicator* group) {
-  const FluxConfig& config = model.config();
+FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& config, FlowMatchEulerScheduler& scheduler,
+                                 const FluxConditioning& conditioning, const FluxGenerateOptions& options,
+                                 comm::Communicator* group) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
   CPDIT_CHECK(config.patch_size == 1 && config.in_channels % 4 == 0, invalid_argument,
               "the FLUX.1 pipeline packs 2x2 latent patches into in_channels = 4 * latent channels; this model has patch_size ",

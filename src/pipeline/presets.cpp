@@ -19,9 +19,9 @@ std::string known_presets() {
 }
 }  // namespace
 
-ModelFamily preset_family(const std::string& name) {
-  if (name == "flux-tiny" || name == "flux-mini") return ModelFamily::flux;
-  if (name == "wan-tiny" || name == "wan-mini") return ModelFamily::wan;
+models::LoadedModel preset_model(const std::string& name, uint64_t seed, const nn::LoadOptions& options) {
+  if (name == "flux-tiny" || name == "flux-mini") return models::flux::share_flux(flux_preset(name, seed), options);
+  if (name == "wan-tiny" || name == "wan-mini") return models::wan::share_wan(wan_preset(name, seed), options);
   fail(ErrorKind::invalid_argument, "unknown preset '", name, "' (presets: ", known_presets(), ")");
 }
 

@@ -42,12 +42,13 @@ Shape wan_latent_shape(const WanConfig& config, int64_t batch, int64_t frames, i
           width / kSpatialFactor};
 }
 
-WanGenerateResult generate_wan(const models::wan::WanTransformer3DModel& model, UniPCMultistepScheduler& scheduler,
-                               const Tensor& prompt_embeds, const WanGenerateOptions& options) {
+WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanConfig& config,
+                               UniPCMultistepScheduler& scheduler, const Tensor& prompt_embeds,
+                               const WanGenerateOptions& options) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
   const int64_t batch = prompt_embeds.size(0);
   Tensor latents =
-      randn(wan_latent_shape(model.config(), batch, options.frames, options.height, options.width), options.seed);
+      randn(wan_latent_shape(config, batch, options.frames, options.height, options.width), options.seed);
   scheduler.set_timesteps(options.steps);
   WanGenerateResult result;
   for (int i = 0; i < options.steps; ++i) {

@@ -51,7 +51,7 @@ Tensor generate_tiny(Layout layout, int64_t height, int64_t width, int64_t text_
         auto model = models::flux::load_flux(checkpoint);
         if (group->size() > 1) model->enable_parallelism(group, config, flux_sharded_latents_plan());
         FlowMatchEulerScheduler scheduler(flux_preset_scheduler("flux-tiny"));
-        FluxGenerateResult result = generate_flux(*model, scheduler, conditioning, options, group.get());
+        FluxGenerateResult result = generate_flux(*model, model->config(), scheduler, conditioning, options, group.get());
         std::lock_guard<std::mutex> lock(mutex);
         if (world.rank() == 0) latents = result.latents;
       },

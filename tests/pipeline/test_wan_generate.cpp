@@ -39,7 +39,7 @@ Tensor generate_tiny(int ring, int ulysses, int64_t frames, int64_t height, int6
         auto model = models::wan::load_wan(checkpoint);
         if (group->size() > 1) model->enable_parallelism(group, config);
         UniPCMultistepScheduler scheduler(UniPCConfig::wan21());
-        WanGenerateResult result = generate_wan(*model, scheduler, embeds, options);
+        WanGenerateResult result = generate_wan(*model, model->config(), scheduler, embeds, options);
         std::lock_guard<std::mutex> lock(mutex);
         if (world.rank() == 0) latents = result.latents;
       },

@@ -54,8 +54,8 @@ parallel::ContextParallelPlan flux_sharded_latents_plan();
 
 // Collective over `group` (every rank of the model's context-parallel group calls it; nullptr or a
 // group of one runs unsplit). When the group has more than one rank, `model` must have parallelism
-// enabled over it with flux_sharded_latents_plan().
-FluxGenerateResult generate_flux(const models::flux::FluxTransformer2DModel& model,
+// enabled over it with flux_sharded_latents_plan(). `model` is a FluxTransformer2DModel of `config`.
+FluxGenerateResult generate_flux(const nn::Model& model, const models::flux::FluxConfig& config,
                                  FlowMatchEulerScheduler& scheduler, const FluxConditioning& conditioning,
                                  const FluxGenerateOptions& options, comm::Communicator* group);
 

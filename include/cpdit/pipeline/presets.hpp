@@ -19,8 +19,9 @@ namespace cpdit::pipeline {
 
 std::vector<std::string> preset_names();
 
-enum class ModelFamily { flux, wan };
-ModelFamily preset_family(const std::string& name);  // unknown names are refused with the list
+// The preset as the model registry hands models out (weights converted once, shared by replicas);
+// unknown names are refused with the list.
+models::LoadedModel preset_model(const std::string& name, uint64_t seed, const nn::LoadOptions& options);
 
 // Unknown names are refused with the list of presets.
 models::flux::FluxConfig flux_preset_config(const std::string& name);

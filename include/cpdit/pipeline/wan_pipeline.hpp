@@ -41,7 +41,9 @@ Shape wan_latent_shape(const models::wan::WanConfig& config, int64_t batch, int6
                        int64_t width);
 
 // Every rank of the model's context-parallel group calls it (the model gathers its own output).
-WanGenerateResult generate_wan(const models::wan::WanTransformer3DModel& model, UniPCMultistepScheduler& scheduler,
-                               const Tensor& prompt_embeds, const WanGenerateOptions& options);
+// `model` is a WanTransformer3DModel of `config`.
+WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanConfig& config,
+                               UniPCMultistepScheduler& scheduler, const Tensor& prompt_embeds,
+                               const WanGenerateOptions& options);
 
 }  // namespace cpdit::pipeline

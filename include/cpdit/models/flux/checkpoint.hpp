@@ -3,6 +3,7 @@
 // diffusion_pytorch_model[-0000k-of-0000n].safetensors [+ index]) or the original single-file
 // release (flux1-dev.safetensors: fused qkv, swapped final-norm halves; spec/models.md §1.8).
 #include <cpdit/models/flux/model.hpp>
+#include <cpdit/models/registry.hpp>
 
 #include <memory>
 #include <optional>
@@ -32,5 +33,9 @@ FluxCheckpoint read_flux_checkpoint(const std::string& path, const std::optional
 // A model with the checkpoint's weights bound (weights already in the target dtype are shared with
 // the checkpoint's state dict, so models built from one checkpoint share their weights).
 std::unique_ptr<FluxTransformer2DModel> load_flux(const FluxCheckpoint& checkpoint, const nn::LoadOptions& options = {});
+
+// The checkpoint as the model registry hands a model out: its weights converted to `options`' dtypes
+// once, here, and shared by every replica.
+LoadedModel share_flux(FluxCheckpoint checkpoint, const nn::LoadOptions& options = {});
 
 }  // namespace cpdit::models::flux

@@ -2,6 +2,7 @@
 // Reading Wan transformer weights in the diffusers layout: a folder with config.json and
 // diffusion_pytorch_model[-0000k-of-0000n].safetensors [+ index], an index json, or one file.
 #include <cpdit/models/wan/model.hpp>
+#include <cpdit/models/registry.hpp>
 
 #include <memory>
 #include <optional>
@@ -21,5 +22,9 @@ WanCheckpoint read_wan_checkpoint(const std::string& path, const std::optional<s
 // A model with the checkpoint's weights bound (weights already in the target dtype are shared with
 // the checkpoint's state dict, so models built from one checkpoint share their weights).
 std::unique_ptr<WanTransformer3DModel> load_wan(const WanCheckpoint& checkpoint, const nn::LoadOptions& options = {});
+
+// The checkpoint as the model registry hands a model out: its weights converted to `options`' dtypes
+// once, here, and shared by every replica.
+LoadedModel share_wan(WanCheckpoint checkpoint, const nn::LoadOptions& options = {});
 
 }  // namespace cpdit::models::wan

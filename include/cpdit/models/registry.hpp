@@ -1,0 +1,77 @@
+#pragma once
+// The models cpdit can run, keyed by the class name a checkpoint gives itself: `_class_name` in a
+// diffusers config.json, `architectures[0]` in a transformers one, else the registered class that
+// recognises its tensor names. Every model kind (transformer, text encoder, VAE) is opened the same
+// way: the entry reads the weights once and hands back a LoadedModel that makes per-rank replicas
+// sharing them. Commands and pipelines never name a model family to open one.
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/nn/load.hpp>
+#include <cpdit/nn/model.hpp>
+
+#include <any>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cpdit::models {
+
+// One loaded copy of a model's weights, and what pipelines need to know about it.
+struct LoadedModel {
+  std::string class_name;  // e.g. "WanTransformer3DModel"
+  int64_t heads = 0;       // attention heads, for choosing a Ulysses degree
+  // The family's config struct (e.g. flux::FluxConfig); a pipeline any_casts it to the type of the
+  // class it runs.
+  std::any config;
+  // A model bound to the loaded weights (shared, not copied): one per rank.
+  std::function<std::unique_ptr<nn::Model>()> replica;
+};
+
+struct ModelEntry {
+  std::string class_name;
+  // By tensor names, for a checkpoint without a config that names its class.
+  std::function<bool(const io::Checkpoint&)> recognises;
+  // path: folder, index json or .safetensors; config: a config.json overriding the folder's.
+  std::function<LoadedModel(const std::string& path, const std::optional<std::string>& config,
+                            const nn::LoadOptions& load)>
+      open;
+};
+
+// The registered classes, comma-separated, for error messages.
+std::string known_classes();
+
+// The entry of `class_name`; a class nobody registered is refused naming the known ones.
+const ModelEntry& model_entry(const std::string& class_name);
+
+// A class name and where it was read.
+struct ModelClass {
+  std::string name;
+  std::string told_by;  // e.g. "config.json _class_name", "tensor names"
+};
+
+// The class `path` declares in `config` (else the folder's config.json), registered or not; else the
+// registered class that recognises the tensors; nullopt when neither tells.
+std::optional<ModelClass> checkpoint_class(const std::string& path, const std::optional<std::string>& config);
+
+// Opens `path` with the entry of its class. A class that is unknown, or that nothing tells, is a
+// one-line error naming the known classes.
+LoadedModel open_model(const std::string& path, const std::optional<std::string>& config,
+                       const nn::LoadOptions& load);
+
+// A LoadedModel over a family's checkpoint (a struct with `config` and `state`) and its loader
+// (checkpoint, options) -> unique_ptr<model>: the weights are converted to `options`' dtypes once,
+// here, and every replica shares them.
+template <class Checkpoint, class Load>
+LoadedModel share_weights(std::string class_name, Checkpoint checkpoint, Load load, const nn::LoadOptions& options) {
+  auto shared = std::make_shared<Checkpoint>(std::move(checkpoint));
+  shared->state = nn::parameters_of(*load(*shared, options));
+  LoadedModel model;
+  model.class_name = std::move(class_name);
+  model.heads = shared->config.num_attention_heads;
+  model.config = shared->config;
+  model.replica = [shared, load, options]() -> std::unique_ptr<nn::Model> { return load(*shared, options); };
+  return model;
+}
+
+}  // namespace cpdit::models

@@ -1,0 +1,14 @@
+#pragma once
+// Each model family's registry entry, defined in its own folder (models/<family>/registration.cpp).
+// registry.cpp lists them explicitly: a self-registering static initialiser in a static library is
+// dropped by the linker when nothing else references its object file.
+#include <cpdit/models/registry.hpp>
+
+namespace cpdit::models {
+namespace flux {
+ModelEntry registry_entry();
+}
+namespace wan {
+ModelEntry registry_entry();
+}
+}  // namespace cpdit::models

@@ -1,0 +1,22 @@
+// WanTransformer3DModel in the model registry.
+#include "models/entries.hpp"
+
+#include <cpdit/models/wan/checkpoint.hpp>
+
+namespace cpdit::models::wan {
+
+LoadedModel share_wan(WanCheckpoint checkpoint, const nn::LoadOptions& options) {
+  return share_weights("WanTransformer3DModel", std::move(checkpoint), load_wan, options);
+}
+
+ModelEntry registry_entry() {
+  return {"WanTransformer3DModel",
+          [](const io::Checkpoint& c) {
+            return c.contains("patch_embedding.weight") && c.contains("condition_embedder.time_proj.weight");
+          },
+          [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
+            return share_wan(read_wan_checkpoint(path, config), load);
+          }};
+}
+
+}  // namespace cpdit::models::wan

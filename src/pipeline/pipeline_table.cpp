@@ -1,0 +1,22 @@
+#include <cpdit/pipeline/pipeline_table.hpp>
+
+#include <utility>
+#include <vector>
+
+namespace cpdit::pipeline {
+
+PipelineKind pipeline_for(const std::string& class_name) {
+  static const std::vector<std::pair<std::string, PipelineKind>> table = {
+      {"FluxTransformer2DModel", PipelineKind::flux},
+      {"WanTransformer3DModel", PipelineKind::wan},
+  };
+  std::string runnable;
+  for (const auto& [name, kind] : table) {
+    if (name == class_name) return kind;
+    runnable += (runnable.empty() ? "" : ", ") + name;
+  }
+  fail(ErrorKind::unsupported, "generate has no pipeline for model class '", class_name,
+       "'; it runs: ", runnable);
+}
+
+}  // namespace cpdit::pipeline

@@ -1,0 +1,84 @@
+// The model registry: the class a checkpoint names (diffusers' _class_name, transformers'
+// architectures, else its tensor names) picks the entry; a class nobody registered is refused with
+// the known ones, never run as another model; replicas share the weights loaded once.
+#include "models/flux_fixture.hpp"
+#include "support/temp_dir.hpp"
+
+#include <cpdit/core/error.hpp>
+#include <cpdit/models/registry.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace cpdit::models {
+namespace {
+
+namespace fs = std::filesystem;
+using cpdit::testing::TempDir;
+
+std::string fixture(const std::string& family, const std::string& file) {
+  return std::string(CPDIT_TEST_DATA) + "/fixtures/" + family + "_tiny/" + file;
+}
+
+// A transformer folder holding the FLUX.1 fixture's weights and the given config.json text.
+std::string flux_weights_with_config(const TempDir& dir, const std::string& config) {
+  fs::copy_file(fixture("flux", "weights.safetensors"), dir.path() / "diffusion_pytorch_model.safetensors");
+  std::ofstream(dir.file("config.json")) << config;
+  return dir.path().string();
+}
+
+TEST(ModelRegistry, TellsTheClassFromDiffusersAndTransformersConfigsAndTensorNames) {
+  auto named = checkpoint_class(fixture("wan", "weights.safetensors"), fixture("wan", "config.json"));
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->name, "WanTransformer3DModel");
+  EXPECT_NE(named->told_by.find("_class_name"), std::string::npos);
+
+  TempDir dir("registry_architectures");
+  named = checkpoint_class(flux_weights_with_config(dir, R"({"architectures": ["T5EncoderModel"]})"), std::nullopt);
+  ASSERT_TRUE(named);
+  EXPECT_EQ(named->name, "T5EncoderModel");  // named, registered or not
+  EXPECT_NE(named->told_by.find("architectures"), std::string::npos);
+
+  for (const std::string family : {"flux", "wan"}) {
+    named = checkpoint_class(fixture(family, "weights.safetensors"), std::nullopt);
+    ASSERT_TRUE(named) << family;
+    EXPECT_EQ(named->name, family == "flux" ? "FluxTransformer2DModel" : "WanTransformer3DModel");
+    EXPECT_EQ(named->told_by, "tensor names");
+  }
+}
+
+TEST(ModelRegistry, AnUnknownClassIsRefusedNamingTheKnownOnesNotRunAsFlux) {
+  // The weights are FLUX.1's, so falling through to tensor names would wrongly succeed.
+  for (const std::string config : {R"({"_class_name": "MysteryTransformerModel"})", R"({"architectures": ["MysteryModel"]})"}) {
+    TempDir dir("registry_unknown");
+    const std::string path = flux_weights_with_config(dir, config);
+    try {
+      open_model(path, std::nullopt, {});
+      ADD_FAILURE() << "opened an unknown class: " << config;
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("Mystery"), std::string::npos) << message;
+      EXPECT_NE(message.find("FluxTransformer2DModel"), std::string::npos) << message;
+      EXPECT_NE(message.find("WanTransformer3DModel"), std::string::npos) << message;
+    }
+  }
+}
+
+TEST(ModelRegistry, ReplicasShareTheWeightsLoadedOnce) {
+  const LoadedModel loaded = open_model(fixture("flux", "weights.safetensors"), fixture("flux", "config.json"), {});
+  EXPECT_EQ(loaded.class_name, "FluxTransformer2DModel");
+  EXPECT_EQ(loaded.heads, std::any_cast<const flux::FluxConfig&>(loaded.config).num_attention_heads);
+  auto a = loaded.replica(), b = loaded.replica();
+  auto pa = a->named_parameters(), pb = b->named_parameters();
+  ASSERT_EQ(pa.size(), pb.size());
+  ASSERT_FALSE(pa.empty());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    ASSERT_EQ(pa[i].first, pb[i].first);
+    EXPECT_EQ(pa[i].second->value.raw(), pb[i].second->value.raw()) << pa[i].first;
+  }
+}
+
+}  // namespace
+}  // namespace cpdit::models

@@ -1,0 +1,63 @@
+// The command line opens models only through the registry: `forward` and `generate` on a checkpoint
+// whose config names a class nobody registered exit 2 with one line listing the known classes
+// (nothing falls through to FLUX.1), and `inspect` prints the class it resolved.
+#include "support/run_cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace cpdit::models {
+namespace {
+
+namespace fs = std::filesystem;
+using cpdit::testing::run_cli;
+using cpdit::testing::TempDir;
+
+std::string fixture(const std::string& file) { return std::string(CPDIT_TEST_DATA) + "/fixtures/flux_tiny/" + file; }
+
+// FLUX.1 weights under a config.json naming another class, so a fall-through to tensor names would
+// wrongly run them.
+void write_model(const TempDir& dir, const std::string& config) {
+  fs::copy_file(fixture("weights.safetensors"), dir.path() / "diffusion_pytorch_model.safetensors");
+  std::ofstream(dir.file("config.json")) << config;
+}
+
+TEST(RegistryCli, AnUnknownClassIsOneLineListingTheKnownClassesExitTwo) {
+  const std::vector<std::pair<std::string, std::string>> configs{
+      {R"({"_class_name": "MysteryTransformer2DModel"})", "MysteryTransformer2DModel"},  // diffusers
+      {R"({"architectures": ["MysteryEncoderModel"]})", "MysteryEncoderModel"},          // transformers
+  };
+  for (const auto& [config, name] : configs) {
+    TempDir dir("registry_cli");
+    write_model(dir, config);
+    const std::string out = dir.file("never.safetensors");
+    for (const std::string& command :
+         {"forward --model " + dir.path().string() + " --inputs " + fixture("inputs.safetensors") + " --output " + out,
+          "generate --model " + dir.path().string() + " --steps 1 --height 64 --width 64 --out " + out}) {
+      auto r = run_cli(command);
+      EXPECT_EQ(r.code, 2) << command << "\n" << r.err;
+      EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+      for (const std::string& expected : {name, std::string("FluxTransformer2DModel"), std::string("WanTransformer3DModel")})
+        EXPECT_NE(r.err.find(expected), std::string::npos) << command << "\n" << r.err;
+      EXPECT_FALSE(fs::exists(out)) << command;
+    }
+  }
+}
+
+TEST(RegistryCli, InspectPrintsTheResolvedClass) {
+  auto r = run_cli("inspect " + fixture("weights.safetensors"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("class: FluxTransformer2DModel (from tensor names)"), std::string::npos) << r.out;
+
+  TempDir dir("registry_cli_inspect");
+  write_model(dir, R"({"_class_name": "MysteryTransformer2DModel"})");
+  r = run_cli("inspect " + dir.path().string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("class: MysteryTransformer2DModel (from "), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace cpdit::models
