@@ -27,21 +27,59 @@ struct ParseAbort {
   std::string reason;
 };
 
-json parse_json_object(const std::string& label, const char* text, size_t length) {
-  std::set<std::string> names;
-  auto guard = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxJsonDepth) throw ParseAbort{"nested deeper than a safetensors header can be"};
-    if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second)
-      throw ParseAbort{"tensor '" + parsed.get<std::string>() + "' appears twice"};
+// Builds the document as json::parse does, refusing nesting deeper than kMaxJsonDepth and a tensor
+// name given twice as they stream past. Linear in the header's size: nlohmann's callback parser
+// rescans the parent object at every object end, which made a 300k-tensor header take minutes.
+class HeaderBuilder {
+ public:
+  explicit HeaderBuilder(json& result) : dom_(result, true) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool value) { return dom_.boolean(value); }
+  bool number_integer(json::number_integer_t value) { return dom_.number_integer(value); }
+  bool number_unsigned(json::number_unsigned_t value) { return dom_.number_unsigned(value); }
+  bool number_float(json::number_float_t value, const std::string& text) { return dom_.number_float(value, text); }
+  bool string(json::string_t& value) { return dom_.string(value); }
+  bool binary(json::binary_t& value) { return dom_.binary(value); }
+  bool start_object(std::size_t size) { return enter() && dom_.start_object(size); }
+  bool end_object() { return leave() && dom_.end_object(); }
+  bool start_array(std::size_t size) { return enter() && dom_.start_array(size); }
+  bool end_array() { return leave() && dom_.end_array(); }
+  bool key(json::string_t& name) {
+    if (depth_ == 1 && !names_.insert(name).second) throw ParseAbort{"tensor '" + name + "' appears twice"};
+    return dom_.key(name);
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& error) {
+    return dom_.parse_error(position, token, error);
+  }
+
+ private:
+  bool enter() {
+    if (++depth_ > kMaxJsonDepth) throw ParseAbort{"nested deeper than a safetensors header can be"};
     return true;
-  };
+  }
+  bool leave() {
+    --depth_;
+    return true;
+  }
+
+  nlohmann::detail::json_sax_dom_parser<json> dom_;
+  std::set<std::string> names_;
+  int depth_ = 0;
+};
+
+json parse_json_object(const std::string& label, const char* text, size_t length) {
   CPDIT_CHECK(length > 0 && text[0] == '{', format, label,
               ": not a safetensors file (the header is not a JSON object)");
   // JSON never holds a raw NUL, but nlohmann's parser stops at one and would ignore what follows.
   CPDIT_CHECK(std::memchr(text, '\0', length) == nullptr, format, label,
               ": bad safetensors header JSON: it contains a NUL byte");
   try {
-    return json::parse(text, text + length, guard);
+    json root;
+    HeaderBuilder builder(root);
+    json::sax_parse(text, text + length, &builder);
+    return root;
   } catch (const ParseAbort& abort) {
     fail(ErrorKind::format, label, ": bad safetensors header: ", abort.reason);
   } catch (const json::exception& e) {
