@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <filesystem>
 
 int main(int argc, char** argv) {
   CLI::App root{"cpdit " CPDIT_VERSION
@@ -19,11 +20,14 @@ int main(int argc, char** argv) {
     return root.exit(e);
   } catch (const CLI::RuntimeError& e) {  // a command's own exit code (cpdit diff --tolerance)
     return e.get_exit_code();
-  } catch (const CLI::ParseError& e) {
-    root.exit(e);
+  } catch (const CLI::ParseError& e) {  // CLI11 would print two lines without the prefix
+    std::fprintf(stderr, "cpdit: error: %s (see --help)\n", e.what());
     return 2;
   } catch (const cpdit::Error& e) {
     std::fprintf(stderr, "cpdit: error: %s\n", e.what());
+    return 2;
+  } catch (const std::filesystem::filesystem_error& e) {  // the operating system refused, e.g. a link loop
+    std::fprintf(stderr, "cpdit: error: cannot read %s: %s\n", e.path1().c_str(), e.code().message().c_str());
     return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "cpdit: internal error: %s\n", e.what());

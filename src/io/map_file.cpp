@@ -13,14 +13,18 @@
 namespace cpdit::io {
 
 std::shared_ptr<std::byte> map_file(const std::string& path, size_t& size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer. Regular files ignore it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   CPDIT_CHECK(fd >= 0, io, "cannot open ", path, ": ", std::strerror(errno));
   struct stat st = {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    int err = errno;
-    bool is_folder = S_ISDIR(st.st_mode);
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  const int stat_errno = errno;
+  if (!stat_ok || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(ErrorKind::io, "cannot read ", path, ": ", is_folder ? "it is a folder" : std::strerror(err));
+    fail(ErrorKind::io, "cannot read ", path, ": ",
+         !stat_ok              ? std::strerror(stat_errno)
+         : S_ISDIR(st.st_mode) ? "it is a folder"
+                               : "not a regular file (a device, pipe or socket)");
   }
   size = size_t(st.st_size);
   if (size == 0) {  // mmap refuses length 0; the header check reports the empty file

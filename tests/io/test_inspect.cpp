@@ -6,6 +6,9 @@
 
 
 #include <cstdio>
+#include <filesystem>
+
+#include <sys/stat.h>
 
 using namespace cpdit::io::test;
 
@@ -47,4 +50,29 @@ TEST(Inspect, CorruptFileIsOneLineOnStderrAndExit2) {
   EXPECT_EQ(run.err.rfind("cpdit: error: ", 0), 0u) << run.err;
   EXPECT_NE(run.err.find("cut.safetensors"), std::string::npos) << run.err;
   EXPECT_NE(run.err.find("truncated"), std::string::npos) << run.err;
+}
+
+// Only regular files are read: opening a FIFO for reading would wait for a writer forever, and a
+// device like /dev/zero has no size to map. `timeout` turns a hang into exit 124 instead of a stuck test.
+TEST(Inspect, FifoAndDeviceAreRefusedAtOnce) {
+  TempDir dir;
+  ASSERT_EQ(mkfifo(dir.file("pipe.safetensors").c_str(), 0600), 0);
+  for (const std::string& path : {dir.file("pipe.safetensors"), std::string("/dev/zero")}) {
+    cpdit::testing::CliResult run = cpdit::testing::run_cli("inspect '" + path + "'", "timeout 20");
+    EXPECT_EQ(run.code, 2) << path << ": " << run.err;
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+    EXPECT_NE(run.err.find("not a regular file"), std::string::npos) << run.err;
+  }
+}
+
+// A symbolic link loop is the operating system's refusal, reported as one line, not an internal error.
+TEST(Inspect, SymlinkLoopIsAOneLineError) {
+  TempDir dir;
+  std::filesystem::create_symlink(dir.file("b.safetensors"), dir.file("a.safetensors"));
+  std::filesystem::create_symlink(dir.file("a.safetensors"), dir.file("b.safetensors"));
+  cpdit::testing::CliResult run = cpdit::testing::run_cli("inspect '" + dir.file("a.safetensors") + "'");
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_EQ(run.err.rfind("cpdit: error: ", 0), 0u) << run.err;
+  EXPECT_NE(run.err.find("symbolic links"), std::string::npos) << run.err;
 }
