@@ -6,18 +6,22 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 namespace cpdit::app {
 namespace {
 
 struct DiffArgs {
   std::string a, b;
-  double tolerance = -1;
+  std::optional<double> tolerance;
 };
 
 int run(const DiffArgs& args) {
+  CPDIT_CHECK(!args.tolerance || (std::isfinite(*args.tolerance) && *args.tolerance >= 0), invalid_argument,
+              "--tolerance must be a finite number >= 0, got ", *args.tolerance);
   const auto a = io::load_safetensors(args.a);
   const auto b = io::load_safetensors(args.b);
   double worst = 0;
@@ -29,11 +33,11 @@ int run(const DiffArgs& args) {
                 " but ", it->second.describe(), " in ", args.b);
     double d = max_abs_diff(ta, it->second);
     std::printf("%s max_abs_diff %.3e\n", name.c_str(), d);
-    worst = std::max(worst, d);
+    worst = std::isnan(d) || std::isnan(worst) ? std::nan("") : std::max(worst, d);  // NaN is never within tolerance
     ++compared;
   }
   CPDIT_CHECK(compared > 0, invalid_argument, args.a, " and ", args.b, " share no tensor name");
-  return args.tolerance >= 0 && !(worst <= args.tolerance) ? 1 : 0;
+  return args.tolerance && !(worst <= *args.tolerance) ? 1 : 0;
 }
 
 void add_diff(CLI::App& parent) {
