@@ -67,6 +67,15 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+// numel x element size, refused when it does not fit a size_t (it would wrap to a small allocation
+// that the tensor's users then write past).
+size_t checked_nbytes(const Shape& shape, DType dtype) {
+  size_t bytes = 0;
+  CPDIT_CHECK(!__builtin_mul_overflow(size_t(shape_numel(shape)), dtype_size(dtype), &bytes), invalid_argument,
+              "a ", dtype_name(dtype), " tensor of shape ", shape_string(shape), " needs more bytes than memory can address");
+  return bytes;
+}
+
 void check_shape(const Shape& shape) {
   CPDIT_CHECK(shape.size() <= size_t(kMaxDims), invalid_argument, "tensors have at most ", kMaxDims,
               " dims, got ", shape_string(shape));
@@ -117,7 +126,7 @@ Tensor Tensor::empty(const Shape& shape, DType dtype) {
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;
-  t.storage_ = Storage::allocate(size_t(shape_numel(shape)) * dtype_size(dtype));
+  t.storage_ = Storage::allocate(checked_nbytes(shape, dtype));
   return t;
 }
 
@@ -147,7 +156,7 @@ Tensor Tensor::borrow(void* data, const Shape& shape, DType dtype, std::shared_p
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;
-  t.storage_ = Storage::borrow(data, size_t(shape_numel(shape)) * dtype_size(dtype), std::move(owner));
+  t.storage_ = Storage::borrow(data, checked_nbytes(shape, dtype), std::move(owner));
   return t;
 }
 

@@ -206,8 +206,11 @@ TEST(LocalRun, RejectsNoRanks) {
 TEST(Selection, DefaultTimeoutFollowsEnvironment) {
   ::setenv("CPDIT_COMM_TIMEOUT_S", "2.5", 1);
   EXPECT_EQ(default_timeout(), std::chrono::milliseconds(2500));
-  ::setenv("CPDIT_COMM_TIMEOUT_S", "soon", 1);
-  EXPECT_THROW(default_timeout(), Error);
+  // Not a number, not positive, or so large that a deadline computed from it would overflow.
+  for (const char* bad : {"soon", "0", "-3", "nan", "inf", "1e300"}) {
+    ::setenv("CPDIT_COMM_TIMEOUT_S", bad, 1);
+    EXPECT_THROW(default_timeout(), Error) << bad;
+  }
   ::unsetenv("CPDIT_COMM_TIMEOUT_S");
   EXPECT_EQ(default_timeout(), std::chrono::seconds(300));
 }

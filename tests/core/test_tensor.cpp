@@ -138,3 +138,18 @@ TEST(Tensor, ElementCountsNeverOverflow) {
   EXPECT_THROW(shape_numel({int64_t(1) << 32, int64_t(1) << 32}), Error);
   EXPECT_EQ(shape_numel({}), 1);
 }
+
+// 2^62 f32 elements fit an int64 count but their bytes wrap a size_t to 0: such a tensor must be
+// refused, not allocated as a 0-byte buffer that its users write past.
+TEST(Tensor, ByteSizesNeverOverflow) {
+  const Shape shape{int64_t(1) << 31, int64_t(1) << 31};
+  EXPECT_EQ(shape_numel(shape), int64_t(1) << 62);
+  try {
+    Tensor::empty(shape, DType::f32);
+    ADD_FAILURE() << "a tensor of 2^64 bytes was created";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("more bytes than memory can address"), std::string::npos) << e.what();
+  }
+  float one = 1;
+  EXPECT_THROW(Tensor::borrow(&one, shape, DType::f32, nullptr), Error);
+}
