@@ -3,11 +3,15 @@
 
 #include <cpdit/core/error.hpp>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 
 int main(int argc, char** argv) {
+  // Past a file-size limit, write() then fails with EFBIG and the error names the file, instead of
+  // the signal ending the process without a word.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App root{"cpdit " CPDIT_VERSION
                 ": runs diffusion transformers with context parallelism (ring, Ulysses and unified "
                 "attention) across local ranks or Open MPI processes."};

@@ -1,6 +1,8 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/atomic_file.hpp>
 
+#include "temp_files.hpp"
+
 #include <atomic>
 #include <cerrno>
 #include <cstring>
@@ -34,12 +36,14 @@ AtomicFile::AtomicFile(const std::string& path) : path_(path), temp_path_(unique
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   CPDIT_CHECK(fd_ >= 0, io, "cannot write ", path_, ": ", std::strerror(errno),
               " (is the folder there and writable?)");
+  temp_slot_ = remember_temp_file(temp_path_);
 }
 
 AtomicFile::~AtomicFile() {
   if (fd_ < 0) return;  // committed (or never opened)
   ::close(fd_);
   ::unlink(temp_path_.c_str());
+  forget_temp_file(temp_slot_);
 }
 
 void AtomicFile::write(const void* data, size_t bytes) {
@@ -59,11 +63,11 @@ void AtomicFile::commit() {
   CPDIT_CHECK(::fsync(fd_) == 0, io, "writing ", path_, " failed (fsync): ", std::strerror(errno));
   int closed = ::close(fd_);
   fd_ = -1;  // from here on the destructor has nothing to clean; failures remove the temp file here
-  if (closed != 0 || ::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    int err = errno;
-    ::unlink(temp_path_.c_str());
-    fail(ErrorKind::io, "cannot replace ", path_, ": ", std::strerror(err));
-  }
+  const bool renamed = closed == 0 && ::rename(temp_path_.c_str(), path_.c_str()) == 0;
+  const int err = errno;
+  if (!renamed) ::unlink(temp_path_.c_str());
+  forget_temp_file(temp_slot_);
+  CPDIT_CHECK(renamed, io, "cannot replace ", path_, ": ", std::strerror(err));
   sync_folder_of(path_);
 }
 

@@ -85,8 +85,20 @@ TEST(AtomicWrite, ReadOnlyFolderIsAClearErrorAndKeepsTheOldFile) {
   TempDir dir;
   write_text_atomic(dir.file("keep.txt"), "old");
   ASSERT_EQ(::chmod(dir.path().c_str(), 0555), 0);
-  if (::access(dir.path().c_str(), W_OK) == 0) GTEST_SKIP() << "running as root: permissions do not apply";
-  expect_error([&] { write_text_atomic(dir.file("keep.txt"), "new"); }, {"cannot write", "keep.txt"});
+  // Root ignores folder permissions, so the write is tried by a child that first becomes `nobody`.
+  // Exit codes: 0 the expected error, 1 the write succeeded, 2 another error, 3 could not drop root.
+  EXPECT_EXIT(
+      {
+        if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) std::_Exit(3);
+        try {
+          write_text_atomic(dir.file("keep.txt"), "new");
+          std::_Exit(1);
+        } catch (const Error& e) {
+          const std::string what = e.what();
+          std::_Exit(what.find("cannot write") != std::string::npos && what.find("keep.txt") != std::string::npos ? 0 : 2);
+        }
+      },
+      ::testing::ExitedWithCode(0), "");
   ::chmod(dir.path().c_str(), 0755);
   EXPECT_EQ(read_bytes(dir.file("keep.txt")), "old");
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"keep.txt"});
@@ -97,4 +109,21 @@ TEST(AtomicWrite, RenameOntoAFolderFailsAndCleansUp) {
   std::filesystem::create_directory(dir.file("target"));
   expect_error([&] { write_text_atomic(dir.file("target"), "x"); }, {"cannot replace", "target"});
   EXPECT_EQ(dir.entries(), std::vector<std::string>{"target"});
+}
+
+// Interrupted between creating its temp file and renaming it, a write leaves nothing behind, and the
+// process still ends by the signal (the previous disposition runs after the clean-up).
+TEST(AtomicWriteDeathTest, InterruptionRemovesTheTempFile) {
+  for (int signal : {SIGINT, SIGTERM}) {
+    TempDir dir;
+    const std::string path = dir.file("w.safetensors");
+    EXPECT_EXIT(
+        {
+          AtomicFile file(path);
+          file.write("partial", 7);
+          std::raise(signal);
+        },
+        ::testing::KilledBySignal(signal), "");
+    EXPECT_TRUE(dir.entries().empty()) << "signal " << signal << " left " << dir.entries().size() << " files";
+  }
 }

@@ -76,3 +76,24 @@ TEST(Inspect, SymlinkLoopIsAOneLineError) {
   EXPECT_EQ(run.err.rfind("cpdit: error: ", 0), 0u) << run.err;
   EXPECT_NE(run.err.find("symbolic links"), std::string::npos) << run.err;
 }
+
+// Past the file-size limit (ulimit -f) the write fails with a message instead of SIGXFSZ killing the
+// process silently, and neither the output nor its temp file is left behind.
+TEST(Outputs, FileSizeLimitIsAOneLineErrorAndLeavesNoTempFile) {
+  TempDir dir;
+  const std::string inputs = std::string(CPDIT_TEST_DATA) + "/fixtures/attention/attention_b1_s64_h2_d16.safetensors";
+  cpdit::testing::CliResult run = cpdit::testing::run_cli(
+      "attention --inputs '" + inputs + "' --output '" + dir.file("out.safetensors") + "'", "ulimit -f 2;");
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_NE(run.err.find("File too large"), std::string::npos) << run.err;
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "left files in " << dir.path();
+}
+
+// CLI11's own parse errors read like every other error: one line, the prefix, exit 2.
+TEST(Outputs, BadOptionIsOneLineWithThePrefix) {
+  cpdit::testing::CliResult run = cpdit::testing::run_cli("inspect --no-such-option x");
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_EQ(run.err.rfind("cpdit: error: ", 0), 0u) << run.err;
+}

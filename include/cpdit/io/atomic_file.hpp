@@ -1,7 +1,7 @@
 #pragma once
 // A file that replaces `path` only when complete: bytes go to a temp file in the same folder, and
 // commit() fsyncs it and renames it over `path`. Destroyed without commit (an exception on the way),
-// it removes the temp file and leaves any existing `path` untouched.
+// it removes the temp file and leaves any existing `path` untouched; so does SIGINT or SIGTERM.
 #include <cstddef>
 #include <string>
 
@@ -22,6 +22,7 @@ class AtomicFile {
   std::string path_;
   std::string temp_path_;
   int fd_ = -1;
+  int temp_slot_ = -1;  // the temp file's entry in the list removed on SIGINT/SIGTERM
 };
 
 }  // namespace cpdit::io
