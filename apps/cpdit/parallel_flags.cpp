@@ -61,7 +61,7 @@ RankLayout resolve_layout(const ParallelFlags& flags, int64_t heads, int default
   layout.config.ring_degree = ring;
   layout.config.ulysses_degree = ulysses;
   layout.config.rotate_method = parallel::parse_rotate_method(flags.rotate);
-  const int local_ranks = layout.mpi ? 1 : layout.ranks;
+  const int local_ranks = layout.mpi ? comm::ranks_on_this_machine() : layout.ranks;
   layout.threads_per_rank = flags.threads > 0 ? flags.threads : std::max(1, hardware_threads() / local_ranks);
   return layout;
 }

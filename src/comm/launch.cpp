@@ -21,6 +21,10 @@ bool launched_by_mpi() {
   return false;
 }
 
+int ranks_on_this_machine() {
+  return launched_by_mpi() ? std::max(1, env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1)) : 1;
+}
+
 void run_ranks(int local_ranks, const std::function<void(Communicator&)>& fn, const LocalOptions& options) {
   if (!launched_by_mpi()) {
     run_local(local_ranks, fn, options);
@@ -28,9 +32,8 @@ void run_ranks(int local_ranks, const std::function<void(Communicator&)>& fn, co
   }
   try {
     // Processes sharing this machine share its cores.
-    int per_machine = std::max(1, env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1));
     ScopedComputeThreads budget(options.threads_per_rank > 0 ? options.threads_per_rank
-                                                             : std::max(1, hardware_threads() / per_machine));
+                                                             : std::max(1, hardware_threads() / ranks_on_this_machine()));
     fn(*mpi_world(options.comm));
   } catch (const std::exception& e) {
     abort_job(e.what());

@@ -7,3 +7,10 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   set_tests_properties(generate_mpi_matches_local PROPERTIES TIMEOUT 300 LABELS "mpi;pipeline"
                        ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;CPDIT_COMM_TIMEOUT_S=120")
 endif()
+if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
+  add_test(NAME generate_mpi_default_threads
+           COMMAND ${CMAKE_COMMAND} -DCPDIT=$<TARGET_FILE:cpdit_app> -DMPIEXEC=${MPIEXEC_EXECUTABLE}
+                   -DWORK=${CMAKE_CURRENT_BINARY_DIR}/generate_mpi_threads -P ${CMAKE_CURRENT_LIST_DIR}/generate_mpi_threads.cmake)
+  set_tests_properties(generate_mpi_default_threads PROPERTIES TIMEOUT 300 LABELS "mpi;pipeline"
+                       ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;CPDIT_COMM_TIMEOUT_S=120")
+endif()

@@ -10,6 +10,10 @@ namespace cpdit::comm {
 // True when the environment shows an Open MPI launch (OMPI_COMM_WORLD_SIZE, PMIX_RANK, ...).
 bool launched_by_mpi();
 
+// The processes of this job on this machine (Open MPI's local size), which share its cores; 1 when
+// not launched by MPI (local ranks are counted by the caller).
+int ranks_on_this_machine();
+
 // Runs fn on every rank of the selected engine. Under MPI: fn(mpi_world()); an error escaping fn
 // ends the whole job through abort_job (no return). Otherwise run_local(local_ranks, fn, options).
 void run_ranks(int local_ranks, const std::function<void(Communicator&)>& fn,

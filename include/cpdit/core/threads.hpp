@@ -5,7 +5,7 @@ namespace cpdit {
 
 int compute_threads();          // default: the OpenMP default of the process
 void set_compute_threads(int n);  // n >= 1; also sets this thread's OpenMP nthreads ICV
-int hardware_threads();
+int hardware_threads();        // the cores this process may use: its CPU affinity and cgroup quota
 
 class ScopedComputeThreads {
  public:
