@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <exception>
+#include <string>
 
 namespace cpdit::comm {
 
@@ -19,6 +20,12 @@ bool launched_by_mpi() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
     if (std::getenv(name) != nullptr) return true;
   return false;
+}
+
+std::string rank_message(int rank, const std::string& message) {
+  // Communication errors already name their rank ("rank 1: recv ... timed out"): say it once.
+  const std::string prefix = "rank " + std::to_string(rank) + ": ";
+  return message.rfind(prefix, 0) == 0 ? message : prefix + message;
 }
 
 int ranks_on_this_machine() {

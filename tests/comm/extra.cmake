@@ -19,6 +19,10 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
     set_tests_properties(comm_mpi_contract_np${np} PROPERTIES TIMEOUT 300 ENVIRONMENT "${COMM_MPI_ENV}"
                          LABELS "mpi;comm")
   endforeach()
+  add_test(NAME comm_mpi_dropped_send_keeps_its_buffer
+           COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} 2 --oversubscribe $<TARGET_FILE:test_comm_mpi> --dropped-send)
+  set_tests_properties(comm_mpi_dropped_send_keeps_its_buffer PROPERTIES TIMEOUT 120 ENVIRONMENT "${COMM_MPI_ENV}"
+                       LABELS "mpi;comm")
   add_test(NAME comm_mpi_fault_ends_job
            COMMAND ${CMAKE_COMMAND}
                    "-DCOMMAND=${MPIEXEC_EXECUTABLE}|${MPIEXEC_NUMPROC_FLAG}|4|--oversubscribe|$<TARGET_FILE:test_comm_mpi>|--fault"

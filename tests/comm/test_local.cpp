@@ -203,6 +203,12 @@ TEST(LocalRun, RejectsNoRanks) {
   EXPECT_THROW(run_local(0, [](Communicator&) {}), Error);
 }
 
+TEST(Selection, ErrorsNameTheirRankOnce) {
+  EXPECT_EQ(rank_message(2, "recv from 1 timed out"), "rank 2: recv from 1 timed out");
+  EXPECT_EQ(rank_message(2, "rank 2: recv from 1 timed out"), "rank 2: recv from 1 timed out");
+  EXPECT_EQ(rank_message(2, "rank 1 failed: boom"), "rank 2: rank 1 failed: boom");
+}
+
 TEST(Selection, DefaultTimeoutFollowsEnvironment) {
   ::setenv("CPDIT_COMM_TIMEOUT_S", "2.5", 1);
   EXPECT_EQ(default_timeout(), std::chrono::milliseconds(2500));

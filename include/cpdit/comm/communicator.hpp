@@ -32,8 +32,9 @@ struct CommOptions {
 
 // A pending isend / irecv. wait() blocks until done (throws on peer failure or timeout); test()
 // reports completion without blocking (and throws what wait() would have thrown once it is known).
-// Destroying a request that has not completed cancels it if it was not matched yet, otherwise waits
-// for the copy in flight; it never throws. The buffers must stay alive until then.
+// Destroying a request that has not completed cancels it if it can (an unmatched local post),
+// otherwise waits for it to complete — an MPI send cannot be cancelled — and ends the job if it does
+// not within timeout(); it never throws. The buffers must stay alive until then, and are free after.
 class Request {
  public:
   virtual ~Request();

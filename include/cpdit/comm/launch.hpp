@@ -4,6 +4,7 @@
 #include <cpdit/comm/local.hpp>
 
 #include <functional>
+#include <string>
 
 namespace cpdit::comm {
 
@@ -13,6 +14,9 @@ bool launched_by_mpi();
 // The processes of this job on this machine (Open MPI's local size), which share its cores; 1 when
 // not launched by MPI (local ranks are counted by the caller).
 int ranks_on_this_machine();
+
+// "rank R: message", unless the message already begins by naming rank R.
+std::string rank_message(int rank, const std::string& message);
 
 // Runs fn on every rank of the selected engine. Under MPI: fn(mpi_world()); an error escaping fn
 // ends the whole job through abort_job (no return). Otherwise run_local(local_ranks, fn, options).

@@ -53,17 +53,19 @@ class MpiRequest final : public Request {
       : requests_(std::move(requests)), expected_(std::move(expected)), what_(std::move(what)), rank_(rank),
         timeout_(timeout) {}
   ~MpiRequest() override {
-    if (!done_) mpi::abandon(requests_);
+    if (!done_) mpi::abandon(requests_, timeout_, "rank " + std::to_string(rank_) + ": " + what_ + " was dropped before it completed");
   }
 
   void wait() override {
     if (done_) return;
     std::vector<MPI_Status> statuses(requests_.size());
     if (!mpi::wait_all(requests_, statuses.data(), Clock::now() + timeout_)) {
-      mpi::abandon(requests_);
+      const std::string message = detail::concat("rank ", rank_, ": ", what_, " timed out after ",
+                                                 double(timeout_.count()) / 1000.0,
+                                                 " s; raise CPDIT_COMM_TIMEOUT_S if the peers are only slow");
+      mpi::abandon(requests_, std::chrono::seconds(1), message);
       done_ = true;
-      fail(ErrorKind::timeout, "rank ", rank_, ": ", what_, " timed out after ", double(timeout_.count()) / 1000.0,
-           " s; raise CPDIT_COMM_TIMEOUT_S if the peers are only slow");
+      fail(ErrorKind::timeout, message);
     }
     finish(statuses);
   }

@@ -1,10 +1,12 @@
 #include "runtime.hpp"
 
+#include <cpdit/comm/launch.hpp>
 #include <cpdit/comm/mpi.hpp>
 #include <cpdit/core/error.hpp>
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <thread>
 
 namespace cpdit::comm::mpi {
@@ -77,16 +79,23 @@ bool wait_all(std::vector<MPI_Request>& requests, MPI_Status* statuses, Clock::t
   }
 }
 
-void abandon(std::vector<MPI_Request>& requests) noexcept {
+void abandon(std::vector<MPI_Request>& requests, std::chrono::milliseconds patience, const std::string& why) noexcept {
   if (!active()) return;
   std::lock_guard lock(call_mutex());
   for (MPI_Request& r : requests)
     if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
-  const auto deadline = Clock::now() + std::chrono::seconds(1);
+  // MPI reads a send's buffer (or writes a receive's) until the request completes, and Open MPI
+  // cannot cancel a send: freeing the request early would let it touch memory the caller frees next.
+  const auto deadline = Clock::now() + patience;
   for (MPI_Request& r : requests) {
     int done = 0;
     while (r != MPI_REQUEST_NULL && !done && Clock::now() < deadline) MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);  // a send Open MPI cannot cancel
+    if (r != MPI_REQUEST_NULL && !done) {
+      std::fprintf(stderr, "cpdit: error: %s, and the transfer neither completed nor cancelled within %.1f s more; "
+                           "ending the job rather than free a buffer MPI may still use\n",
+                   why.c_str(), double(patience.count()) / 1000.0);
+      MPI_Abort(MPI_COMM_WORLD, 2);
+    }
   }
 }
 
@@ -99,7 +108,7 @@ bool mpi_available() { return true; }
 void abort_job(const std::string& message) {
   int rank = -1;
   if (mpi::active()) MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  std::fprintf(stderr, "cpdit: error: rank %d: %s\n", rank, message.c_str());
+  std::fprintf(stderr, "cpdit: error: %s\n", rank_message(rank, message).c_str());
   std::fflush(stderr);
   if (mpi::active()) MPI_Abort(MPI_COMM_WORLD, 2);
   std::exit(2);

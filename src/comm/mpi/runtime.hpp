@@ -28,7 +28,8 @@ void check(int rc, const char* call);
 // MPI_STATUSES_IGNORE.
 bool wait_all(std::vector<MPI_Request>& requests, MPI_Status* statuses, Clock::time_point deadline);
 
-// Cancels what can be cancelled, waits briefly for it, and frees the rest. Never throws.
-void abandon(std::vector<MPI_Request>& requests) noexcept;
+// Cancels what can be cancelled and waits up to `patience` for the rest to complete; a transfer still
+// pending then ends the job (MPI_Abort) with `why`, since its buffer may be freed next. Never throws.
+void abandon(std::vector<MPI_Request>& requests, std::chrono::milliseconds patience, const std::string& why) noexcept;
 
 }  // namespace cpdit::comm::mpi
