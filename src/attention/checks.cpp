@@ -10,8 +10,19 @@ namespace {
 
 bool is_float_input(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
 
+void check_rule(const char* who, const Mask& mask) {
+  if (!mask.has_rule()) return;
+  CPDIT_CHECK(mask.block >= 1 && (mask.rule != MaskRule::causal || mask.block == 1), invalid_argument,
+              who, ": ", mask_rule_name(mask.rule), " mask has ", mask.block,
+              " tokens per block; use Mask::causal() or Mask::block_causal(n >= 1)");
+  CPDIT_CHECK(mask.q_offset >= 0 && mask.k_offset >= 0, invalid_argument, who, ": ",
+              mask_rule_name(mask.rule), " mask positions must be non-negative, got query offset ",
+              mask.q_offset, " and key offset ", mask.k_offset);
+}
+
 void check_mask(const char* who, const Mask& mask, const Dims& d) {
   const Tensor& m = mask.tensor;
+  check_rule(who, mask);
   if (mask.kind == MaskKind::none) return;
   CPDIT_CHECK(m.defined(), invalid_argument, who, ": ", mask_kind_name(mask.kind),
               " mask has no tensor; pass Mask::none() for no mask");

@@ -17,6 +17,7 @@ struct Validated {
   const Backend* backend = nullptr;
   bool backward = false;
   MaskKind mask = MaskKind::none;
+  MaskRule rule = MaskRule::none;
   DType dtype = DType::f32;
   Shape q, k, mask_shape;
 
@@ -26,11 +27,12 @@ thread_local Validated last_validated;
 
 void check_once(const Backend& b, const Tensor& q, const Tensor& k, const Options& opts,
                 bool backward) {
-  Validated now{&b, backward, opts.mask.kind, q.dtype(), q.shape(), k.shape(),
+  Validated now{&b, backward, opts.mask.kind, opts.mask.rule, q.dtype(), q.shape(), k.shape(),
                 opts.mask.tensor.defined() ? opts.mask.tensor.shape() : Shape{}};
   if (now == last_validated) return;
   Requirements needs;
   needs.mask = opts.mask.kind;
+  needs.rule = opts.mask.rule;
   needs.backward = backward;
   needs.gqa = q.dim() == 4 && k.dim() == 4 && k.size(2) != q.size(2);
   needs.dtype = q.dtype();

@@ -1,5 +1,6 @@
 // The `flash` backend: FlashAttention-2 on the CPU. Scores exist one tile at a time (never S x S);
-// the softmax runs online over key tiles; backward recomputes P from the LSE.
+// the softmax runs online over key tiles; backward recomputes P from the LSE. Masks are classified
+// per tile: fully hidden tiles are skipped, fully visible ones run with no per-element test.
 #include "attention/flash.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -8,6 +9,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <limits>
 #include <string>
 
 namespace cpdit::attention::detail {
@@ -55,6 +57,11 @@ Tiling make_tiling(Blocking blocking, const Mask& mask, const Dims& d) {
   t.bc = std::max<int64_t>(1, std::min(blocking.cols, d.Sk));
   t.q_tiles = (d.Sq + t.br - 1) / t.br;
   t.k_tiles = (d.Sk + t.bc - 1) / t.bc;
+  t.Sq = d.Sq;
+  t.Sk = d.Sk;
+  t.rule = mask;
+  t.rule.kind = MaskKind::none;
+  t.rule.tensor = Tensor();
   t.keys.assign(size_t(d.B * t.k_tiles), TileKeys::all);
   if (mask.kind != MaskKind::key_padding) return t;
   t.keep_mask = mask.tensor.contiguous();
@@ -69,6 +76,41 @@ Tiling make_tiling(Blocking blocking, const Mask& mask, const Dims& d) {
   return t;
 }
 
+// The rule's visible keys of query i are a prefix of the sequence ending at last_visible_key(i),
+// which never decreases with i: a tile is fully visible when its last key is visible to its first
+// query, and fully hidden when its first key is hidden from its last query.
+TileKeys Tiling::rule_state(int64_t qt, int64_t kt) const {
+  if (!rule.has_rule()) return TileKeys::all;
+  const int64_t r0 = qt * br, rows = std::min(br, Sq - r0);
+  const int64_t c0 = kt * bc, cols = std::min(bc, Sk - c0);
+  const int64_t first_key = rule.k_offset + c0;
+  if (first_key + cols - 1 <= rule.last_visible_key(rule.q_offset + r0)) return TileKeys::all;
+  if (first_key > rule.last_visible_key(rule.q_offset + r0 + rows - 1)) return TileKeys::none;
+  return TileKeys::some;
+}
+
+TileKeys Tiling::state(int64_t b, int64_t qt, int64_t kt) const {
+  const TileKeys padding = keys[size_t(b * k_tiles + kt)], positions = rule_state(qt, kt);
+  if (padding == TileKeys::none || positions == TileKeys::none) return TileKeys::none;
+  if (padding == TileKeys::all && positions == TileKeys::all) return TileKeys::all;
+  return TileKeys::some;
+}
+
+void Tiling::mask_scores(int64_t b, int64_t qt, int64_t kt, float* s, int64_t ld) const {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  const int64_t r0 = qt * br, rows = std::min(br, Sq - r0);
+  const int64_t c0 = kt * bc, cols = std::min(bc, Sk - c0);
+  if (keys[size_t(b * k_tiles + kt)] == TileKeys::some)
+    for (int64_t c = 0; c < cols; ++c)
+      if (!keep[b * Sk + c0 + c])
+        for (int64_t r = 0; r < rows; ++r) s[r * ld + c] = kNegInf;
+  if (rule_state(qt, kt) != TileKeys::some) return;
+  for (int64_t r = 0; r < rows; ++r) {  // row r sees the tile's keys up to its last visible one
+    const int64_t seen = rule.last_visible_key(rule.q_offset + r0 + r) - (rule.k_offset + c0) + 1;
+    std::fill(s + r * ld + std::clamp<int64_t>(seen, 0, cols), s + r * ld + cols, kNegInf);
+  }
+}
+
 }  // namespace flash
 
 namespace {
@@ -80,6 +122,7 @@ class FlashBackend final : public Backend {
   Capabilities capabilities() const override {
     Capabilities c;
     c.returns_lse = c.backward = c.key_padding_mask = c.gqa = true;
+    c.causal_mask = c.block_causal_mask = true;
     c.ring = c.ulysses = c.unified = true;
     c.dtypes = {DType::f32, DType::bf16, DType::f16};
     return c;
@@ -107,7 +150,8 @@ class FlashBackend final : public Backend {
   static void refuse_full_masks(const Mask& mask) {
     CPDIT_CHECK(mask.kind == MaskKind::none || mask.kind == MaskKind::key_padding, unsupported,
                 "attention backend 'flash' does not support ", mask_kind_name(mask.kind),
-                " masks (only key_padding); use backend 'native' for full (S_q, S_k) masks");
+                " masks (only key_padding and position rules); use backend 'native' for full (S_q, S_k) "
+                "masks");
   }
 };
 

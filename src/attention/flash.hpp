@@ -17,17 +17,27 @@ struct Blocking {
 Blocking forward_blocking(int64_t head_dim);
 Blocking backward_blocking(int64_t head_dim);
 
-// What a key-padding mask leaves of each (batch, key tile): tiles with no attended key are skipped,
-// tiles with some masked keys get those columns set to -inf.
+// What the mask leaves of one tile (query tile x key tile): no visible score (the tile is skipped),
+// every score (computed with no per-element test), or some (the hidden scores are set to -inf).
 enum class TileKeys : uint8_t { none, all, some };
 
 // The tiling of one call, shared by both passes: tile sizes clamped to the sequence lengths, tile
-// counts, the state of every (batch, key tile), and the key mask (keep is null without one).
+// counts, what key padding leaves of every (batch, key tile), and the position rule.
 struct Tiling {
-  int64_t br = 0, bc = 0, q_tiles = 0, k_tiles = 0;
-  std::vector<TileKeys> keys;  // index b * k_tiles + t
+  int64_t br = 0, bc = 0, q_tiles = 0, k_tiles = 0, Sq = 0, Sk = 0;
+  std::vector<TileKeys> keys;  // key padding, index b * k_tiles + t
   Tensor keep_mask;
-  const bool* keep = nullptr;
+  const bool* keep = nullptr;  // null without key padding
+  Mask rule;                   // the position rule and offsets (no tensor); rule none without one
+
+  // Key padding and the position rule together, for (batch b, query tile qt, key tile kt).
+  TileKeys state(int64_t b, int64_t qt, int64_t kt) const;
+  // For a tile in state `some`: sets its hidden scores to -inf. s holds the tile's rows x cols
+  // scores with row stride ld.
+  void mask_scores(int64_t b, int64_t qt, int64_t kt, float* s, int64_t ld) const;
+
+ private:
+  TileKeys rule_state(int64_t qt, int64_t kt) const;
 };
 Tiling make_tiling(Blocking blocking, const Mask& mask, const Dims& d);
 

@@ -27,8 +27,6 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
   const Tensor dv_row = rowsum_dout_out(dout, out);
   const Tiling tiling = make_tiling(backward_blocking(d.D), mask, d);
   const int64_t br = tiling.br, bc = tiling.bc, q_tiles = tiling.q_tiles, k_tiles = tiling.k_tiles;
-  const std::vector<TileKeys>& tiles = tiling.keys;
-  const bool* keep = tiling.keep;
 
   const int64_t tasks = std::max<int64_t>(d.B * d.Hkv, 1);
   const int64_t parts = std::clamp<int64_t>((compute_threads() + tasks - 1) / tasks, 1, std::max<int64_t>(k_tiles, 1));
@@ -50,20 +48,17 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
         float* dp = p + br * bc;
         float* dqp = part == 0 ? g.dq.data<float>() : dq_parts.data<float>() + (part - 1) * q.numel();
         for (int64_t kt = part * k_tiles / parts; kt < (part + 1) * k_tiles / parts; ++kt) {
-          const TileKeys state = tiles[b * k_tiles + kt];
-          if (state == TileKeys::none) continue;
           const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
           const int64_t kv_at = (b * d.Sk + c0) * ks + hk * d.D;
           for (int64_t h = hk * d.group(); h < (hk + 1) * d.group(); ++h)
             for (int64_t qt = 0; qt < q_tiles; ++qt) {
+              const TileKeys state = tiling.state(b, qt, kt);
+              if (state == TileKeys::none) continue;
               const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
               const int64_t q_at = (b * d.Sq + r0) * qs + h * d.D;
               const int64_t row_at = (b * d.H + h) * d.Sq + r0;
               kernels::gemm(false, true, rows, cols, d.D, scale, qp + q_at, qs, kp + kv_at, ks, 0, p, bc);
-              if (state == TileKeys::some)
-                for (int64_t c = 0; c < cols; ++c)
-                  if (!keep[b * d.Sk + c0 + c])
-                    for (int64_t r = 0; r < rows; ++r) p[r * bc + c] = kNegInf;
+              if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, p, bc);
               for (int64_t r = 0; r < rows; ++r) {
                 float* row = p + r * bc;
                 if (lp[row_at + r] == kNegInf)  // fully masked row: no gradient flows through it

@@ -23,8 +23,6 @@ Result forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d,
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const Tiling tiling = make_tiling(forward_blocking(d.D), mask, d);
   const int64_t br = tiling.br, bc = tiling.bc, q_tiles = tiling.q_tiles, k_tiles = tiling.k_tiles;
-  const std::vector<TileKeys>& tiles = tiling.keys;
-  const bool* keep = tiling.keep;
 
   Tensor out = Tensor::empty({d.B, d.Sq, d.H, d.D});
   Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
@@ -52,15 +50,12 @@ Result forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d,
         std::fill(l, l + rows, 0.0f);
 
         for (int64_t kt = 0; kt < k_tiles; ++kt) {
-          const TileKeys state = tiles[b * k_tiles + kt];
+          const TileKeys state = tiling.state(b, qt, kt);
           if (state == TileKeys::none) continue;
           const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
           const int64_t kv_at = (b * d.Sk + c0) * ks + hk * d.D;
           kernels::gemm(false, true, rows, cols, d.D, scale, qi, qs, kp + kv_at, ks, 0, s, bc);
-          if (state == TileKeys::some)
-            for (int64_t c = 0; c < cols; ++c)
-              if (!keep[b * d.Sk + c0 + c])
-                for (int64_t r = 0; r < rows; ++r) s[r * bc + c] = kNegInf;
+          if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, s, bc);
           for (int64_t r = 0; r < rows; ++r) {
             float* row = s + r * bc;
             const float m_new = std::max(m[r], rows_ops::row_max(row, cols));

@@ -1,6 +1,6 @@
 // The `native` backend: the readable reference. Per (batch, head) it materialises the whole
-// S_q x S_k score matrix with one GEMM, applies any mask kind, takes a plain softmax, and multiplies
-// by V. Memory is O(S_q x S_k) per thread; use `flash` for long sequences.
+// S_q x S_k score matrix with one GEMM, applies any mask kind and position rule, takes a plain
+// softmax, and multiplies by V. Memory is O(S_q x S_k) per thread; use `flash` for long sequences.
 #include "attention/detail.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -18,8 +18,12 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Adds the mask of (b, h) to the S_q x S_k scores: -inf where a key may not be attended.
+// Adds the mask of (b, h) to the S_q x S_k scores: -inf where a key may not be attended, by the
+// position rule (element by element on global positions) and by the mask tensor.
 void apply_mask(const Mask& mask, const Tensor& m, const Dims& d, int64_t b, int64_t h, float* s) {
+  for (int64_t i = 0; i < d.Sq && mask.has_rule(); ++i)
+    for (int64_t j = 0; j < d.Sk; ++j)
+      if (!mask.rule_allows(i, j)) s[i * d.Sk + j] = kNegInf;
   if (mask.kind == MaskKind::none) return;
   if (mask.kind == MaskKind::key_padding) {
     const bool* keep = m.data<bool>() + b * d.Sk;
@@ -46,6 +50,7 @@ class NativeBackend final : public Backend {
   Capabilities capabilities() const override {
     Capabilities c;
     c.returns_lse = c.backward = c.key_padding_mask = c.full_mask = c.additive_mask = c.gqa = true;
+    c.causal_mask = c.block_causal_mask = true;
     c.ring = c.ulysses = c.unified = true;
     c.dtypes = {DType::f32, DType::bf16, DType::f16};
     return c;

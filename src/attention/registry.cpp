@@ -12,16 +12,6 @@ namespace cpdit::attention {
 
 Backend::~Backend() = default;
 
-const char* mask_kind_name(MaskKind kind) {
-  switch (kind) {
-    case MaskKind::none: return "none";
-    case MaskKind::key_padding: return "key_padding";
-    case MaskKind::boolean: return "boolean";
-    case MaskKind::additive: return "additive";
-  }
-  return "?";
-}
-
 namespace {
 
 // Backends are never removed, so references handed out stay valid for the life of the process.
@@ -138,6 +128,11 @@ void check_supports(const Backend& b, const Requirements& needs) {
     case MaskKind::additive:
       refuse_unless(c.additive_mask, b, "additive masks", "use backend 'native'");
       break;
+  }
+  switch (needs.rule) {
+    case MaskRule::none: break;
+    case MaskRule::causal: refuse_unless(c.causal_mask, b, "causal masks", others); break;
+    case MaskRule::block_causal: refuse_unless(c.block_causal_mask, b, "block-causal masks", others); break;
   }
   refuse_unless(!needs.lse || c.returns_lse, b, "returning the LSE", others);
   refuse_unless(!needs.backward || c.backward, b, "backward (training)", others);

@@ -25,14 +25,47 @@ enum class MaskKind {
 };
 const char* mask_kind_name(MaskKind kind);
 
+// A rule on global token positions, evaluated where the scores are computed, so no S x S tensor
+// ever exists (and a rank of a context-parallel group never needs one):
+//   causal        query i sees key j iff j <= i
+//   block_causal  query i sees key j iff j / block <= i / block, with `block` tokens per block. For
+//                 video laid out frame-major (SkyReels-V2 diffusion forcing), block =
+//                 num_frame_per_block * tokens per frame, so a frame block sees itself and the past.
+// Causal is block-causal with blocks of one token; both reduce to "j <= last_visible_key(i)".
+enum class MaskRule { none, causal, block_causal };
+const char* mask_rule_name(MaskRule rule);
+
 struct Mask {
   MaskKind kind = MaskKind::none;
   Tensor tensor;
+  // The position rule (none, or combined with kind none or key_padding). Query row r of the call is
+  // global token q_offset + r and key column c is global token k_offset + c: a backend called on one
+  // KV chunk (ring attention) knows which global (i, j) every score is. Models leave the offsets 0;
+  // the context-parallel router sets them from the shard layout.
+  MaskRule rule = MaskRule::none;
+  int64_t block = 1;  // tokens per block; 1 for causal
+  int64_t q_offset = 0, k_offset = 0;
 
   static Mask none() { return {}; }
   static Mask key_padding(Tensor keep) { return {MaskKind::key_padding, std::move(keep)}; }
   static Mask boolean(Tensor keep) { return {MaskKind::boolean, std::move(keep)}; }
   static Mask additive(Tensor bias) { return {MaskKind::additive, std::move(bias)}; }
+  static Mask causal();
+  static Mask block_causal(int64_t tokens_per_block);  // tokens_per_block >= 1
+  // This rule together with a key-padding mask bool (B, S_k): a key is seen iff both allow it.
+  Mask with_key_padding(Tensor keep) const;
+
+  bool has_rule() const { return rule != MaskRule::none; }
+  // The last global key position global query i may see (rule != none): the end of i's block.
+  int64_t last_visible_key(int64_t i) const { return (i / block + 1) * block - 1; }
+  // Whether query row r of this call may see key column c under the rule (key padding aside).
+  bool rule_allows(int64_t r, int64_t c) const {
+    return !has_rule() || k_offset + c <= last_visible_key(q_offset + r);
+  }
+  // Whether the rule hides every key of the call from every one of its `rows` >= 1 query rows.
+  bool rule_hides_all(int64_t rows) const {
+    return has_rule() && k_offset > last_visible_key(q_offset + rows - 1);
+  }
 };
 
 struct Capabilities {
@@ -41,6 +74,8 @@ struct Capabilities {
   bool key_padding_mask = false;
   bool full_mask = false;      // MaskKind::boolean
   bool additive_mask = false;  // MaskKind::additive
+  bool causal_mask = false;        // MaskRule::causal
+  bool block_causal_mask = false;  // MaskRule::block_causal
   bool gqa = false;
   bool ring = false;  // context-parallel modes the backend can serve
   bool ulysses = false;
@@ -97,6 +132,7 @@ const Backend& current_backend();  // the scoped override, else the process-wide
 // ---- Capability checks ----------------------------------------------------------------------------
 struct Requirements {
   MaskKind mask = MaskKind::none;
+  MaskRule rule = MaskRule::none;
   bool lse = false;
   bool backward = false;
   bool gqa = false;
