@@ -49,8 +49,8 @@ attention::Result run_context_parallel(const CpFlags& flags, const Tensor& q, co
     parallel::ParallelContext context({&comm, [](comm::Communicator*) {}}, layout.config);
     comm::Communicator& flat = context.mesh().flat();
     attention::Options opts;
-    if (mask.kind != attention::MaskKind::none)
-      opts.mask = attention::Mask{mask.kind, parallel::shard(mask.tensor, 1, flat)};
+    opts.mask = mask;
+    if (mask.kind != attention::MaskKind::none) opts.mask.tensor = parallel::shard(mask.tensor, 1, flat);
     const attention::Result mine = context.forward(backend, parallel::shard(q, 1, flat),
                                                    parallel::shard(k, 1, flat),
                                                    parallel::shard(v, 1, flat), opts);

@@ -52,11 +52,12 @@ void validate_call(const ContextParallelConfig& config, const attention::Backend
     CPDIT_CHECK(call.mask == MaskKind::none || call.mask == MaskKind::key_padding, unsupported,
                 "context parallel (", config.ring_degree, " ring x ", U, " Ulysses) cannot split a ",
                 attention::mask_kind_name(call.mask),
-                " mask across ranks; pass a key_padding mask, or run the call with replicated keys "
-                "(KvPlacement::replicated)");
+                " mask across ranks; pass a key_padding mask or a position rule (Mask::causal, "
+                "Mask::block_causal), or run the call with replicated keys (KvPlacement::replicated)");
   }
   attention::Requirements needs;
   needs.mask = call.mask;
+  needs.rule = call.rule;
   needs.lse = mode == Mode::ring || mode == Mode::unified;
   needs.backward = call.backward;
   needs.gqa = call.kv_heads < call.heads;

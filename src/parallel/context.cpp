@@ -6,6 +6,8 @@
 
 #include <cpdit/core/error.hpp>
 
+#include <vector>
+
 namespace cpdit::parallel {
 namespace {
 
@@ -35,7 +37,7 @@ CallShape local_call(const Tensor& q, const Tensor& k, const Tensor& v, const Ma
                 invalid_argument, "context parallel attention: the key mask must be this rank's "
                 "part, bool (B, s_k) = ", shape_string(mask_shape), ", got ",
                 mask.tensor.defined() ? mask.tensor.describe() : "none");
-  return {q.size(2), k.size(2), mask.kind, q.dtype(), backward};
+  return {q.size(2), k.size(2), mask.kind, q.dtype(), backward, mask.rule};
 }
 
 // Counts the Ulysses-exchanged k, v (when they are new tensors) in the KV working set while the
@@ -54,9 +56,35 @@ class ExchangedKv {
   CommStats& stats_;
 };
 
-Mask gathered_mask(const UlyssesExchange& exchange, const Mask& mask) {
-  if (mask.kind != MaskKind::key_padding) return mask;
-  return Mask::key_padding(exchange.gather_key_mask(mask.tensor));
+// The mask for the tokens this rank holds after the Ulysses exchange: the row's gathered key mask,
+// and a position rule moved to the row's place in the global sequence. Shards are contiguous ranges
+// in flat-rank order (shard.hpp) and a Ulysses row is the consecutive ranks rU .. rU+U-1, so row r
+// holds the contiguous block that starts after the tokens of ranks 0 .. rU-1 (spec §7). Lengths
+// are gathered on every call with a rule, on every rank alike (§9).
+Mask exchanged_mask(comm::Mesh& mesh, const UlyssesExchange& exchange, const Mask& mask,
+                    int64_t q_len, int64_t k_len, CommStats& stats) {
+  Mask m = mask;
+  if (mask.kind == MaskKind::key_padding) m.tensor = exchange.gather_key_mask(mask.tensor);
+  if (!mask.has_rule()) return m;
+  comm::Communicator& flat = mesh.flat();
+  const int64_t mine[2] = {q_len, k_len};
+  std::vector<int64_t> all(2 * size_t(flat.size()));
+  flat.all_gather(mine, sizeof mine, all.data());
+  stats.bytes_sent += int64_t(sizeof mine) * (flat.size() - 1);
+  const int row_start = mesh.ring_rank() * mesh.ulysses_degree();
+  for (int g = 0; g < row_start; ++g) {
+    m.q_offset += all[2 * size_t(g)];
+    m.k_offset += all[2 * size_t(g) + 1];
+  }
+  return m;
+}
+
+// Under context parallelism a rule needs the global positions of its keys: sharded keys have them,
+// replicated keys (cross-attention) are the whole sequence on every rank while the queries are not.
+void refuse_replicated_rule(const Mask& mask) {
+  CPDIT_CHECK(!mask.has_rule(), unsupported, "context parallel attention: a ", attention::mask_rule_name(mask.rule),
+              " mask needs sharded keys, but this call's keys are replicated (KvPlacement::replicated); "
+              "use KvPlacement::sharded for self-attention");
 }
 
 }  // namespace
@@ -74,16 +102,19 @@ attention::Result ParallelContext::forward(const attention::Backend& backend, co
                                            const Tensor& k, const Tensor& v,
                                            const attention::Options& opts) {
   const float scale = attention::resolve_scale(opts, q.size(3));
-  if (opts.kv == attention::KvPlacement::replicated || config_.mode() == Mode::local)
+  if (config_.mode() == Mode::local) return backend.forward(q, k, v, opts.mask, scale);
+  if (opts.kv == attention::KvPlacement::replicated) {
+    refuse_replicated_rule(opts.mask);
     return backend.forward(q, k, v, opts.mask, scale);
+  }
   validate(backend, local_call(q, k, v, opts.mask, false));
   UlyssesExchange exchange(mesh_.ulysses(), q.size(2), k.size(2), q.size(1), k.size(1), stats_);
   const RingSetup ring{backend, mesh_.ring(), config_.rotate_method, config_.convert_to_fp32, scale,
                        stats_};
+  const Mask mask = exchanged_mask(mesh_, exchange, opts.mask, q.size(1), k.size(1), stats_);
   const Tensor kh = exchange.keys_to_heads(k), vh = exchange.keys_to_heads(v);
   const ExchangedKv held(stats_, kh, vh, k);
-  const attention::Result part =
-      ring_forward(ring, exchange.queries_to_heads(q), kh, vh, gathered_mask(exchange, opts.mask));
+  const attention::Result part = ring_forward(ring, exchange.queries_to_heads(q), kh, vh, mask);
   // The output is cast to the model dtype once, before the (value-preserving) inverse exchange.
   return {exchange.queries_to_tokens(part.out.to(q.dtype())), exchange.lse_to_tokens(part.lse)};
 }
@@ -93,18 +124,23 @@ attention::Grads ParallelContext::backward(const attention::Backend& backend, co
                                            const attention::Result& fwd,
                                            const attention::Options& opts) {
   const float scale = attention::resolve_scale(opts, q.size(3));
-  if (opts.kv == attention::KvPlacement::replicated || config_.mode() == Mode::local)
+  if (config_.mode() == Mode::local)
     return backend.backward(dout, q, k, v, fwd.out, fwd.lse, opts.mask, scale);
+  if (opts.kv == attention::KvPlacement::replicated) {
+    refuse_replicated_rule(opts.mask);
+    return backend.backward(dout, q, k, v, fwd.out, fwd.lse, opts.mask, scale);
+  }
   validate(backend, local_call(q, k, v, opts.mask, true));
   UlyssesExchange exchange(mesh_.ulysses(), q.size(2), k.size(2), q.size(1), k.size(1), stats_);
   const RingSetup ring{backend, mesh_.ring(), config_.rotate_method, config_.convert_to_fp32, scale,
                        stats_};
+  const Mask mask = exchanged_mask(mesh_, exchange, opts.mask, q.size(1), k.size(1), stats_);
   // The router keeps no state between calls, so the forward's head-split tensors are exchanged
   // again here (q, k, v, out, lse as well as dout).
   const attention::Grads part = ring_backward(
       ring, exchange.queries_to_heads(dout), exchange.queries_to_heads(q), exchange.keys_to_heads(k),
       exchange.keys_to_heads(v), exchange.queries_to_heads(fwd.out), exchange.lse_to_heads(fwd.lse),
-      gathered_mask(exchange, opts.mask));
+      mask);
   return {exchange.queries_to_tokens(part.dq), exchange.keys_to_tokens(part.dk),
           exchange.keys_to_tokens(part.dv)};
 }

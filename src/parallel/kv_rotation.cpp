@@ -27,6 +27,7 @@ Tensor region(const Tensor& buffer, size_t offset, const Shape& shape, DType dty
 struct Header {
   int64_t owner;
   int64_t length;
+  int64_t first_key;  // global position of the chunk's first key (position rules)
 };
 
 class WaitClock {
@@ -60,11 +61,14 @@ KvChunk KvRotation::view(const Tensor& buffer, size_t offset, int owner) const {
   const size_t tensor = round_up(size_t(batch_ * len * heads_ * dim_) * dtype_size(dtype_));
   KvChunk chunk;
   chunk.owner = owner;
+  chunk.mask = rule_;
+  chunk.mask.k_offset = header.first_key;
   chunk.k = region(buffer, offset + kHeaderBytes, {batch_, len, heads_, dim_}, dtype_);
   chunk.v = region(buffer, offset + kHeaderBytes + tensor, {batch_, len, heads_, dim_}, dtype_);
-  if (masked_)
-    chunk.mask = attention::Mask::key_padding(
-        region(buffer, offset + kHeaderBytes + 2 * tensor, {batch_, len}, DType::boolean));
+  if (masked_) {
+    chunk.mask.kind = attention::MaskKind::key_padding;
+    chunk.mask.tensor = region(buffer, offset + kHeaderBytes + 2 * tensor, {batch_, len}, DType::boolean);
+  }
   return chunk;
 }
 
@@ -80,7 +84,10 @@ KvRotation::KvRotation(comm::Communicator& ring, RotateMethod method, const KvCh
       dim_(own.k.size(3)),
       dtype_(own.k.dtype()),
       masked_(own.mask.kind == attention::MaskKind::key_padding),
+      rule_(own.mask),
       lengths_(size_t(ring.size())) {
+  rule_.kind = attention::MaskKind::none;
+  rule_.tensor = Tensor();
   // Lengths are exchanged on every call, on every rank alike (§9: no rank-local caches in front of
   // a collective).
   const int64_t mine = own.length();
@@ -95,7 +102,7 @@ KvRotation::KvRotation(comm::Communicator& ring, RotateMethod method, const KvCh
   Tensor packed = byte_buffer(
       method_ == RotateMethod::p2p ? message_bytes(*std::max_element(lengths_.begin(), lengths_.end()))
                                    : own_bytes);
-  const Header header{rank_, mine};
+  const Header header{rank_, mine, own.mask.k_offset};
   std::memcpy(packed.raw(), &header, sizeof header);
   const size_t tensor = round_up(size_t(batch_ * mine * heads_ * dim_) * dtype_size(dtype_));
   region(packed, kHeaderBytes, own.k.shape(), dtype_).copy_(own.k);

@@ -1,6 +1,8 @@
 // Ring attention: forward merges one partial result per KV chunk by LSE; backward accumulates dq
 // locally while each chunk's dK/dV accumulator travels with the chunk and comes home at the end
-// (spec §5.3, correct for any ring size).
+// (spec §5.3, correct for any ring size). A chunk that is empty, or whose keys a position rule
+// hides from every local query (the future under a causal rule), is not computed: it would add
+// nothing to the output and nothing to any gradient.
 #include "parallel/ring.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -111,7 +113,7 @@ attention::Result ring_forward(const RingSetup& setup, const Tensor& q, const Te
   KvRotation rotation(setup.ring, setup.method, {setup.ring.rank(), k, v, mask}, setup.stats);
   for (int i = 0; i < rotation.steps(); ++i) {
     const KvChunk chunk = rotation.begin_step(i);
-    if (chunk.length() > 0 && S > 0) {
+    if (chunk.length() > 0 && S > 0 && !chunk.mask.rule_hides_all(S)) {
       const attention::Result part =
           setup.backend.forward(qc, compute_dtype(chunk.k, setup.convert_to_fp32),
                                 compute_dtype(chunk.v, setup.convert_to_fp32), chunk.mask, setup.scale);
@@ -138,7 +140,7 @@ attention::Grads ring_backward(const RingSetup& setup, const Tensor& dout, const
   for (int i = 0; i < rotation.steps(); ++i) {
     const KvChunk chunk = rotation.begin_step(i);
     travelling.expect(i, chunk.owner);
-    if (chunk.length() > 0 && S > 0) {
+    if (chunk.length() > 0 && S > 0 && !chunk.mask.rule_hides_all(S)) {
       const attention::Grads part =
           setup.backend.backward(doutc, qc, compute_dtype(chunk.k, fp32),
                                  compute_dtype(chunk.v, fp32), outc, lse, chunk.mask, setup.scale);

@@ -17,7 +17,9 @@ struct RingSetup {
   CommStats& stats;
 };
 
-// q (B, s, H, D) local queries; k, v (B, s_k, H_kv, D) and key mask (B, s_k) this rank's chunk.
+// q (B, s, H, D) local queries; k, v (B, s_k, H_kv, D) and key mask (B, s_k) this rank's chunk. A
+// position rule in `mask` carries the global positions of q's first row and of this rank's first
+// key; every chunk gets its owner's key position.
 // Returns out (B, s, H, D) in f32 when convert_to_fp32, else in q's dtype, and lse f32 (B, H, s).
 attention::Result ring_forward(const RingSetup& setup, const Tensor& q, const Tensor& k,
                                const Tensor& v, const attention::Mask& mask);

@@ -1,6 +1,8 @@
 // The parity check behind every context-parallel test: single-rank flash attention on the full
-// tensors is the reference; the case runs sharded through ParallelContext and is gathered back.
+// tensors is the reference (float64 for position rules); the case runs sharded through ParallelContext and is gathered back.
 #include "parallel/cp_case.hpp"
+
+#include "attention/reference.hpp"
 
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/core/memory.hpp>
@@ -83,6 +85,28 @@ struct Reference {
 // are threads share them instead of each recomputing the whole attention. They are charged to a
 // counter that outlives the cache, not to the rank thread that happens to build them (a rank's
 // counter ends with its run_local).
+// The float64 dense reference: the rule and the key padding as one additive bias on global positions.
+void float64_reference(const CpCase& c, Reference& r) {
+  namespace ref = attention::testing;
+  ref::RefInputs in;
+  in.d = {c.batch, c.seq, c.seq, c.heads, c.kv_heads, c.dim};
+  in.q = ref::values(r.q), in.k = ref::values(r.k), in.v = ref::values(r.v);
+  in.scale = scale_of(c);
+  const Mask mask = r.mask;
+  const Tensor keep = mask.kind == attention::MaskKind::key_padding ? mask.tensor.contiguous() : Tensor();
+  in.bias = [mask, keep, S = c.seq](int64_t b, int64_t, int64_t i, int64_t j) {
+    const bool padded = keep.defined() && !keep.data<bool>()[b * S + j];
+    const bool hidden = mask.rule == attention::MaskRule::causal ? j > i : j / mask.block > i / mask.block;
+    return padded || hidden ? -std::numeric_limits<double>::infinity() : 0.0;
+  };
+  const ref::RefOutputs f = ref::ref_forward(in);
+  r.fwd = {ref::to_tensor(f.out, r.q.shape()), ref::to_tensor(f.lse, {c.batch, c.heads, c.seq})};
+  if (!c.backward) return;
+  const ref::RefGrads g = ref::ref_backward(in, ref::values(r.dout));
+  r.grads = {ref::to_tensor(g.dq, r.q.shape()), ref::to_tensor(g.dk, r.k.shape()),
+             ref::to_tensor(g.dv, r.v.shape())};
+}
+
 const Reference& reference(const CpCase& c) {
   static std::mutex mutex;
   static MemoryCounter cache_memory;
@@ -98,6 +122,12 @@ const Reference& reference(const CpCase& c) {
   r.v = random_normal({c.batch, c.seq, c.kv_heads, c.dim}, rng).to(c.dtype);
   r.dout = random_normal({c.batch, c.seq, c.heads, c.dim}, rng).to(c.dtype);
   r.mask = c.mask == MaskCase::none ? Mask::none() : Mask::key_padding(make_mask(c, rng));
+  r.mask.rule = c.rule;
+  r.mask.block = c.block;
+  if (c.rule != attention::MaskRule::none) {
+    float64_reference(c, r);
+    return cache.emplace(c.name(), std::move(r)).first->second;
+  }
   const attention::Backend& flash = attention::backend("flash");
   r.fwd = flash.forward(r.q, r.k, r.v, r.mask, scale_of(c));
   if (c.backward)
@@ -112,14 +142,20 @@ std::string CpCase::name() const {
   // A stream, not a chain of operator+: g++ 12 warns falsely (-Wrestrict) on the chain.
   std::ostringstream n;
   n << "R" << ring << "U" << ulysses << "_" << rotate_method_name(rotate) << "_S" << seq << "_H" << heads << "kv"
-    << kv_heads << "_" << masks[int(mask)] << "_" << dtype_name(dtype) << (backward ? "" : "_fwd");
+    << kv_heads << "_" << masks[int(mask)];
+  if (rule == attention::MaskRule::causal) n << "_causal";
+  if (rule == attention::MaskRule::block_causal) n << "_block" << block;
+  n << "_" << dtype_name(dtype) << (backward ? "" : "_fwd");
   return n.str();
 }
 
 double out_tolerance(const CpCase& c) { return c.dtype == DType::f32 ? 1e-5 : 8e-3; }
 // bf16: the global output is rounded to bf16 before the backward reads it (Dv = rowsum(dO * O)), so
 // one rounding step of O (out of the merge's last f32 bits) moves the gradients by ~1e-4.
-double grad_tolerance(const CpCase& c) { return c.dtype == DType::f32 ? 1e-4 : 1e-3; }
+double grad_tolerance(const CpCase& c) {
+  if (c.dtype != DType::f32) return 1e-3;
+  return c.rule == attention::MaskRule::none ? 1e-4 : 2e-5;
+}
 
 CpErrors check_case(std::shared_ptr<comm::Communicator> world, const CpCase& c) {
   const Reference& ref = reference(c);
@@ -132,8 +168,8 @@ CpErrors check_case(std::shared_ptr<comm::Communicator> world, const CpCase& c) 
   comm::Communicator& flat = context.mesh().flat();
   attention::Options opts;
   opts.scale = scale_of(c);
-  if (ref.mask.kind != attention::MaskKind::none)
-    opts.mask = Mask::key_padding(shard(ref.mask.tensor, 1, flat));
+  opts.mask = ref.mask;  // a position rule stays as the model states it, on global positions
+  if (ref.mask.kind != attention::MaskKind::none) opts.mask.tensor = shard(ref.mask.tensor, 1, flat);
   const Tensor q = shard(ref.q, 1, flat), k = shard(ref.k, 1, flat), v = shard(ref.v, 1, flat);
   const attention::Result mine = context.forward(flash, q, k, v, opts);
 
@@ -174,12 +210,31 @@ std::vector<CpCase> local_matrix() {
   return cases;
 }
 
+std::vector<CpCase> rule_matrix() {
+  const std::pair<int, int> meshes[] = {{1, 1}, {2, 1}, {1, 2}, {2, 2}, {3, 1}, {1, 3}};
+  std::vector<CpCase> cases;
+  for (auto [R, U] : meshes)
+    for (RotateMethod rotate : {RotateMethod::p2p, RotateMethod::allgather}) {
+      if (R == 1 && rotate == RotateMethod::allgather) continue;  // no ring to rotate
+      // S = 97 splits unevenly over 2, 3 and 4 ranks; blocks of 10 tokens (a "frame block") end
+      // inside shards and straddle shard boundaries.
+      for (auto [rule, block] : {std::pair{attention::MaskRule::causal, int64_t(1)},
+                                 std::pair{attention::MaskRule::block_causal, int64_t(10)}})
+        for (MaskCase mask : {MaskCase::none, MaskCase::padded})
+          cases.push_back({.ring = R, .ulysses = U, .rotate = rotate, .seq = 97, .mask = mask,
+                           .rule = rule, .block = block});
+    }
+  return cases;
+}
+
 std::vector<CpCase> mpi_subset() {
   return {{.ring = 4, .ulysses = 1, .seq = 97, .mask = MaskCase::padded},
           {.ring = 4, .ulysses = 1, .rotate = RotateMethod::allgather, .seq = 97, .mask = MaskCase::padded},
           {.ring = 1, .ulysses = 4, .seq = 97, .mask = MaskCase::padded},
           {.ring = 2, .ulysses = 2, .seq = 97, .heads = 8, .kv_heads = 4, .mask = MaskCase::padded},
-          {.ring = 2, .ulysses = 2, .seq = 3, .mask = MaskCase::padded, .dtype = DType::bf16}};
+          {.ring = 2, .ulysses = 2, .seq = 3, .mask = MaskCase::padded, .dtype = DType::bf16},
+          {.ring = 2, .ulysses = 2, .seq = 97, .mask = MaskCase::padded,
+           .rule = attention::MaskRule::block_causal, .block = 10}};
 }
 
 }  // namespace cpdit::parallel::test

@@ -1,5 +1,6 @@
-// Every context-parallel mode against the single-rank flash result (local engine, threads as
-// ranks): forward out/lse and backward dq/dk/dv, over the matrix in cp_case.cpp.
+// Every context-parallel mode against the single-rank flash result, and position rules against the
+// float64 reference (local engine, threads as ranks): forward out/lse and backward dq/dk/dv, over
+// the matrices in cp_case.cpp.
 #include "parallel/cp_case.hpp"
 
 #include <cpdit/comm/local.hpp>
@@ -11,10 +12,8 @@
 namespace cpdit::parallel::test {
 namespace {
 
-class Parity : public ::testing::TestWithParam<CpCase> {};
-
-TEST_P(Parity, MatchesSingleRankFlash) {
-  const CpCase c = GetParam();
+// Runs the case on ring x Ulysses thread ranks and checks every rank's errors against the tolerances.
+void expect_parity(const CpCase& c) {
   std::mutex mutex;
   std::vector<CpErrors> per_rank(size_t(c.ring * c.ulysses));
   comm::run_local(c.ring * c.ulysses, [&](comm::Communicator& comm) {
@@ -32,7 +31,16 @@ TEST_P(Parity, MatchesSingleRankFlash) {
   }
 }
 
+class Parity : public ::testing::TestWithParam<CpCase> {};
+TEST_P(Parity, MatchesSingleRankFlash) { expect_parity(GetParam()); }
+
+// Causal and block-causal rules against the float64 dense reference.
+class RuleParity : public ::testing::TestWithParam<CpCase> {};
+TEST_P(RuleParity, MatchesFloat64Dense) { expect_parity(GetParam()); }
+
 INSTANTIATE_TEST_SUITE_P(ContextParallel, Parity, ::testing::ValuesIn(local_matrix()),
+                         [](const auto& info) { return info.param.name(); });
+INSTANTIATE_TEST_SUITE_P(MaskRules, RuleParity, ::testing::ValuesIn(rule_matrix()),
                          [](const auto& info) { return info.param.name(); });
 
 }  // namespace

@@ -1,14 +1,18 @@
 // The router as models meet it: attention::dispatch sends sharded calls through the bound
-// ParallelContext, replicated-KV calls never communicate, and the p2p ring holds two KV chunks per
-// rank where the all-gather rotation holds them all.
+// ParallelContext, replicated-KV calls never communicate, the p2p ring holds two KV chunks per
+// rank where the all-gather rotation holds them all, and ring chunks a position rule hides are
+// never computed.
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/comm/local.hpp>
+#include <cpdit/core/error.hpp>
 #include <cpdit/parallel/context.hpp>
 #include <cpdit/parallel/shard.hpp>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <random>
+#include <string>
 
 namespace cpdit::parallel {
 namespace {
@@ -87,6 +91,62 @@ TEST(Router, P2pRingHoldsTwoChunksWhereAllgatherHoldsAll) {
         EXPECT_GE(held, 1.0);
       }
     });
+}
+
+// Flash, counting the KV chunks it is asked to compute.
+class CountingFlash final : public attention::Backend {
+ public:
+  std::string name() const override { return "counting-flash"; }
+  attention::Capabilities capabilities() const override { return flash().capabilities(); }
+  attention::Result forward(const Tensor& q, const Tensor& k, const Tensor& v,
+                            const attention::Mask& mask, float scale) const override {
+    ++forward_calls;
+    return flash().forward(q, k, v, mask, scale);
+  }
+  attention::Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                            const Tensor& out, const Tensor& lse, const attention::Mask& mask,
+                            float scale) const override {
+    ++backward_calls;
+    return flash().backward(dout, q, k, v, out, lse, mask, scale);
+  }
+  mutable std::atomic<int> forward_calls{0}, backward_calls{0};
+
+ private:
+  static const attention::Backend& flash() { return attention::backend("flash"); }
+};
+
+// Under a causal rule ring rank r's queries come before every key of chunks r+1 .. W-1: those chunks
+// are rotated on (the ring needs them) but never computed, forward and backward.
+TEST(Router, RingSkipsChunksTheRuleHides) {
+  const Tensor q = random_normal({1, 40, 2, 8}, 11), k = random_normal({1, 40, 2, 8}, 12),
+               v = random_normal({1, 40, 2, 8}, 13), dout = random_normal({1, 40, 2, 8}, 14);
+  const CountingFlash counting;
+  comm::run_local(4, [&](comm::Communicator& comm) {
+    ParallelContext context(borrowed(comm), degrees(4, 1));
+    attention::Options opts;
+    opts.mask = attention::Mask::causal();
+    const Tensor ql = shard(q, 1, comm), kl = shard(k, 1, comm), vl = shard(v, 1, comm);
+    const attention::Result mine = context.forward(counting, ql, kl, vl, opts);
+    context.backward(counting, shard(dout, 1, comm), ql, kl, vl, mine, opts);
+  });
+  EXPECT_EQ(counting.forward_calls, 1 + 2 + 3 + 4);  // rank r computes chunks 0 .. r
+  EXPECT_EQ(counting.backward_calls, 1 + 2 + 3 + 4);
+}
+
+TEST(Router, RuleOnReplicatedKeysIsRefused) {
+  const Tensor q = random_normal({1, 6, 2, 8}, 15), k = random_normal({1, 7, 2, 8}, 16);
+  comm::run_local(2, [&](comm::Communicator& comm) {
+    ParallelContext context(borrowed(comm), degrees(2, 1));
+    attention::Options opts;
+    opts.kv = attention::KvPlacement::replicated;
+    opts.mask = attention::Mask::block_causal(3);
+    try {
+      context.forward(attention::backend("flash"), shard(q, 1, comm), k, k, opts);
+      ADD_FAILURE() << "expected a refusal";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("KvPlacement::sharded"), std::string::npos) << e.what();
+    }
+  });
 }
 
 }  // namespace

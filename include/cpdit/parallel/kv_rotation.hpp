@@ -1,8 +1,9 @@
 #pragma once
 // How ring attention makes every KV chunk visit every rank of the ring (spec §5.1, §5.2).
 //
-// A chunk is one rank's keys, values, key mask and length, packed into one contiguous message, so the
-// mask always travels with its keys (§8) and uneven lengths need no padding on the wire (§9). At step
+// A chunk is one rank's keys, values, key mask, length and global position, packed into one
+// contiguous message, so the mask always travels with its keys (§8), a position rule knows which
+// global keys the chunk holds, and uneven lengths need no padding on the wire (§9). At step
 // i rank r holds chunk (r - i) mod W: with p2p the chunk just arrived from the previous rank; with
 // allgather every chunk was gathered up front and is indexed.
 #include <cpdit/attention/attention.hpp>
@@ -31,7 +32,9 @@ struct CommStats {
 struct KvChunk {
   int owner = 0;          // ring rank whose keys these are
   Tensor k, v;            // (B, len, H_kv, D), dtype of the inputs
-  attention::Mask mask;   // key_padding (B, len), or none when the call has no mask
+  // The call's mask for these keys: key_padding (B, len) or none, and the position rule with
+  // k_offset = the global position of the chunk's first key.
+  attention::Mask mask;
 
   int64_t length() const { return k.size(1); }
 };
@@ -64,7 +67,8 @@ class KvRotation {
   int size_, rank_;
   int64_t batch_, heads_, dim_;
   DType dtype_;
-  bool masked_;
+  bool masked_;                      // the chunks carry key padding
+  attention::Mask rule_;             // the position rule of every chunk (offsets from the headers)
   std::vector<int64_t> lengths_;
   Tensor cur_, nxt_;                // p2p: the chunk held now and the one arriving
   Tensor gathered_;                 // allgather: every chunk, back to back in ring order
