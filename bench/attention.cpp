@@ -1,6 +1,9 @@
 // cpdit bench attention: forward and backward of each backend at long sequence lengths, against
 // oneDNN sgemm measured in the same run (the ratio is what the targets are stated in).
-//   FLOPs: forward 4 B H S^2 D (two GEMMs), backward 2.5x that (five GEMMs).
+//   FLOPs: forward 4 B H S^2 D (two GEMMs), backward 2.5x that (five GEMMs); under a mask rule,
+//   only the visible (i, j) pairs count.
+// With --mask causal|block-causal each case runs unmasked and masked in the same run, so the lines
+// show what tile skipping saves (time ratio to full) and that peak extra memory stays O(S D).
 #include "command.hpp"
 #include "measure.hpp"
 
@@ -15,6 +18,8 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <tuple>
+#include <vector>
 
 namespace cpdit::bench {
 namespace {
@@ -27,7 +32,23 @@ struct AttentionBenchArgs {
   int64_t heads = 0;  // 0: chosen per S
   int64_t head_dim = 128;
   int repeats = 3;
+  std::string mask = "none";  // none | causal | block-causal
+  int64_t blocks = 8;         // block-causal: the sequence is this many blocks ("frame blocks")
 };
+
+attention::Mask mask_for(const std::string& name, int64_t seq, int64_t blocks) {
+  if (name == "causal") return attention::Mask::causal();
+  if (name == "block-causal") return attention::Mask::block_causal(std::max<int64_t>(1, (seq + blocks - 1) / blocks));
+  return attention::Mask::none();
+}
+
+// Visible (query, key) pairs of an S x S call: the rule's share of the full attention's FLOPs.
+double visible_fraction(const attention::Mask& mask, int64_t seq) {
+  if (!mask.has_rule()) return 1.0;
+  double pairs = 0;
+  for (int64_t i = 0; i < seq; ++i) pairs += double(std::min(seq, mask.last_visible_key(i) + 1));
+  return pairs / (double(seq) * double(seq));
+}
 
 Tensor random_tensor(const Shape& shape, uint32_t seed) {
   Tensor t = Tensor::empty(shape);
@@ -94,6 +115,24 @@ int64_t peak_extra_bytes(Fn fn) {
   return memory::peak_bytes() - before;
 }
 
+// Forward and backward times of one backend on one mask, with the peak extra memory of each pass.
+struct PassResults {
+  Measured fwd, bwd;
+  int64_t fwd_bytes = 0, bwd_bytes = 0;
+};
+
+PassResults time_passes(const attention::Backend& backend, const Tensor& q, const Tensor& k,
+                        const Tensor& v, const Tensor& dout, const attention::Mask& mask, float scale,
+                        int repeats) {
+  PassResults r;
+  attention::Result fwd;
+  r.fwd_bytes = peak_extra_bytes([&] { fwd = backend.forward(q, k, v, mask, scale); });
+  r.fwd = measure_with_cpu([&] { fwd = backend.forward(q, k, v, mask, scale); }, repeats);
+  r.bwd_bytes = peak_extra_bytes([&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, mask, scale); });
+  r.bwd = measure_with_cpu([&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, mask, scale); }, repeats);
+  return r;
+}
+
 void run_case(const AttentionBenchArgs& args, const std::string& name, int64_t seq, int threads,
               Gflops sgemm) {
   const int64_t B = 1, H = heads_for(seq, args), D = args.head_dim;
@@ -114,23 +153,32 @@ void run_case(const AttentionBenchArgs& args, const std::string& name, int64_t s
   const Tensor q = random_tensor({B, seq, H, D}, 3), k = random_tensor({B, seq, H, D}, 4),
                v = random_tensor({B, seq, H, D}, 5), dout = random_tensor({B, seq, H, D}, 6);
   const float scale = float(1.0 / std::sqrt(double(D)));
-  const attention::Mask none;
-  attention::Result fwd;
-  const int64_t fwd_bytes = peak_extra_bytes([&] { fwd = backend.forward(q, k, v, none, scale); });
-  const Measured tf = measure_with_cpu([&] { fwd = backend.forward(q, k, v, none, scale); }, args.repeats);
-  const int64_t bwd_bytes =
-      peak_extra_bytes([&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, none, scale); });
-  const Measured tb = measure_with_cpu(
-      [&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, none, scale); }, args.repeats);
-  for (auto [pass, t, flops, bytes] : {std::tuple{"fwd", tf, fwd_flops, fwd_bytes},
-                                       std::tuple{"bwd", tb, 2.5 * fwd_flops, bwd_bytes}}) {
-    nlohmann::json j = base;
-    const double gflops = flops / t.wall.min_s / 1e9, per_cpu = flops / t.cpu_min_s / 1e9;
-    j.update({{"pass", pass}, {"seconds_min", t.wall.min_s}, {"seconds_median", t.wall.median_s},
-              {"cpu_seconds_min", t.cpu_min_s}, {"gflops", gflops}, {"gflops_per_cpu_s", per_cpu},
-              {"ratio_to_sgemm", gflops / sgemm.wall}, {"ratio_to_sgemm_cpu", per_cpu / sgemm.cpu},
-              {"peak_extra_bytes", bytes}});
-    print(j);
+  // The unmasked run first: masked lines report their time as a ratio to it.
+  std::vector<attention::Mask> masks{attention::Mask::none()};
+  if (args.mask != "none") masks.push_back(mask_for(args.mask, seq, args.blocks));
+  PassResults full;
+  for (const attention::Mask& mask : masks) {
+    const PassResults r = time_passes(backend, q, k, v, dout, mask, scale, args.repeats);
+    if (!mask.has_rule()) full = r;
+    const double share = visible_fraction(mask, seq);
+    // Extra bytes per element of one (B, S, H, D) tensor: constant in S when memory is O(S D).
+    const double tensor_bytes = double(B * seq * H * D) * sizeof(float);
+    for (auto [pass, t, t_full, flops, bytes] :
+         {std::tuple{"fwd", r.fwd, full.fwd, fwd_flops * share, r.fwd_bytes},
+          std::tuple{"bwd", r.bwd, full.bwd, 2.5 * fwd_flops * share, r.bwd_bytes}}) {
+      nlohmann::json j = base;
+      const double gflops = flops / t.wall.min_s / 1e9, per_cpu = flops / t.cpu_min_s / 1e9;
+      j.update({{"pass", pass}, {"mask", attention::mask_rule_name(mask.rule)},
+                {"seconds_min", t.wall.min_s}, {"seconds_median", t.wall.median_s},
+                {"cpu_seconds_min", t.cpu_min_s}, {"gflops", gflops}, {"gflops_per_cpu_s", per_cpu},
+                {"ratio_to_sgemm", gflops / sgemm.wall}, {"ratio_to_sgemm_cpu", per_cpu / sgemm.cpu},
+                {"peak_extra_bytes", bytes}, {"peak_extra_per_qkv_tensor", double(bytes) / tensor_bytes}});
+      if (mask.has_rule())
+        j.update({{"block", mask.block}, {"visible_fraction", share},
+                  {"seconds_ratio_to_full", t.wall.min_s / t_full.wall.min_s},
+                  {"cpu_seconds_ratio_to_full", t.cpu_min_s / t_full.cpu_min_s}});
+      print(j);
+    }
   }
 }
 
@@ -159,6 +207,10 @@ void add_attention_bench(CLI::App& parent) {
   cmd->add_option("--heads", args->heads, "heads (default: 8, 4, 1 for S <= 1024, 4096, more)");
   cmd->add_option("--head-dim", args->head_dim, "head dim (default 128)");
   cmd->add_option("--repeats", args->repeats, "timed repeats (default 3)");
+  cmd->add_option("--mask", args->mask, "also run with this mask rule, beside unmasked (default none)")
+      ->check(CLI::IsMember({"none", "causal", "block-causal"}));
+  cmd->add_option("--blocks", args->blocks, "block-causal: blocks per sequence (default 8)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([args] { run(*args); });
 }
 
