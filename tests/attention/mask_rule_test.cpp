@@ -29,6 +29,8 @@ std::string name_of(const RuleCase& rc) {
   return n.str();
 }
 
+void PrintTo(const RuleCase& rc, std::ostream* os) { *os << name_of(rc); }
+
 // The reference states the rule itself, on global positions: i = q_offset + row, j = k_offset + col.
 Case rule_case(const RuleCase& rc, uint32_t seed) {
   Case c = make_case(rc.d, rc.key_padding ? MaskKind::key_padding : MaskKind::none, seed);
