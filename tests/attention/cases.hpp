@@ -1,6 +1,6 @@
 #pragma once
 // Random attention problems: tensors for the backends plus the same numbers for the double reference.
-#include "reference.hpp"
+#include "support/attention_reference.hpp"
 
 #include <cpdit/attention/attention.hpp>
 

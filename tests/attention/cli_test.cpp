@@ -1,5 +1,5 @@
 // cpdit attention on the command line: fixture in, file out matching; bad input exits 2 with one line.
-#include "reference.hpp"
+#include "support/attention_reference.hpp"
 #include "support/run_cli.hpp"
 
 #include <cpdit/io/safetensors.hpp>

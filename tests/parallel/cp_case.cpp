@@ -2,7 +2,7 @@
 // tensors is the reference (float64 for position rules); the case runs sharded through ParallelContext and is gathered back.
 #include "parallel/cp_case.hpp"
 
-#include "attention/reference.hpp"
+#include "support/attention_reference.hpp"
 
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/core/memory.hpp>

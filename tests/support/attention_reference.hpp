@@ -1,5 +1,6 @@
 #pragma once
-// Double-precision attention for the tests: the outside truth the backends are compared against.
+// Double-precision attention for the tests: the outside truth the backends and the context-parallel
+// modes are compared against.
 // Masks of every kind become one additive bias(b, h, i, j) (0 / -inf / finite).
 #include <cpdit/attention/attention.hpp>
 
