@@ -5,9 +5,11 @@
 
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <sstream>
 
 namespace cpdit::attention::testing {
@@ -69,6 +71,14 @@ TEST_P(MaskRules, BothBackendsMatchFloat64) {
     for (double x : out) ASSERT_FALSE(std::isnan(x));
     const Grads g = b.backward(to_tensor(dout, c.q.shape()), c.q, c.k, c.v, r.out, r.lse, c.mask, c.scale);
     EXPECT_LE(max_abs_diff(values(g.dq), want_g.dq), 2e-5 * std::max(1.0, max_abs(want_g.dq)));
+    const std::vector<double> dq = values(g.dq);
+    const RefDims& d = rc.d;
+    for (int64_t b_ = 0; b_ < d.B; ++b_)
+      for (int64_t h = 0; h < d.H; ++h)
+        for (int64_t i = 0; i < d.Sq; ++i) {
+          if (!std::isinf(want.lse[size_t((b_ * d.H + h) * d.Sq + i)])) continue;  // sees some key
+          for (int64_t e = 0; e < d.D; ++e) ASSERT_EQ(dq[size_t(at4(b_, i, h, e, d.Sq, d.H, d.D))], 0.0);
+        }
     EXPECT_LE(max_abs_diff(values(g.dk), want_g.dk), 2e-5 * std::max(1.0, max_abs(want_g.dk)));
     EXPECT_LE(max_abs_diff(values(g.dv), want_g.dv), 2e-5 * std::max(1.0, max_abs(want_g.dv)));
   }
@@ -112,6 +122,31 @@ TEST(MaskRulesFlash, SkipsKeyTilesTheRuleHides) {
   const Grads g = backend("flash").backward(to_tensor(dout, c.q.shape()), c.q, k, v, r.out, r.lse, c.mask, c.scale);
   const std::vector<double> want_dq = first_rows(ref_backward(c.ref, dout).dq);
   EXPECT_LE(max_abs_diff(first_rows(values(g.dq)), want_dq), 2e-5 * std::max(1.0, max_abs(want_dq)));
+}
+
+// PyTorch float64 on dense masks built as SkyReels-V2 builds its block-causal mask
+// (tools/reference/attention_rules.py); the file's metadata names the rule.
+TEST(MaskRuleFixtures, BothBackendsMatchPyTorchFloat64) {
+  const std::filesystem::path dir = std::filesystem::path(CPDIT_TEST_DATA) / "fixtures" / "attention_rules";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const io::SafetensorsFile file = io::SafetensorsFile::open(entry.path().string());
+    const std::string rule = file.metadata().at("mask_rule");
+    Mask mask = rule == "causal" ? Mask::causal()
+                                 : Mask::block_causal(std::stoll(file.metadata().at("tokens_per_block")));
+    if (file.contains("key_mask")) mask = mask.with_key_padding(file.get("key_mask"));
+    const Tensor q = file.get("q"), k = file.get("k"), v = file.get("v");
+    const float scale = float(1.0 / std::sqrt(double(q.size(3))));
+    for (const char* name : {"native", "flash"}) {
+      SCOPED_TRACE(entry.path().filename().string() + " " + name);
+      const Result r = backend(name).forward(q, k, v, mask, scale);
+      // f32 against float64 over <= 100 keys of O(1) data.
+      EXPECT_LE(max_abs_diff(values(r.out), values(file.get("out_f64"))), 2e-5);
+      EXPECT_LE(max_abs_diff(values(r.lse), values(file.get("lse_f64"))), 2e-5);
+    }
+    ++files;
+  }
+  EXPECT_EQ(files, 2);
 }
 
 TEST(MaskRulesChecks, BadRulesAreRefusedInOneLine) {
