@@ -17,6 +17,8 @@ namespace {
 
 struct AttentionArgs {
   std::string inputs, output, backend;
+  std::string mask_rule = "none";  // none | causal | block-causal
+  int64_t block_tokens = 0;        // block-causal: tokens per block
   int threads = 0;
   CpFlags cp;
 };
@@ -35,12 +37,24 @@ Tensor required_tensor(const std::map<std::string, Tensor>& tensors, const std::
   return it->second;
 }
 
-AttentionInputs load_inputs(const std::string& path) {
+// The position rule the flags ask for (none without --mask).
+attention::Mask rule_of(const AttentionArgs& args) {
+  CPDIT_CHECK(args.block_tokens == 0 || args.mask_rule == "block-causal", invalid_argument,
+              "attention: --block-tokens applies only to --mask block-causal");
+  if (args.mask_rule == "causal") return attention::Mask::causal();
+  if (args.mask_rule != "block-causal") return attention::Mask::none();
+  CPDIT_CHECK(args.block_tokens >= 1, invalid_argument,
+              "attention: --mask block-causal needs --block-tokens N (tokens per block, >= 1)");
+  return attention::Mask::block_causal(args.block_tokens);
+}
+
+AttentionInputs load_inputs(const AttentionArgs& args) {
+  const std::string& path = args.inputs;
   const auto tensors = io::load_safetensors(path);
   AttentionInputs in{required_tensor(tensors, "q", path), required_tensor(tensors, "k", path),
-                     required_tensor(tensors, "v", path), {}, path};
+                     required_tensor(tensors, "v", path), rule_of(args), path};
   if (auto it = tensors.find("key_mask"); it != tensors.end())
-    in.mask = attention::Mask::key_padding(it->second);
+    in.mask = in.mask.with_key_padding(it->second);
   return in;  // shapes are checked by the backend, which names the offending tensor
 }
 
@@ -48,6 +62,7 @@ AttentionInputs load_inputs(const std::string& path) {
 attention::Result compute(const AttentionInputs& in, const attention::Backend& backend) {
   attention::Requirements needs;
   needs.mask = in.mask.kind;
+  needs.rule = in.mask.rule;
   needs.dtype = in.q.dtype();
   needs.gqa = in.q.dim() == 4 && in.k.dim() == 4 && in.q.size(2) != in.k.size(2);
   attention::check_supports(backend, needs);
@@ -62,7 +77,7 @@ void run(const AttentionArgs& args) {
   if (args.threads > 0) threads.emplace(args.threads);
   const attention::Backend& backend =
       args.backend.empty() ? attention::current_backend() : attention::backend(args.backend);
-  const AttentionInputs in = load_inputs(args.inputs);
+  const AttentionInputs in = load_inputs(args);
   const attention::Result r =
       cp_requested(args.cp)
           ? run_context_parallel(args.cp, in.q, in.k, in.v, in.mask, backend, args.threads)
@@ -81,6 +96,12 @@ void add_attention(CLI::App& parent) {
   cmd->add_option("--output", args->output, "safetensors file to write (atomically)")->required();
   cmd->add_option("--backend", args->backend,
                   "attention backend (default: $CPDIT_ATTENTION_BACKEND, else flash)");
+  cmd->add_option("--mask", args->mask_rule,
+                  "position rule on global token positions, with key_mask when the file has one "
+                  "(default none)")
+      ->check(CLI::IsMember({"none", "causal", "block-causal"}));
+  cmd->add_option("--block-tokens", args->block_tokens,
+                  "block-causal: tokens per block (frames per block x tokens per frame)");
   cmd->add_option("--threads", args->threads, "compute threads (default: all)")->check(CLI::Range(1, 1 << 16));
   add_cp_flags(*cmd, args->cp);
   cmd->callback([args] { run(*args); });

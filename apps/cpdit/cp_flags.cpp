@@ -38,7 +38,7 @@ attention::Result run_context_parallel(const CpFlags& flags, const Tensor& q, co
   layout_flags.threads = threads;
   const RankLayout layout = resolve_layout(layout_flags, q.size(2), 1);
   parallel::validate_call(layout.config, backend,
-                          {q.size(2), k.size(2), mask.kind, q.dtype(), false});
+                          {q.size(2), k.size(2), mask.kind, q.dtype(), false, mask.rule});
 
   // Allocated here, not on a rank thread: a rank's memory counter ends with its run.
   attention::Result gathered{Tensor::empty(q.shape(), q.dtype()),

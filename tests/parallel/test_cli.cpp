@@ -1,6 +1,6 @@
 // `cpdit attention --ring R --ulysses U` on the outside-truth attention fixtures: the gathered out
-// and lse match the single-rank run of the same binary and the float64 reference; impossible
-// configurations exit 2 with one line.
+// and lse match the single-rank run of the same binary and the float64 reference, also under
+// causal and block-causal rules; impossible configurations exit 2 with one line.
 #include <cpdit/io/safetensors.hpp>
 
 #include <gtest/gtest.h>
@@ -68,11 +68,38 @@ TEST(ContextParallelCli, EveryMeshMatchesTheSingleRankRunAndTheReference) {
   }
 }
 
+// Causal and SkyReels-V2 block-causal (with key padding) fixtures: PyTorch float64 on dense masks.
+TEST(ContextParallelCli, MaskRulesMatchTheFloat64FixturesOnEveryMesh) {
+  const fs::path dir = fs::path(CPDIT_TEST_DATA) / "fixtures" / "attention_rules";
+  const std::pair<const char*, const char*> fixtures[] = {
+      {"attention_rules_b2_s100_h4_d32_causal.safetensors", "--mask causal"},
+      {"attention_rules_b2_s96_h4_d32_blockcausal_keymask.safetensors", "--mask block-causal --block-tokens 24"}};
+  const char* meshes[] = {"", "--ring 2", "--ring 3 --rotate allgather", "--ulysses 2",
+                          "--ring 2 --ulysses 2", "--ring 1 --ulysses 3"};
+  for (auto [name, rule] : fixtures) {
+    const fs::path input = dir / name;
+    const auto want = io::load_safetensors(input.string());
+    for (const char* mesh : meshes) {
+      SCOPED_TRACE(std::string(name) + " " + mesh);
+      const fs::path out = temp_file("rule.safetensors");
+      const CliRun r = run_attention(input, out, std::string(rule) + " " + mesh);
+      ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+      const auto got = io::load_safetensors(out.string());
+      // f32 against float64 over <= 100 keys of O(1) data, as the single-rank backends.
+      EXPECT_LE(max_abs_diff(got.at("out"), want.at("out_f64")), 2e-5);
+      EXPECT_LE(max_abs_diff(got.at("lse"), want.at("lse_f64")), 2e-5);
+      fs::remove(out);
+    }
+  }
+}
+
 TEST(ContextParallelCli, ImpossibleConfigurationsExitTwoWithOneLine) {
   const fs::path input = kFixtures / "attention_b1_s64_h2_d16.safetensors";
   const fs::path out = temp_file("never.safetensors");
-  // 2 heads cannot feed 4 Ulysses ranks; 4 ranks cannot be ring 3.
-  for (const char* flags : {"--ulysses 4", "--ring 3 --ranks 4"}) {
+  // 2 heads cannot feed 4 Ulysses ranks; 4 ranks cannot be ring 3; a block-causal rule needs its
+  // block size, and a block size needs the block-causal rule.
+  for (const char* flags : {"--ulysses 4", "--ring 3 --ranks 4", "--mask block-causal",
+                            "--mask causal --block-tokens 4"}) {
     SCOPED_TRACE(flags);
     const CliRun r = run_attention(input, out, flags);
     EXPECT_EQ(r.exit_code, 2);
