@@ -1,6 +1,7 @@
 // Position rules (causal, block-causal, each alone and with key padding) on one rank: both backends
 // against the float64 reference, forward and backward, on shapes that put rule edges at every place
-// a flash tile can meet them, and at global offsets as a ring's KV chunk sees them.
+// a flash tile can meet them, and at global offsets as a ring's KV chunk sees them; and against
+// PyTorch's float64 on the rule fixtures.
 #include "cases.hpp"
 
 #include <cpdit/attention/attention.hpp>
@@ -77,7 +78,10 @@ TEST_P(MaskRules, BothBackendsMatchFloat64) {
       for (int64_t h = 0; h < d.H; ++h)
         for (int64_t i = 0; i < d.Sq; ++i) {
           if (!std::isinf(want.lse[size_t((b_ * d.H + h) * d.Sq + i)])) continue;  // sees some key
-          for (int64_t e = 0; e < d.D; ++e) ASSERT_EQ(dq[size_t(at4(b_, i, h, e, d.Sq, d.H, d.D))], 0.0);
+          for (int64_t e = 0; e < d.D; ++e) {
+            ASSERT_EQ(out[size_t(at4(b_, i, h, e, d.Sq, d.H, d.D))], 0.0);
+            ASSERT_EQ(dq[size_t(at4(b_, i, h, e, d.Sq, d.H, d.D))], 0.0);
+          }
         }
     EXPECT_LE(max_abs_diff(values(g.dk), want_g.dk), 2e-5 * std::max(1.0, max_abs(want_g.dk)));
     EXPECT_LE(max_abs_diff(values(g.dv), want_g.dv), 2e-5 * std::max(1.0, max_abs(want_g.dv)));
