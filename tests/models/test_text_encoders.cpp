@@ -77,15 +77,15 @@ TEST(T5Encoder, PaddedKeysDoNotReachRealTokens) {
   }
 }
 
-TEST(T5Encoder, RelativeBucketsFollowT5) {
-  // Exact below 8, logarithmic to 128, the last bucket beyond; keys after the query in buckets 16..31.
-  EXPECT_EQ(relative_position_bucket(0, 32, 128), 0);
-  EXPECT_EQ(relative_position_bucket(-7, 32, 128), 7);
-  EXPECT_EQ(relative_position_bucket(7, 32, 128), 23);
-  EXPECT_EQ(relative_position_bucket(-8, 32, 128), 8);
-  EXPECT_EQ(relative_position_bucket(-127, 32, 128), 15);
-  EXPECT_EQ(relative_position_bucket(-1000, 32, 128), 15);
-  EXPECT_EQ(relative_position_bucket(1000, 32, 128), 31);
+// transformers' buckets for -600..600 (tools/reference/t5_relative_buckets.py), incl. the distances
+// 16, 32, 64 where the float32 log lands on a bucket boundary.
+TEST(T5Encoder, RelativeBucketsEqualTransformers) {
+  const auto table = io::read_json(std::string(CPDIT_TEST_DATA) + "/fixtures/t5_relative_buckets.json");
+  const auto positions = table.at("relative_positions").get<std::vector<int64_t>>();
+  const auto buckets = table.at("buckets").get<std::vector<int64_t>>();
+  ASSERT_EQ(positions.size(), buckets.size());
+  for (size_t i = 0; i < positions.size(); ++i)
+    EXPECT_EQ(relative_position_bucket(positions[i], 32, 128), buckets[i]) << "relative position " << positions[i];
 }
 
 TEST(ClipText, MatchesTransformersByBothPoolingRules) {
