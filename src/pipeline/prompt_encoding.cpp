@@ -1,6 +1,6 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
-#include <cpdit/models/text/checkpoint.hpp>
+#include <cpdit/models/registry.hpp>
 #include <cpdit/pipeline/prompt_encoding.hpp>
 #include <cpdit/tokenizers/tokenizer.hpp>
 
@@ -20,7 +20,8 @@ nn::TensorMap run_encoder(const fs::path& dir, const char* tokenizer, const char
   const tokenizers::TokenBatch batch = tokenizers::tokenize(*tok, {text}, max_length);
   nn::TensorMap inputs{{"input_ids", batch.input_ids}};
   if (pass_mask) inputs["attention_mask"] = batch.attention_mask;
-  nn::TensorMap out = models::text::load_text_encoder((dir / encoder).string(), load)->forward(inputs);
+  // The folder's config.json names the class (architectures); the registry opens it.
+  nn::TensorMap out = models::open_model((dir / encoder).string(), std::nullopt, load).replica()->forward(inputs);
   out["attention_mask"] = batch.attention_mask;
   return out;
 }

@@ -72,18 +72,4 @@ std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoi
   return model;
 }
 
-std::unique_ptr<TextEncoder> load_text_encoder(const std::string& folder, const nn::LoadOptions& options) {
-  const std::string config_path = (std::filesystem::path(folder) / "config.json").string();
-  const nlohmann::json config = io::read_json(config_path);
-  const bool named = config.is_object() && config.contains("architectures") && config["architectures"].is_array() &&
-                     !config["architectures"].empty() && config["architectures"][0].is_string();
-  CPDIT_CHECK(named, format, config_path, ": no \"architectures\" list naming the text encoder's class");
-  const std::string name = config["architectures"][0].get<std::string>();
-  if (name == "T5EncoderModel" || name == "UMT5EncoderModel")
-    return load_t5(read_t5_checkpoint(folder, config_path, name == "UMT5EncoderModel"), options);
-  if (name == "CLIPTextModel") return load_clip_text(read_clip_text_checkpoint(folder, config_path), options);
-  fail(ErrorKind::unsupported, config_path, ": text encoder class '", name,
-       "' is not supported (T5EncoderModel, UMT5EncoderModel, CLIPTextModel)");
-}
-
 }  // namespace cpdit::models::text

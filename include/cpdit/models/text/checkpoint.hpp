@@ -33,8 +33,4 @@ ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std:
 std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options = {});
 std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint, const nn::LoadOptions& options = {});
 
-// The encoder whose config.json names it in `architectures` (T5EncoderModel, UMT5EncoderModel,
-// CLIPTextModel), from a transformers folder such as a pipeline's text_encoder/.
-std::unique_ptr<TextEncoder> load_text_encoder(const std::string& folder, const nn::LoadOptions& options = {});
-
 }  // namespace cpdit::models::text

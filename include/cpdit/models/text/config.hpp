@@ -27,6 +27,9 @@ struct T5Config {
   void validate() const;  // throws invalid_argument / unsupported naming the field
 };
 
+// T5 names its head count num_heads (the model registry asks every config for its heads).
+inline int64_t attention_heads(const T5Config& config) { return config.num_heads; }
+
 // CLIPTextModel; defaults are CLIP ViT-L/14's text tower (FLUX.1's text_encoder).
 struct ClipTextConfig {
   int64_t vocab_size = 49408;

@@ -11,7 +11,6 @@ namespace cpdit::models::text {
 class TextEncoder : public nn::Model {
  public:
   TextEncoder();
-  virtual nn::TensorMap forward(const nn::TensorMap& inputs) const = 0;
   parallel::ContextParallelPlan context_parallel_plan() const override { return {}; }
 };
 
