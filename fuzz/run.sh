@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer target (clang) and fuzzes the safetensors reader for N seconds (default 60).
+# Builds the libFuzzer targets (clang) and fuzzes each parser for N seconds (default 60 each): the
+# safetensors reader and the CLIP tokenizer's files.
 # Exits non-zero when the fuzzer finds a crash, leak or sanitizer error; the input that triggered it
 # is saved in $BUILD/crashes/ — copy it to tests/data/fuzz_regressions/ once fixed.
 #   fuzz/run.sh [seconds]        environment: CPDIT_FUZZ_BUILD (default build-fuzz), JOBS (default 2)
@@ -10,10 +11,16 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${CPDIT_FUZZ_BUILD:-$root/build-fuzz}"
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCPDIT_FUZZ=ON -DCPDIT_TESTS=OFF -DCPDIT_MPI=OFF >/dev/null
-cmake --build "$build" --target fuzz_safetensors -j"${JOBS:-2}"
+cmake --build "$build" --target fuzz_safetensors fuzz_clip_bpe -j"${JOBS:-2}"
 
-# New inputs go to a working corpus in the build folder; the committed seeds stay read-only.
-mkdir -p "$build/fuzz-corpus" "$build/crashes"
-"$build/bin/fuzz_safetensors" "$build/fuzz-corpus" "$root/fuzz/corpus" "$root/tests/data/fuzz_regressions" \
-  -dict="$root/fuzz/safetensors.dict" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
-  -artifact_prefix="$build/crashes/" -print_final_stats=1
+# target, committed seed corpus, dictionary. New inputs go to a working corpus in the build folder;
+# the committed seeds stay read-only.
+run() {
+  local target="$1" seeds="$2" dict="$3"
+  mkdir -p "$build/$target-corpus" "$build/crashes"
+  "$build/bin/$target" "$build/$target-corpus" "$seeds" "$root/tests/data/fuzz_regressions" \
+    -dict="$dict" -max_total_time="$seconds" -max_len=4096 -timeout=10 -rss_limit_mb=2048 \
+    -artifact_prefix="$build/crashes/$target-" -print_final_stats=1
+}
+run fuzz_safetensors "$root/fuzz/corpus" "$root/fuzz/safetensors.dict"
+run fuzz_clip_bpe "$root/fuzz/corpus_clip_bpe" "$root/fuzz/clip_bpe.dict"

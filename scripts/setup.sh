@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev
   libpng-dev
+  libsentencepiece-dev libicu-dev
 )
 
 missing=()

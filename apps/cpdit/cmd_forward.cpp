@@ -54,7 +54,7 @@ void run_forward(const ForwardOptions& o) {
 void add_forward(CLI::App& parent) {
   auto o = std::make_shared<ForwardOptions>();
   CLI::App* cmd = parent.add_subcommand(
-      "forward", "Run one model forward (the class named by config.json's _class_name or architectures); writes its outputs (`sample`) to a safetensors file.");
+      "forward", "Run one model forward (the class named by config.json's _class_name or architectures); writes its outputs (`sample`; a text encoder's `last_hidden_state` [, `pooler_output`]) to a safetensors file.");
   cmd->add_option("--model", o->model,
                   "diffusers folder (config.json + weights, single or sharded), index json, or one .safetensors "
                   "file (diffusers layout, or the original FLUX.1 one; without a config the model is told from the tensors)")

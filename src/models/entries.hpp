@@ -11,4 +11,9 @@ ModelEntry registry_entry();
 namespace wan {
 ModelEntry registry_entry();
 }
+namespace text {
+ModelEntry t5_registry_entry();
+ModelEntry umt5_registry_entry();
+ModelEntry clip_text_registry_entry();
+}  // namespace text
 }  // namespace cpdit::models

@@ -51,6 +51,13 @@ TEST(Silu, MatchesDoubleReference) {
   }
 }
 
+TEST(QuickGelu, MatchesDoubleReference) {
+  for (const Tensor& x : {wide_inputs(), random_tensor({33, 7}, 4, -10.0f, 10.0f)}) {
+    auto want = apply(x, [](double v) { return v / (1.0 + std::exp(-1.702 * v)); });
+    expect_close(kernels::quick_gelu(x), want, 1e-5, 1e-6);  // the bounds of the SiLU test: same exp
+  }
+}
+
 TEST(Softmax, MatchesDoubleReferenceOnLargeAndMaskedRows) {
   Tensor x = random_tensor({6, 257}, 3, -30.0f, 30.0f);
   // Row 1 holds -inf entries (masked keys): they must come out exactly 0.

@@ -1,3 +1,6 @@
+# The command-line tests (generate, encode-prompt) run the cpdit binary: building test_pipeline builds it.
+add_dependencies(test_pipeline cpdit_app)
+
 # `cpdit generate` under mpirun (ranks as processes) must give the latents of the same run on local
 # ranks (threads).
 if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)

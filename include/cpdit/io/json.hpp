@@ -1,14 +1,19 @@
 #pragma once
-// JSON files and the one atomic-write helper of cpdit.
+// JSON and text files, and the one atomic-write helper of cpdit.
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace cpdit::io {
 
 // Parses a JSON file; a missing file or bad JSON throws cpdit::Error naming the file (and the
 // parse position).
 nlohmann::json read_json(const std::string& path);
+// Parses JSON text; bad JSON throws cpdit::Error(format) naming `source` and the parse position.
+nlohmann::json parse_json(std::string_view text, const std::string& source);
+// The whole file as bytes; a missing file or a folder throws cpdit::Error(io) naming it.
+std::string read_text(const std::string& path);
 
 // Writes `text` to path atomically: a temp file in the same folder, fsync, rename. On failure the
 // old file (if any) is untouched and no temp file is left behind.

@@ -45,6 +45,7 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps);
 
 Tensor gelu(const Tensor& x, bool tanh_approx);  // tanh_approx = false: exact erf form
 Tensor silu(const Tensor& x);
+Tensor quick_gelu(const Tensor& x);  // x * sigmoid(1.702 x), CLIP's activation
 Tensor softmax(const Tensor& x);  // over the last dim, max-subtracted
 
 // ---- RoPE ----------------------------------------------------------------------------------------

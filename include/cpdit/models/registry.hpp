@@ -62,13 +62,20 @@ LoadedModel open_model(const std::string& path, const std::optional<std::string>
 // A LoadedModel over a family's checkpoint (a struct with `config` and `state`) and its loader
 // (checkpoint, options) -> unique_ptr<model>: the weights are converted to `options`' dtypes once,
 // here, and every replica shares them.
+// The attention heads a family's config declares (diffusers' and CLIP's name); a family whose config
+// names them otherwise (T5: num_heads) overloads this beside its config.
+template <class Config>
+int64_t attention_heads(const Config& config) {
+  return config.num_attention_heads;
+}
+
 template <class Checkpoint, class Load>
 LoadedModel share_weights(std::string class_name, Checkpoint checkpoint, Load load, const nn::LoadOptions& options) {
   auto shared = std::make_shared<Checkpoint>(std::move(checkpoint));
   shared->state = nn::parameters_of(*load(*shared, options));
   LoadedModel model;
   model.class_name = std::move(class_name);
-  model.heads = shared->config.num_attention_heads;
+  model.heads = attention_heads(shared->config);
   model.config = shared->config;
   model.replica = [shared, load, options]() -> std::unique_ptr<nn::Model> { return load(*shared, options); };
   return model;

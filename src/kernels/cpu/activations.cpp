@@ -1,5 +1,5 @@
-// Pointwise activations. The tanh GELU uses 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)), so both it and
-// SiLU reduce to one vectorised exp per element.
+// Pointwise activations. The tanh GELU uses 0.5 (1 + tanh(u)) = 1 / (1 + exp(-2u)), so it, SiLU and
+// the quick GELU reduce to one vectorised exp per element.
 #include "kernels/cpu/checks.hpp"
 #include "kernels/cpu/exp_approx.hpp"
 
@@ -40,6 +40,10 @@ Tensor gelu(const Tensor& x, bool tanh_approx) {
 
 Tensor silu(const Tensor& x) {
   return pointwise(x, "silu", [](float v) { return v / (1.0f + detail::exp_approx(-v)); });
+}
+
+Tensor quick_gelu(const Tensor& x) {
+  return pointwise(x, "quick_gelu", [](float v) { return v / (1.0f + detail::exp_approx(-1.702f * v)); });
 }
 
 }  // namespace cpdit::kernels

@@ -1,0 +1,49 @@
+// `cpdit encode-prompt`: a prompt to the embeddings the pipeline's own encode_prompt returns (see
+// pipeline/prompt_encoding.hpp), written for `generate --embeddings`.
+#include "command.hpp"
+
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/pipeline/prompt_encoding.hpp>
+
+#include <memory>
+#include <string>
+
+namespace cpdit::app {
+namespace {
+
+struct EncodePromptOptions {
+  std::string model, prompt, out, dtype = "f32";
+  std::optional<std::string> negative_prompt;
+  int64_t max_sequence_length = 512;
+};
+
+void run_encode_prompt(const EncodePromptOptions& o) {
+  CPDIT_CHECK(o.dtype == "f32" || o.dtype == "bf16", invalid_argument, "--dtype must be f32 or bf16, got '", o.dtype, "'");
+  pipeline::PromptEncoding request{o.prompt, o.negative_prompt, o.max_sequence_length, {}};
+  request.load.matrix_dtype = o.dtype == "bf16" ? DType::bf16 : DType::f32;
+  io::save_safetensors(o.out, pipeline::encode_prompt(o.model, request));
+}
+
+void add_encode_prompt(CLI::App& parent) {
+  auto o = std::make_shared<EncodePromptOptions>();
+  CLI::App* cmd = parent.add_subcommand(
+      "encode-prompt", "Encode a prompt as the diffusers pipeline's encode_prompt does (FLUX.1: T5 prompt_embeds + "
+                       "CLIP pooled_prompt_embeds; Wan: UMT5 prompt_embeds and negative_prompt_embeds)");
+  cmd->add_option("--model", o->model, "diffusers pipeline folder (model_index.json, tokenizer*/, text_encoder*/)")
+      ->required();
+  cmd->add_option("--prompt", o->prompt, "the prompt")->required();
+  cmd->add_option("--negative-prompt", o->negative_prompt, "negative prompt (FLUX.1 true CFG; Wan default \"\")");
+  cmd->add_option("--max-sequence-length", o->max_sequence_length,
+                  "T5/UMT5 tokens (FLUX.1-dev and Wan 512, FLUX.1-schnell 256)")
+      ->capture_default_str();
+  cmd->add_option("--dtype", o->dtype, "matrices of f32 checkpoints: f32 | bf16 (bf16 checkpoints stay bf16)")
+      ->capture_default_str();
+  cmd->add_option("--out", o->out, "safetensors to write (atomically)")->required();
+  cmd->callback([o] { run_encode_prompt(*o); });
+}
+
+const bool registered = register_command("encode-prompt", add_encode_prompt);
+
+}  // namespace
+}  // namespace cpdit::app

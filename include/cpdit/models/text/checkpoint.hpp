@@ -1,0 +1,36 @@
+#pragma once
+// Reading text encoders in the transformers layout: a folder with config.json and model.safetensors
+// (or model-0000k-of-0000n.safetensors + model.safetensors.index.json), an index json, or one file
+// with a separate config.json. Weights may be f32 or bf16; bf16 matrices stay bf16 (T5-XXL is 9.5 GB
+// in bf16: never widened to a whole f32 copy), widened per GEMM.
+#include <cpdit/models/text/clip.hpp>
+#include <cpdit/models/text/t5.hpp>
+#include <cpdit/nn/load.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace cpdit::models::text {
+
+struct T5Checkpoint {
+  T5Config config;
+  nn::StateDict state;  // transformers keys; the tied embedding table once, as encoder.embed_tokens.weight
+};
+
+struct ClipTextCheckpoint {
+  ClipTextConfig config;
+  nn::StateDict state;  // transformers 5 keys (no text_model. prefix)
+};
+
+// config_path overrides the folder's config.json; one of the two must exist (the config cannot be
+// told from the tensors alone: head counts). umt5 selects UMT5EncoderModel.
+T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std::string>& config_path, bool umt5);
+ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std::optional<std::string>& config_path);
+
+// Models with the checkpoint's weights bound. Matrices are kept in bf16 when the checkpoint holds
+// bf16 ones or `options` asks for bf16, else f32; tensors already in that dtype are shared.
+std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options = {});
+std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint, const nn::LoadOptions& options = {});
+
+}  // namespace cpdit::models::text

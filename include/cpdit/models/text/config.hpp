@@ -1,0 +1,50 @@
+#pragma once
+// Hyper-parameters of the text encoders, with transformers' config.json names and class defaults.
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace cpdit::models::text {
+
+// T5EncoderModel (T5 v1.1) and UMT5EncoderModel; defaults are T5-v1.1-XXL's widths.
+struct T5Config {
+  int64_t vocab_size = 32128;
+  int64_t d_model = 4096;
+  int64_t d_kv = 64;
+  int64_t d_ff = 10240;
+  int64_t num_layers = 24;
+  int64_t num_heads = 64;
+  int64_t relative_attention_num_buckets = 32;
+  int64_t relative_attention_max_distance = 128;
+  float layer_norm_epsilon = 1e-6f;
+  // Only v1.1's gated GELU (tanh form) is served: "gated-gelu", i.e. dense_act_fn "gelu_new".
+  std::string feed_forward_proj = "gated-gelu";
+  // UMT5: every layer has its own relative-position table; T5: layer 0's serves all layers.
+  bool bias_in_every_layer = false;
+
+  static T5Config from_json(const nlohmann::json& j, bool umt5);
+  void validate() const;  // throws invalid_argument / unsupported naming the field
+};
+
+// T5 names its head count num_heads (the model registry asks every config for its heads).
+inline int64_t attention_heads(const T5Config& config) { return config.num_heads; }
+
+// CLIPTextModel; defaults are CLIP ViT-L/14's text tower (FLUX.1's text_encoder).
+struct ClipTextConfig {
+  int64_t vocab_size = 49408;
+  int64_t hidden_size = 768;
+  int64_t intermediate_size = 3072;
+  int64_t num_hidden_layers = 12;
+  int64_t num_attention_heads = 12;
+  int64_t max_position_embeddings = 77;
+  std::string hidden_act = "quick_gelu";  // or "gelu" (exact)
+  float layer_norm_eps = 1e-5f;
+  // 2 selects the legacy pooling rule (argmax of the ids); any other id, its first occurrence.
+  int64_t eos_token_id = 2;
+
+  static ClipTextConfig from_json(const nlohmann::json& j);
+  void validate() const;
+};
+
+}  // namespace cpdit::models::text

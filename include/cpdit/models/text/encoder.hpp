@@ -1,0 +1,25 @@
+#pragma once
+// What every text encoder is to its callers: inputs by transformers' argument names (input_ids I64
+// (B, S) [, attention_mask (B, S) 1 = token, 0 = padding]), outputs last_hidden_state (B, S, D)
+// [, pooler_output (B, D)]. Text encoders run whole on one rank (the prompt is short next to the
+// image tokens), so their context-parallel plan is empty. Attention runs on the `native` backend:
+// T5's relative-position bias and CLIP's causal mask are full (S, S) masks.
+#include <cpdit/nn/model.hpp>
+
+namespace cpdit::models::text {
+
+class TextEncoder : public nn::Model {
+ public:
+  TextEncoder();
+  parallel::ContextParallelPlan context_parallel_plan() const override { return {}; }
+};
+
+// input_ids, and attention_mask when given, from `inputs`, checked: I64 (B, S) with S >= 1, the mask
+// of the same shape holding only 0 and 1 (I64 or BOOL; returned as I64). Other names are refused.
+struct TextInputs {
+  Tensor input_ids;
+  Tensor attention_mask;  // undefined when not given
+};
+TextInputs text_inputs(const nn::TensorMap& inputs, const char* model);
+
+}  // namespace cpdit::models::text

@@ -1,0 +1,32 @@
+#pragma once
+// A prompt to the embeddings a diffusers pipeline's encode_prompt returns, from the pipeline's own
+// folder (model_index.json, tokenizer/, text_encoder/, tokenizer_2/, text_encoder_2/):
+//   FLUX.1 (FluxPipeline): prompt_embeds = T5 last_hidden_state over max_sequence_length tokens, no
+//     attention mask; pooled_prompt_embeds = CLIP pooler_output over 77 tokens. A negative prompt
+//     (true CFG) adds negative_prompt_embeds and negative_pooled_prompt_embeds.
+//   Wan (WanPipeline, SkyReelsV2*): the prompt cleaned of surrounding and repeated whitespace, UMT5
+//     over max_sequence_length tokens with the attention mask, the padded positions zeroed; the
+//     negative prompt (default "") likewise, as classifier-free guidance needs it.
+// Each text encoder is loaded, run and released in turn, so only one is resident at a time.
+#include <cpdit/nn/load.hpp>
+#include <cpdit/nn/module.hpp>
+
+#include <optional>
+#include <string>
+
+namespace cpdit::pipeline {
+
+struct PromptEncoding {
+  std::string prompt;
+  std::optional<std::string> negative_prompt;
+  int64_t max_sequence_length = 512;  // FLUX.1-dev and Wan: 512; FLUX.1-schnell: 256
+  nn::LoadOptions load;
+};
+
+// Names and (1, L, D) / (1, D) f32 tensors as the pipeline returns them.
+nn::TensorMap encode_prompt(const std::string& pipeline_dir, const PromptEncoding& request);
+
+// Wan's prompt_clean without ftfy or HTML unescaping: whitespace runs become one space, ends trimmed.
+std::string collapse_whitespace(const std::string& text);
+
+}  // namespace cpdit::pipeline

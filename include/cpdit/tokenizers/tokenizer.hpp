@@ -1,0 +1,39 @@
+#pragma once
+// Text to token ids, exactly as the diffusers pipelines' tokenizers make them: CLIP's byte-level BPE
+// (clip_bpe.hpp) and T5 / UMT5 SentencePiece. A tokenizer folder is what a diffusers pipeline keeps
+// in tokenizer/ or tokenizer_2/.
+#include <cpdit/core/tensor.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cpdit::tokenizers {
+
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  // The ids of `text` with the model's special tokens (CLIP: bos ... eos; T5: ... eos), the text
+  // truncated so that at most max_length ids come back, the closing special token kept.
+  virtual std::vector<int64_t> encode(const std::string& text, int64_t max_length) const = 0;
+  virtual int64_t pad_id() const = 0;
+  // tokenizer_config.json's model_max_length (CLIP 77, T5 512): the length a pipeline pads to by default.
+  virtual int64_t model_max_length() const = 0;
+};
+
+// Reads a tokenizer folder: vocab.json + merges.txt is CLIP BPE, spiece.model is SentencePiece.
+// Anything else (e.g. only tokenizer.json) is refused with one line naming the file that is missing.
+std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder);
+
+// input_ids and attention_mask, both I64 (N, L).
+struct TokenBatch {
+  Tensor input_ids;
+  Tensor attention_mask;
+};
+
+// As `tokenizer(texts, padding="max_length", max_length=L, truncation=True)`: every row holds exactly
+// max_length ids, padded with pad_id() on the right; the mask is 1 on real tokens, 0 on padding.
+TokenBatch tokenize(const Tokenizer& tokenizer, const std::vector<std::string>& texts, int64_t max_length);
+
+}  // namespace cpdit::tokenizers

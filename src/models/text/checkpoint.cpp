@@ -1,0 +1,75 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/json.hpp>
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/text/checkpoint.hpp>
+
+#include <filesystem>
+
+namespace cpdit::models::text {
+
+namespace {
+
+nlohmann::json read_config(const std::string& path, const std::optional<std::string>& config_path, const char* model) {
+  namespace fs = std::filesystem;
+  if (config_path) return io::read_json(*config_path);
+  const fs::path beside = fs::is_directory(path) ? fs::path(path) / "config.json" : fs::path(path).parent_path() / "config.json";
+  CPDIT_CHECK(fs::exists(beside), io, model, " at ", path, " needs a config.json (beside the weights, or --config)");
+  return io::read_json(beside.string());
+}
+
+// Whether any tensor is bf16: then the model keeps its matrices as the file's bf16.
+nn::LoadOptions keep_bf16(const nn::StateDict& state, nn::LoadOptions options) {
+  for (const auto& [name, t] : state)
+    if (t.dtype() == DType::bf16) options.matrix_dtype = DType::bf16;
+  return options;
+}
+
+}  // namespace
+
+T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std::string>& config_path, bool umt5) {
+  const char* model = umt5 ? "UMT5EncoderModel" : "T5EncoderModel";
+  T5Checkpoint c{T5Config::from_json(read_config(path, config_path, model), umt5),
+                 nn::read_state_dict(io::Checkpoint::open(path))};
+  // transformers ties shared.weight and encoder.embed_tokens.weight; files hold both or either.
+  // Keep one tensor, under the name of the module that reads it.
+  auto shared = c.state.find("shared.weight");
+  if (shared != c.state.end()) {
+    auto embed = c.state.find("encoder.embed_tokens.weight");
+    if (embed == c.state.end()) {
+      c.state.emplace("encoder.embed_tokens.weight", shared->second);
+    } else {
+      CPDIT_CHECK(embed->second.shape() == shared->second.shape(), invalid_argument, model,
+                  ": the tied shared.weight ", shared->second.describe(), " and encoder.embed_tokens.weight ",
+                  embed->second.describe(), " differ in shape");
+    }
+    c.state.erase("shared.weight");
+  }
+  return c;
+}
+
+ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
+  ClipTextCheckpoint c{ClipTextConfig::from_json(read_config(path, config_path, "CLIPTextModel")), {}};
+  const std::string prefix = "text_model.";
+  for (auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(path))) {
+    // Hub checkpoints written before transformers 5 prefix every key with text_model.
+    std::string key = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+    // Older files also store the position_ids buffer (0..76), which the model makes itself.
+    if (key == "embeddings.position_ids") continue;
+    c.state.emplace(std::move(key), t);
+  }
+  return c;
+}
+
+std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options) {
+  auto model = std::make_unique<T5EncoderModel>(checkpoint.config);
+  nn::load_state_dict(*model, checkpoint.state, keep_bf16(checkpoint.state, options));
+  return model;
+}
+
+std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint, const nn::LoadOptions& options) {
+  auto model = std::make_unique<CLIPTextModel>(checkpoint.config);
+  nn::load_state_dict(*model, checkpoint.state, keep_bf16(checkpoint.state, options));
+  return model;
+}
+
+}  // namespace cpdit::models::text

@@ -1,0 +1,81 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/models/text/config.hpp>
+#include <cpdit/nn/config_inference.hpp>
+
+namespace cpdit::models::text {
+
+using nn::read_config_field;
+
+namespace {
+template <class Fn>
+void reading(const char* model, Fn fn) {
+  try {
+    fn();
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::format, model, " config.json: a field has the wrong type (", e.what(), ")");
+  }
+}
+}  // namespace
+
+T5Config T5Config::from_json(const nlohmann::json& j, bool umt5) {
+  T5Config c;
+  c.bias_in_every_layer = umt5;
+  reading(umt5 ? "UMT5" : "T5", [&] {
+    read_config_field(j, "vocab_size", c.vocab_size);
+    read_config_field(j, "d_model", c.d_model);
+    read_config_field(j, "d_kv", c.d_kv);
+    read_config_field(j, "d_ff", c.d_ff);
+    read_config_field(j, "num_layers", c.num_layers);
+    read_config_field(j, "num_heads", c.num_heads);
+    read_config_field(j, "relative_attention_num_buckets", c.relative_attention_num_buckets);
+    read_config_field(j, "relative_attention_max_distance", c.relative_attention_max_distance);
+    read_config_field(j, "layer_norm_epsilon", c.layer_norm_epsilon);
+    read_config_field(j, "feed_forward_proj", c.feed_forward_proj);
+  });
+  c.validate();
+  return c;
+}
+
+void T5Config::validate() const {
+  CPDIT_CHECK(vocab_size > 0 && d_model > 0 && d_kv > 0 && d_ff > 0 && num_layers > 0 && num_heads > 0, invalid_argument,
+              "T5 config: vocab_size, d_model, d_kv, d_ff, num_layers and num_heads must be positive");
+  CPDIT_CHECK(relative_attention_num_buckets >= 4 && relative_attention_max_distance > relative_attention_num_buckets / 4,
+              invalid_argument, "T5 config: relative_attention_num_buckets (", relative_attention_num_buckets,
+              ") must be >= 4 and relative_attention_max_distance (", relative_attention_max_distance,
+              ") larger than a quarter of it");
+  CPDIT_CHECK(feed_forward_proj == "gated-gelu", unsupported, "T5 config: feed_forward_proj '", feed_forward_proj,
+              "' is not served (T5 v1.1 and UMT5 use 'gated-gelu')");
+  CPDIT_CHECK(layer_norm_epsilon > 0, invalid_argument, "T5 config: layer_norm_epsilon must be positive");
+}
+
+ClipTextConfig ClipTextConfig::from_json(const nlohmann::json& j) {
+  ClipTextConfig c;
+  reading("CLIP", [&] {
+    // A full CLIPModel config nests the text tower's fields under text_config.
+    const nlohmann::json& t = j.contains("text_config") && j["text_config"].is_object() ? j["text_config"] : j;
+    read_config_field(t, "vocab_size", c.vocab_size);
+    read_config_field(t, "hidden_size", c.hidden_size);
+    read_config_field(t, "intermediate_size", c.intermediate_size);
+    read_config_field(t, "num_hidden_layers", c.num_hidden_layers);
+    read_config_field(t, "num_attention_heads", c.num_attention_heads);
+    read_config_field(t, "max_position_embeddings", c.max_position_embeddings);
+    read_config_field(t, "hidden_act", c.hidden_act);
+    read_config_field(t, "layer_norm_eps", c.layer_norm_eps);
+    read_config_field(t, "eos_token_id", c.eos_token_id);
+  });
+  c.validate();
+  return c;
+}
+
+void ClipTextConfig::validate() const {
+  CPDIT_CHECK(vocab_size > 0 && hidden_size > 0 && intermediate_size > 0 && num_hidden_layers > 0 &&
+                  num_attention_heads > 0 && max_position_embeddings > 0,
+              invalid_argument, "CLIP config: sizes and counts must be positive");
+  CPDIT_CHECK(hidden_size % num_attention_heads == 0, invalid_argument, "CLIP config: hidden_size ", hidden_size,
+              " is not a multiple of num_attention_heads ", num_attention_heads);
+  CPDIT_CHECK(hidden_act == "quick_gelu" || hidden_act == "gelu", unsupported, "CLIP config: hidden_act '", hidden_act,
+              "' is not served (quick_gelu or gelu)");
+  CPDIT_CHECK(layer_norm_eps > 0, invalid_argument, "CLIP config: layer_norm_eps must be positive");
+}
+
+}  // namespace cpdit::models::text

@@ -1,0 +1,40 @@
+// T5EncoderModel, UMT5EncoderModel and CLIPTextModel in the model registry, found by config.json's
+// `architectures` or, without a config, by their tensor names (a config is still needed to load).
+#include "models/entries.hpp"
+
+#include <cpdit/models/text/checkpoint.hpp>
+
+namespace cpdit::models::text {
+
+namespace {
+bool has_t5_tensors(const io::Checkpoint& c) {
+  return c.contains("encoder.block.0.layer.0.SelfAttention.q.weight") && c.contains("encoder.final_layer_norm.weight");
+}
+bool has_clip_text_tensors(const io::Checkpoint& c) {
+  return c.contains("text_model.embeddings.token_embedding.weight") || c.contains("embeddings.token_embedding.weight");
+}
+
+ModelEntry t5_entry(const std::string& class_name, bool umt5) {
+  return {class_name,
+          // UMT5 has a bias table in every block, T5 only in block 0.
+          [umt5](const io::Checkpoint& c) {
+            return has_t5_tensors(c) &&
+                   c.contains("encoder.block.1.layer.0.SelfAttention.relative_attention_bias.weight") == umt5;
+          },
+          [class_name, umt5](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
+            return share_weights(class_name, read_t5_checkpoint(path, config, umt5), load_t5, load);
+          }};
+}
+}  // namespace
+
+ModelEntry t5_registry_entry() { return t5_entry("T5EncoderModel", false); }
+ModelEntry umt5_registry_entry() { return t5_entry("UMT5EncoderModel", true); }
+
+ModelEntry clip_text_registry_entry() {
+  return {"CLIPTextModel", has_clip_text_tensors,
+          [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
+            return share_weights("CLIPTextModel", read_clip_text_checkpoint(path, config), load_clip_text, load);
+          }};
+}
+
+}  // namespace cpdit::models::text

@@ -1,0 +1,93 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/json.hpp>
+#include <cpdit/models/registry.hpp>
+#include <cpdit/pipeline/prompt_encoding.hpp>
+#include <cpdit/tokenizers/tokenizer.hpp>
+
+#include <cstring>
+#include <filesystem>
+
+namespace cpdit::pipeline {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// One encoder call on one tokenised text; the encoder is freed on return.
+nn::TensorMap run_encoder(const fs::path& dir, const char* tokenizer, const char* encoder, const std::string& text,
+                          int64_t max_length, bool pass_mask, const nn::LoadOptions& load) {
+  const auto tok = tokenizers::load_tokenizer((dir / tokenizer).string());
+  const tokenizers::TokenBatch batch = tokenizers::tokenize(*tok, {text}, max_length);
+  nn::TensorMap inputs{{"input_ids", batch.input_ids}};
+  if (pass_mask) inputs["attention_mask"] = batch.attention_mask;
+  // The folder's config.json names the class (architectures); the registry opens it.
+  nn::TensorMap out = models::open_model((dir / encoder).string(), std::nullopt, load).replica()->forward(inputs);
+  out["attention_mask"] = batch.attention_mask;
+  return out;
+}
+
+nn::TensorMap encode_flux(const fs::path& dir, const PromptEncoding& r) {
+  nn::TensorMap out;
+  auto encode = [&](const std::string& text, const std::string& prefix) {
+    // CLIP always reads 77 tokens (its tokenizer's model_max_length); T5 the pipeline's length.
+    out[prefix + "pooled_prompt_embeds"] =
+        run_encoder(dir, "tokenizer", "text_encoder", text, 77, false, r.load).at("pooler_output");
+    out[prefix + "prompt_embeds"] =
+        run_encoder(dir, "tokenizer_2", "text_encoder_2", text, r.max_sequence_length, false, r.load).at("last_hidden_state");
+  };
+  encode(r.prompt, "");
+  if (r.negative_prompt) encode(*r.negative_prompt, "negative_");
+  return out;
+}
+
+nn::TensorMap encode_wan(const fs::path& dir, const PromptEncoding& r) {
+  nn::TensorMap out;
+  auto encode = [&](const std::string& text) {
+    nn::TensorMap o = run_encoder(dir, "tokenizer", "text_encoder", collapse_whitespace(text), r.max_sequence_length,
+                                  true, r.load);
+    // The pipeline trims each row to its tokens and pads it back with zeros.
+    Tensor h = o.at("last_hidden_state").contiguous();
+    const int64_t len = h.size(1), width = h.size(2);
+    const int64_t* mask = o.at("attention_mask").data<int64_t>();
+    for (int64_t s = 0; s < len; ++s)
+      if (mask[s] == 0) std::memset(h.data<float>() + s * width, 0, size_t(width) * sizeof(float));
+    return h;
+  };
+  out["prompt_embeds"] = encode(r.prompt);
+  out["negative_prompt_embeds"] = encode(r.negative_prompt.value_or(""));
+  return out;
+}
+
+}  // namespace
+
+std::string collapse_whitespace(const std::string& text) {
+  auto is_space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; };
+  std::string out;
+  bool gap = false;  // whitespace seen since the last kept character
+  for (char c : text) {
+    if (is_space(c)) {
+      gap = true;
+      continue;
+    }
+    if (gap && !out.empty()) out += ' ';
+    gap = false;
+    out += c;
+  }
+  return out;
+}
+
+nn::TensorMap encode_prompt(const std::string& pipeline_dir, const PromptEncoding& request) {
+  CPDIT_CHECK(request.max_sequence_length >= 1, invalid_argument, "max sequence length must be positive, got ",
+              request.max_sequence_length);
+  const fs::path dir(pipeline_dir);
+  const nlohmann::json index = io::read_json((dir / "model_index.json").string());
+  CPDIT_CHECK(index.is_object() && index.contains("_class_name") && index["_class_name"].is_string(), format,
+              (dir / "model_index.json").string(), ": no _class_name naming the pipeline");
+  const std::string name = index["_class_name"].get<std::string>();
+  if (name.rfind("Flux", 0) == 0) return encode_flux(dir, request);
+  if (name.rfind("Wan", 0) == 0 || name.rfind("SkyReelsV2", 0) == 0) return encode_wan(dir, request);
+  fail(ErrorKind::unsupported, "encode-prompt: pipeline '", name,
+       "' is not supported (FLUX.1: Flux*, Wan: Wan*, SkyReelsV2*)");
+}
+
+}  // namespace cpdit::pipeline

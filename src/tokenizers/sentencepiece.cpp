@@ -1,0 +1,45 @@
+#include "sentencepiece.hpp"
+
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/json.hpp>
+
+#include <sentencepiece_processor.h>
+
+#include <filesystem>
+
+namespace cpdit::tokenizers {
+
+SentencePieceTokenizer::SentencePieceTokenizer(const std::string& folder)
+    : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
+  const std::filesystem::path dir(folder);
+  const auto status = processor_->Load((dir / "spiece.model").string());
+  CPDIT_CHECK(status.ok(), format, (dir / "spiece.model").string(), ": not a SentencePiece model (", status.ToString(), ")");
+  CPDIT_CHECK(processor_->eos_id() >= 0, format, (dir / "spiece.model").string(),
+              ": the model has no </s> piece, which T5 appends to every text");
+  eos_ = processor_->eos_id();
+  // T5 and UMT5 pad with id 0 (<pad>); a model that defines no pad piece still pads with 0.
+  pad_ = processor_->pad_id() >= 0 ? processor_->pad_id() : 0;
+  if (std::filesystem::exists(dir / "tokenizer_config.json")) {
+    const nlohmann::json config = io::read_json((dir / "tokenizer_config.json").string());
+    // A config without a real limit writes a huge number (transformers' VERY_LARGE_INTEGER): keep 512.
+    if (config.is_object() && config.contains("model_max_length") && config["model_max_length"].is_number_integer()) {
+      const int64_t n = config["model_max_length"].get<int64_t>();
+      if (n >= 1 && n <= 1'000'000) max_length_ = n;
+    }
+  }
+}
+
+SentencePieceTokenizer::~SentencePieceTokenizer() = default;
+
+std::vector<int64_t> SentencePieceTokenizer::encode(const std::string& text, int64_t max_length) const {
+  CPDIT_CHECK(max_length >= 1, invalid_argument, "T5 max length must be at least 1 (eos), got ", max_length);
+  std::vector<int> pieces;
+  const auto status = processor_->Encode(text, &pieces);
+  CPDIT_CHECK(status.ok(), invalid_argument, "SentencePiece cannot encode the text: ", status.ToString());
+  std::vector<int64_t> ids(pieces.begin(), pieces.end());
+  if (int64_t(ids.size()) > max_length - 1) ids.resize(size_t(max_length - 1));
+  ids.push_back(eos_);
+  return ids;
+}
+
+}  // namespace cpdit::tokenizers
