@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <sstream>
 
 namespace cpdit {
@@ -47,10 +48,20 @@ std::shared_ptr<Storage> Storage::borrow(void* data, size_t bytes, std::shared_p
   return s;
 }
 
+void Storage::charge_to(MemoryCounter& counter) {
+  // Ranks as threads bind one shared weight at the same time.
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  std::shared_ptr<MemoryCounter::Counts> counts = counter.counts();
+  if (charged_ == counts) return;
+  if (charged_) charged_->sub(int64_t(bytes_));
+  counts->add(int64_t(bytes_));
+  charged_ = std::move(counts);
+}
+
 Storage::~Storage() {
-  if (!owned_) return;
-  charged_->sub(int64_t(bytes_));
-  cpdit::deallocate(data_, bytes_);
+  if (charged_) charged_->sub(int64_t(bytes_));
+  if (owned_) cpdit::deallocate(data_, bytes_);
 }
 
 // ---- Tensor ----------------------------------------------------------------------------------
@@ -306,6 +317,10 @@ void Tensor::fill_(double value) {
     std::byte* p = static_cast<std::byte*>(raw()) + off * int64_t(pattern.size());
     for (int64_t i = 0; i < n; ++i) std::memcpy(p + i * stride * int64_t(pattern.size()), pattern.data(), pattern.size());
   });
+}
+
+void Tensor::charge_to(MemoryCounter& counter) const {
+  if (storage_) storage_->charge_to(counter);
 }
 
 // ---- splitting and joining -------------------------------------------------------------------

@@ -21,7 +21,7 @@ std::string shape_string(const Shape& shape);  // "(2, 3, 4)"
 int64_t shape_numel(const Shape& shape);
 
 // Owned bytes (from the caching allocator, charged to a rank) or borrowed bytes kept alive by an
-// owner handle (for example a memory-mapped file).
+// owner handle (for example a memory-mapped file), which no counter sees until charge_to.
 class Storage {
  public:
   static std::shared_ptr<Storage> allocate(size_t bytes);
@@ -32,6 +32,9 @@ class Storage {
 
   std::byte* data() const { return data_; }
   size_t bytes() const { return bytes_; }
+  // Counts these bytes on `counter` from now on (and no longer on the counter charged before), so
+  // that storage shared by many holders is counted once, where the caller says it belongs.
+  void charge_to(MemoryCounter& counter);
 
  private:
   Storage() = default;
@@ -82,6 +85,8 @@ class Tensor {
   Tensor permute(const std::vector<int>& order) const;
   void copy_(const Tensor& src);  // same shape; any strides; converts dtypes
   void fill_(double value);
+  // Storage::charge_to for the whole storage behind this tensor.
+  void charge_to(MemoryCounter& counter) const;
 
  private:
   std::shared_ptr<Storage> storage_;
