@@ -66,14 +66,36 @@ TEST(Linear, MatchesDoubleReferenceWithAndWithoutBias) {
   }
 }
 
-TEST(Linear, Bf16WeightsAreWidenedExactly) {
+// bf16 and f16 weights and biases (as a half-precision checkpoint stores them) are widened exactly:
+// the result is the f32 path's on the widened values, bit for bit.
+TEST(Linear, HalfPrecisionWeightsAreWidenedExactly) {
   uint32_t seed = 100;
-  for (const auto& s : kShapes) {
-    SCOPED_TRACE(shape_string(s.x) + " -> " + std::to_string(s.out));
-    Tensor x = random_tensor(s.x, seed++), w = random_tensor({s.out, s.x.back()}, seed++);
-    Tensor b = random_tensor({s.out}, seed++);
-    auto ref = reference_linear(x, bf16_rounded(w), b);
-    expect_within(kernels::linear(x, w.to(DType::bf16), b), ref.y, ref.bound);
+  for (const auto& s : kShapes)
+    for (DType half : {DType::bf16, DType::f16}) {
+      SCOPED_TRACE(shape_string(s.x) + " -> " + std::to_string(s.out) + " " + dtype_name(half));
+      Tensor x = random_tensor(s.x, seed++), w = random_tensor({s.out, s.x.back()}, seed++);
+      Tensor b = random_tensor({s.out}, seed++);
+      Tensor w_half = w.to(half), b_half = b.to(half);
+      Tensor y = kernels::linear(x, w_half, b_half);
+      EXPECT_EQ(max_abs_diff(y, kernels::linear(x, w_half.to(DType::f32), b_half.to(DType::f32))), 0.0);
+      auto ref = reference_linear(x, w_half.to(DType::f32), b_half.to(DType::f32));
+      expect_within(y, ref.y, ref.bound);
+    }
+}
+
+TEST(Linear, RefusesAQuantisedFormatByName) {
+  BlockQuantisation q{"Q4_0", 32, Tensor::zeros({3, 2}, DType::f16)};
+  Weight w = Weight::quantised({3, 64}, Tensor::zeros({3, 32}, DType::boolean), q);
+  Tensor x = random_tensor({2, 64}, 1);
+  for (auto call : {+[](const Tensor& x, const Weight& w) { kernels::linear(x, w); },
+                    +[](const Tensor& x, const Weight& w) { kernels::linear_bf16_compute(x, w); }}) {
+    try {
+      call(x, w);
+      ADD_FAILURE() << "a Q4_0 weight was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+      EXPECT_NE(std::string(e.what()).find("Q4_0(3, 64)"), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -8,6 +8,7 @@
 // of its dims equals a's or is 1, and it may have fewer dims. So a (B, S, C) takes b of (B, S, C),
 // (S, C), (C), (B, 1, C) or (1, S, 1)... ; a itself is never broadcast.
 #include <cpdit/core/tensor.hpp>
+#include <cpdit/core/weight.hpp>
 
 #include <array>
 #include <cstdint>
@@ -21,18 +22,20 @@ namespace cpdit::kernels {
 void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-// y = x W^T + b. x (..., in) f32; weight (out, in) f32 or bf16; bias (out) f32 or undefined.
-// Returns (..., out) f32. A bf16 weight is widened to f32 (exactly) for the call, so bf16 weights
-// halve the memory they hold and compute at the f32 rate.
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+// y = x W^T + b. x (..., in) f32; weight (out, in), dispatched on its format: f32 runs the sgemm
+// directly; bf16 and f16 are widened to f32 (exactly) for the call, so half-precision weights halve
+// the memory they hold and compute at the f32 rate. Quantised formats are refused (unsupported).
+// bias (out) f32, bf16, f16 or undefined. Returns (..., out) f32.
+Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias = {});
 // As linear, into a preallocated contiguous f32 `out` of shape (..., out) (reused across steps).
-void linear_into(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out);
+void linear_into(const Tensor& x, const Weight& weight, const Tensor& bias, Tensor& out);
 // As linear with bf16 arithmetic, like a bf16 PyTorch model: x is rounded to bf16 (to nearest even),
 // weight must be bf16, products accumulate in f32 (oneDNN bf16 matmul). On this CPU (AVX512-BF16,
 // no AMX) it runs at about half the rate of linear (bench gemm), so prefer linear for speed.
-Tensor linear_bf16_compute(const Tensor& x, const Tensor& weight, const Tensor& bias = {});
+Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& bias = {});
 
 // ---- Normalisation (over the last dim) -----------------------------------------------------------
+// Weight and bias vectors may be f32, bf16 or f16 (a half-precision checkpoint's, as stored).
 
 // (x - mean) / sqrt(var + eps) * weight + bias; var is the biased variance. weight and bias are
 // (C) f32 or undefined (FLUX.1 and Wan's norm1/norm3 have no affine; Wan's norm2 has one).
@@ -77,12 +80,12 @@ Tensor layer_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& s
 
 // ---- Patch embedding -----------------------------------------------------------------------------
 
-// Convolution with kernel == stride, as one GEMM. x (B, C, F, H, W), weight (O, C, kf, kh, kw) f32
-// or bf16, bias (O) or undefined; F, H, W divisible by the kernel. Returns the TOKENS, (B, S, O) with
+// Convolution with kernel == stride, as one GEMM. x (B, C, F, H, W), weight (O, C, kf, kh, kw) in a
+// format linear computes with, bias (O) or undefined; F, H, W divisible by the kernel. Returns the TOKENS, (B, S, O) with
 // S = F/kf * H/kh * W/kw in row-major (f, h, w) order: the Conv3d output already flattened and
 // transposed, as Wan's patch_embedding is followed by flatten(2).transpose(1, 2). A 2-D convolution
 // is the case x (B, C, 1, H, W), weight (O, C, 1, kh, kw), kernel {1, kh, kw}.
-Tensor patch_embed(const Tensor& x, const Tensor& weight, const Tensor& bias,
+Tensor patch_embed(const Tensor& x, const Weight& weight, const Tensor& bias,
                    std::array<int64_t, 3> kernel);
 
 }  // namespace cpdit::kernels

@@ -18,12 +18,14 @@ inline Tensor f32_input(const Tensor& t, const char* kernel, const char* what) {
   return t.contiguous();
 }
 
-// An optional per-feature vector (norm weight/bias, linear bias): undefined, or f32 of `n` elements.
+// An optional per-feature vector (norm weight/bias, linear bias): undefined, or `n` elements of f32,
+// or of bf16 or f16 (a half-precision checkpoint's, as stored), which come back widened to f32.
 inline Tensor optional_vector(const Tensor& t, int64_t n, const char* kernel, const char* what) {
   if (!t.defined()) return t;
   CPDIT_CHECK(t.numel() == n, invalid_argument, kernel, ": ", what, " ", t.describe(), " must have ",
               n, " elements (the last dim of the input)");
-  return f32_input(t, kernel, what);
+  const bool half = t.dtype() == DType::bf16 || t.dtype() == DType::f16;
+  return f32_input(half ? t.to(DType::f32) : t, kernel, what);
 }
 
 inline void check_min_dims(const Tensor& t, int dims, const char* kernel, const char* what) {

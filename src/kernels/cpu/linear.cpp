@@ -1,11 +1,13 @@
-// Linear layers on the f32 sgemm. A bf16 weight is widened to f32 first (exact): on this CPU oneDNN's
-// bf16 GEMM runs at half the f32 rate (bench/gemm.cpp), so bf16 weights save memory, not time.
+// Linear layers on the f32 sgemm, dispatched on the weight's format. A bf16 or f16 weight is widened
+// to f32 first (exact): on this CPU oneDNN's bf16 GEMM runs at half the f32 rate (bench/gemm.cpp), so
+// half-precision weights save memory, not time.
 #include "kernels/cpu/linear_args.hpp"
 
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace cpdit::kernels {
 
@@ -22,14 +24,20 @@ void broadcast_rows(const float* bias, int64_t rows, int64_t n, float* y) {
   }
 }
 
+template <class Half>
+void widen(const Half* src, float* dst, int64_t n) {
+#pragma omp parallel for simd num_threads(compute_threads()) if (n >= detail::kParallelMin)
+  for (int64_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<Half, bf16>) dst[i] = bf16_to_f32(src[i]);
+    else dst[i] = f16_to_f32(src[i]);
+  }
+}
+
 Tensor widen_to_f32(const Tensor& weight) {
   if (weight.dtype() == DType::f32) return weight;
   Tensor out = Tensor::empty(weight.shape());
-  const bf16* src = weight.data<bf16>();
-  float* dst = out.data<float>();
-  const int64_t n = weight.numel();
-#pragma omp parallel for simd num_threads(compute_threads()) if (n >= detail::kParallelMin)
-  for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(src[i]);
+  if (weight.dtype() == DType::bf16) widen(weight.data<bf16>(), out.data<float>(), weight.numel());
+  else widen(weight.data<f16>(), out.data<float>(), weight.numel());
   return out;
 }
 
@@ -44,7 +52,7 @@ void run_linear(const detail::LinearArgs& a, Tensor& out) {
 
 }  // namespace
 
-void linear_into(const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& out) {
+void linear_into(const Tensor& x, const Weight& weight, const Tensor& bias, Tensor& out) {
   const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear");
   CPDIT_CHECK(out.defined() && out.dtype() == DType::f32 && out.is_contiguous() && out.shape() == a.out_shape,
               invalid_argument, "linear_into: out must be contiguous f32 ", shape_string(a.out_shape), ", got ",
@@ -53,7 +61,7 @@ void linear_into(const Tensor& x, const Tensor& weight, const Tensor& bias, Tens
   run_linear(a, out);
 }
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias) {
   const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear");
   Tensor out = Tensor::empty(a.out_shape);
   run_linear(a, out);

@@ -2,22 +2,23 @@
 // The checked arguments of a Linear layer, shared by its f32 and bf16-compute paths.
 #include "kernels/cpu/checks.hpp"
 
+#include <cpdit/core/weight.hpp>
+
 namespace cpdit::kernels::detail {
 
 struct LinearArgs {
   Tensor x;       // contiguous f32 (..., k)
-  Tensor weight;  // contiguous (n, k), f32 or bf16
+  Tensor weight;  // contiguous (n, k), f32, bf16 or f16
   Tensor bias;    // contiguous f32 (n) or undefined
   int64_t m = 0, n = 0, k = 0;
   Shape out_shape;  // (..., n)
 };
 
-inline LinearArgs linear_args(const Tensor& x, const Tensor& weight, const Tensor& bias, const char* kernel) {
+inline LinearArgs linear_args(const Tensor& x, const Weight& w, const Tensor& bias, const char* kernel) {
   check_min_dims(x, 1, kernel, "x");
+  const Tensor& weight = w.values(kernel);
   CPDIT_CHECK(weight.defined() && weight.dim() == 2, invalid_argument, kernel, ": weight must be (out, in), got ",
-              weight.defined() ? weight.describe() : "undefined");
-  CPDIT_CHECK(weight.dtype() == DType::f32 || weight.dtype() == DType::bf16, invalid_argument, kernel,
-              ": weight must be f32 or bf16, got ", weight.describe());
+              w.describe());
   CPDIT_CHECK(weight.size(1) == x.size(-1), invalid_argument, kernel, ": x ", x.describe(), " has ", x.size(-1),
               " features but weight ", weight.describe(), " expects ", weight.size(1));
   LinearArgs a;

@@ -65,7 +65,7 @@ Tensor round_to_bf16(const Tensor& x) {
 
 }  // namespace
 
-Tensor linear_bf16_compute(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& bias) {
   const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear_bf16_compute");
   CPDIT_CHECK(a.weight.dtype() == DType::bf16, invalid_argument, "linear_bf16_compute: weight must be bf16, got ",
               weight.describe(), " (convert it once with .to(DType::bf16), or use linear)");

@@ -7,7 +7,8 @@
 
 namespace cpdit::kernels {
 
-Tensor patch_embed(const Tensor& x_in, const Tensor& weight, const Tensor& bias, std::array<int64_t, 3> kernel) {
+Tensor patch_embed(const Tensor& x_in, const Weight& weight_in, const Tensor& bias, std::array<int64_t, 3> kernel) {
+  const Tensor& weight = weight_in.values("patch_embed");
   CPDIT_CHECK(x_in.defined() && x_in.dim() == 5, invalid_argument, "patch_embed: x must be (B, C, F, H, W), got ",
               x_in.defined() ? x_in.describe() : "undefined");
   const auto [kf, kh, kw] = kernel;
