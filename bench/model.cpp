@@ -146,9 +146,7 @@ void run_model_bench(const ModelBenchArgs& args) {
   if (args.model == "wan")
     return run_wan_model_bench({args.quick, args.dtype, args.image_tokens, args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3)});
   CPDIT_CHECK(args.model == "flux", invalid_argument, "bench model: --model must be flux or wan");
-  CPDIT_CHECK(args.dtype == "f32" || args.dtype == "bf16", invalid_argument, "--dtype must be f32 or bf16");
-  nn::LoadOptions load;
-  load.matrix_dtype = args.dtype == "bf16" ? DType::bf16 : DType::f32;
+  const nn::LoadOptions load = nn::load_options(args.dtype);  // the random weights are f32: auto is f32
   const int repeats = args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3);
   std::vector<int64_t> images = args.image_tokens;
   if (images.empty()) images = args.quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 4096};

@@ -104,9 +104,7 @@ Run time_block(int ring, int ulysses, int64_t tokens, const nn::StateDict& weigh
 }  // namespace
 
 void run_wan_model_bench(const WanBenchArgs& args) {
-  CPDIT_CHECK(args.dtype == "f32" || args.dtype == "bf16", invalid_argument, "--dtype must be f32 or bf16");
-  nn::LoadOptions load;
-  load.matrix_dtype = args.dtype == "bf16" ? DType::bf16 : DType::f32;
+  const nn::LoadOptions load = nn::load_options(args.dtype);  // the random weights are f32: auto is f32
   std::vector<int64_t> token_counts = args.tokens;
   if (token_counts.empty()) token_counts = args.quick ? std::vector<int64_t>{1950} : std::vector<int64_t>{1950, 7800};
 

@@ -4,7 +4,8 @@
 namespace cpdit::nn {
 
 namespace {
-Tensor value_or_none(const Parameter* p) { return p ? p->value : Tensor(); }
+// Norm and bias vectors are dense (quantised formats hold matrices).
+Tensor value_or_none(const Parameter* p) { return p ? p->value.values("a norm or bias") : Tensor(); }
 
 }  // namespace
 
@@ -23,7 +24,7 @@ RMSNorm::RMSNorm(int64_t dim, float eps) : weight_(add_parameter("weight", {dim}
 
 Tensor RMSNorm::forward(const Tensor& x) const {
   return with_hooks({{"input", x}}, [&](const TensorMap& in) {
-    return std::vector<Tensor>{kernels::rms_norm(in.at("input"), weight_.value, eps_)};
+    return std::vector<Tensor>{kernels::rms_norm(in.at("input"), value_or_none(&weight_), eps_)};
   })[0];
 }
 

@@ -21,7 +21,21 @@ void report(std::ostringstream& out, const char* what, const std::vector<std::st
 }
 
 bool is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }
+
+DType target_dtype(const Parameter& p, DType stored, const LoadOptions& options) {
+  if (!options.dtype) return stored;
+  if (*options.dtype == DType::f32) return DType::f32;
+  return p.matrix ? DType::bf16 : stored;
+}
 }  // namespace
+
+LoadOptions load_options(const std::string& dtype) {
+  if (dtype == "auto") return {};
+  if (dtype == "f32") return {DType::f32};
+  if (dtype == "bf16") return {DType::bf16};
+  fail(ErrorKind::invalid_argument, "--dtype must be auto (as the checkpoint stores them), f32 or bf16, got '", dtype,
+       "'");
+}
 
 StateDict read_state_dict(const io::Checkpoint& checkpoint) {
   StateDict state;
@@ -30,8 +44,8 @@ StateDict read_state_dict(const io::Checkpoint& checkpoint) {
 }
 
 void load_state_dict(Module& root, const StateDict& state, const LoadOptions& options) {
-  CPDIT_CHECK(options.matrix_dtype == DType::f32 || options.matrix_dtype == DType::bf16, invalid_argument,
-              "weights can be kept in f32 or bf16, not ", dtype_name(options.matrix_dtype));
+  CPDIT_CHECK(!options.dtype || *options.dtype == DType::f32 || *options.dtype == DType::bf16, invalid_argument,
+              "weights can be kept as stored, in f32 or in bf16, not ", dtype_name(*options.dtype));
   std::vector<std::string> missing, unexpected, misshaped, mistyped;
   std::set<std::string> expected;
   auto params = root.named_parameters();
@@ -58,14 +72,15 @@ void load_state_dict(Module& root, const StateDict& state, const LoadOptions& op
               " (check the model config against the weights)");
 
   for (auto& [name, p] : params) {
-    DType target = p->matrix ? options.matrix_dtype : DType::f32;
-    p->value = state.at(name).to(target);
+    const Tensor& stored = state.at(name);
+    p->value = stored.to(target_dtype(*p, stored.dtype(), options));
+    p->value.charge_to(weight_memory_counter());
   }
 }
 
 StateDict parameters_of(Module& root) {
   StateDict state;
-  for (auto& [name, p] : root.named_parameters()) state.emplace(name, p->value);
+  for (auto& [name, p] : root.named_parameters()) state.emplace(name, p->value.values("parameters_of"));
   return state;
 }
 

@@ -1,5 +1,7 @@
 // The module tree: dotted names, parameter binding with one combined error, dtype handling, hooks.
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/memory.hpp>
+#include <cpdit/core/weight.hpp>
 #include <cpdit/nn/layers.hpp>
 #include <cpdit/nn/load.hpp>
 
@@ -69,22 +71,70 @@ TEST(Load, ReportsMissingUnexpectedAndMisshapedTogether) {
   EXPECT_FALSE(toy.out.named_parameters()[0].second->value.defined());
 }
 
-TEST(Load, ConvertsHalfPrecisionAndSharesWhatNeedsNoConversion) {
-  Toy toy;
+// A state dict with a bf16 Linear weight and an f16 norm weight (0.25 steps are exact in both).
+StateDict half_state(Toy& toy) {
   StateDict s = full_state(toy);
   s["blocks.0.to_q.weight"] = s["blocks.0.to_q.weight"].to(DType::bf16);
   s["blocks.0.norm.weight"] = s["blocks.0.norm.weight"].to(DType::f16);
+  return s;
+}
+
+TEST(Load, KeepsEveryTensorAsStoredByDefault) {
+  Toy toy;
+  StateDict s = half_state(toy);
   load_state_dict(toy, s);
   for (auto& [name, p] : toy.named_parameters()) {
-    EXPECT_EQ(p->value.dtype(), DType::f32) << name;
-    EXPECT_EQ(max_abs_diff(p->value, s[name]), 0.0) << name;  // 0.25 steps are exact in bf16 and f16
+    EXPECT_EQ(p->value.dtype(), s[name].dtype()) << name;
+    EXPECT_TRUE(p->value.values().same_storage(s[name])) << name << " was copied";
   }
-  EXPECT_TRUE(toy.out.named_parameters()[0].second->value.same_storage(s["out.weight"]));
+}
 
-  Toy bf16_weights;
-  load_state_dict(bf16_weights, s, LoadOptions{DType::bf16});
-  EXPECT_EQ(bf16_weights.blocks[1].to_q.named_parameters()[1].second->value.dtype(), DType::bf16);  // weight
-  EXPECT_EQ(bf16_weights.blocks[1].to_q.named_parameters()[0].second->value.dtype(), DType::f32);   // bias
+TEST(Load, F32WidensEveryTensorAndBf16NarrowsOnlyLinearWeights) {
+  Toy widened;
+  StateDict s = half_state(widened);
+  load_state_dict(widened, s, load_options("f32"));
+  for (auto& [name, p] : widened.named_parameters()) {
+    EXPECT_EQ(p->value.dtype(), DType::f32) << name;
+    EXPECT_EQ(max_abs_diff(p->value.values(), s[name]), 0.0) << name;
+  }
+  EXPECT_TRUE(widened.out.named_parameters()[0].second->value.values().same_storage(s["out.weight"]));
+
+  Toy narrowed;
+  load_state_dict(narrowed, s, load_options("bf16"));
+  EXPECT_EQ(narrowed.blocks[1].to_q.named_parameters()[1].second->value.dtype(), DType::bf16);  // weight
+  EXPECT_EQ(narrowed.blocks[1].to_q.named_parameters()[0].second->value.dtype(), DType::f32);   // bias, as stored
+  EXPECT_EQ(narrowed.blocks[0].norm.named_parameters()[0].second->value.dtype(), DType::f16);   // as stored
+  EXPECT_THROW(load_options("f16"), Error);
+}
+
+int64_t state_bytes(const StateDict& s) {
+  int64_t total = 0;
+  for (const auto& [name, t] : s) total += int64_t(t.nbytes());
+  return total;
+}
+
+TEST(Load, SharedWeightsAreCountedOnceAndOnNoRank) {
+  const int64_t before = weight_memory_counter().current();
+  MemoryCounter rank;
+  ScopedMemoryCounter as_rank(rank);
+  {
+    Toy shape;
+    StateDict s = half_state(shape);
+    const int64_t rank_before = rank.current();
+    // Two replicas (ranks as threads) bind the same tensors: counted once, on the weight counter.
+    Toy a, b;
+    load_state_dict(a, s);
+    load_state_dict(b, s);
+    EXPECT_EQ(weight_memory_counter().current() - before, state_bytes(s));
+    EXPECT_EQ(rank.current(), rank_before - state_bytes(s)) << "the state's bytes moved off the rank";
+    // Each replica converting for itself holds its own copy, and the count shows it.
+    Toy c, d;
+    load_state_dict(c, s, load_options("f32"));
+    load_state_dict(d, s, load_options("f32"));
+    const int64_t widened = 2 * (3 * 4 + 3) * 4;  // block 0's to_q.weight (3 x 4) and norm.weight (3), f32
+    EXPECT_EQ(weight_memory_counter().current() - before, state_bytes(s) + widened);
+  }
+  EXPECT_EQ(weight_memory_counter().current(), before) << "freed weights are credited back";
 }
 
 TEST(Load, RefusesNonFloatTensors) {

@@ -4,6 +4,7 @@
 #include <cpdit/nn/module.hpp>
 
 #include <map>
+#include <optional>
 #include <string>
 
 namespace cpdit::io {
@@ -19,18 +20,24 @@ using StateDict = std::map<std::string, Tensor>;
 StateDict read_state_dict(const io::Checkpoint& checkpoint);
 
 struct LoadOptions {
-  // Linear weights are kept in this dtype (f32, or bf16 for the bf16 GEMM path); every other
-  // parameter is f32. Tensors already in the target dtype are shared, not copied, so model replicas
-  // loaded from one state dict (ranks as threads) hold one copy of the weights.
-  DType matrix_dtype = DType::f32;
+  // What the weights are kept in. Unset: as the checkpoint stores them (f32, bf16 or f16; a mapped
+  // checkpoint's tensors stay views of the file). f32: every tensor widened to f32. bf16: the Linear
+  // weights narrowed to bf16, every other tensor as stored.
+  // Tensors already in their target dtype are shared, not copied: convert once (load one model and
+  // take parameters_of), then every replica loaded from the result shares every weight.
+  std::optional<DType> dtype;
 };
 
+// "auto" (as stored), "f32" or "bf16", as the command line names them; anything else is refused.
+LoadOptions load_options(const std::string& dtype);
+
 // Accepts f32, bf16 and f16 tensors. Missing, unexpected, wrongly shaped and wrongly typed keys are
-// all reported together in one Error(invalid_argument).
+// all reported together in one Error(invalid_argument). The bound weights are counted on
+// weight_memory_counter (each storage once, however many models share it), not on the rank's counter.
 void load_state_dict(Module& root, const StateDict& state, const LoadOptions& options = {});
 
-// The bound parameter values of a loaded module. Loading another replica from them shares every
-// weight (no conversion is left to do): ranks as threads load once and share.
+// The bound parameter values of a loaded module (dense). Loading another replica from them shares
+// every weight (no conversion is left to do): ranks as threads load once and share.
 StateDict parameters_of(Module& root);
 
 }  // namespace cpdit::nn

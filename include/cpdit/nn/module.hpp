@@ -8,6 +8,7 @@
 // results by index. The plan machinery (nn/parallelism.hpp) splits and gathers through these hooks;
 // tests record intermediates through them.
 #include <cpdit/core/tensor.hpp>
+#include <cpdit/core/weight.hpp>
 
 #include <functional>
 #include <map>
@@ -24,8 +25,8 @@ using TensorMap = std::map<std::string, Tensor>;
 
 struct Parameter {
   Shape shape;          // what the checkpoint must supply
-  bool matrix = false;  // a Linear weight: may be kept in bf16 for the bf16 GEMM path
-  Tensor value;         // undefined until loaded
+  bool matrix = false;  // a Linear weight: narrowed to bf16 by LoadOptions::dtype = bf16
+  Weight value;         // undefined until loaded
 };
 
 class Module {

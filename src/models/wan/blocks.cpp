@@ -20,7 +20,7 @@ PatchEmbedding::PatchEmbedding(int64_t in_channels, int64_t dim, std::array<int6
 
 Tensor PatchEmbedding::forward(const Tensor& input) const {
   return with_hooks({{"input", input}}, [&](const nn::TensorMap& in) {
-    return one(k::patch_embed(in.at("input"), weight_.value, bias_.value, patch_size_));
+    return one(k::patch_embed(in.at("input"), weight_.value, bias_.value.values("patch embedding"), patch_size_));
   })[0];
 }
 
@@ -97,7 +97,9 @@ Tensor Attention::forward(const Tensor& hidden_states, const Tensor& encoder_hid
 
 // ---- block ----------------------------------------------------------------------------------------
 
-std::vector<Tensor> modulation(const Tensor& table, const Tensor& emb) {
+std::vector<Tensor> modulation(const Weight& table_weight, const Tensor& emb) {
+  // Small (n x D): widened per call, so a half-precision checkpoint's table stays as stored.
+  const Tensor table = table_weight.values("Wan modulation").to(DType::f32);
   const int64_t n = table.size(1);
   CPDIT_CHECK((emb.dim() == 3 || emb.dim() == 4) && (emb.size(-2) == n || emb.size(-2) == 1) &&
                   emb.size(-1) == table.size(2),

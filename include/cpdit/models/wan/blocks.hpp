@@ -100,6 +100,6 @@ class Block : public nn::Module {
 
 // `table` [1, n, D] + `emb` (B, n, D) or (B, S, n, D) (or with one row for all n: (B, 1, D),
 // (B, S, 1, D)), cut into the n modulation vectors, each (B, 1, D) or (B, S, D).
-std::vector<Tensor> modulation(const Tensor& table, const Tensor& emb);
+std::vector<Tensor> modulation(const Weight& table, const Tensor& emb);
 
 }  // namespace cpdit::models::wan
