@@ -2,6 +2,7 @@
 // registry, models/registry.hpp) from a safetensors file of inputs, on one rank or with context
 // parallelism across local thread ranks (or the processes of an mpirun launch).
 #include "command.hpp"
+#include "weight_flags.hpp"
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/core/error.hpp>
@@ -16,7 +17,7 @@ namespace cpdit::app {
 namespace {
 
 struct ForwardOptions {
-  std::string model, inputs, output, config, backend, rotate = "p2p", dtype = "f32";
+  std::string model, inputs, output, config, backend, rotate = "p2p", dtype = "auto";
   int ring = 1, ulysses = 1, ranks = 0, threads = 0;
 };
 
@@ -28,10 +29,7 @@ void run_forward(const ForwardOptions& o) {
   const bool mpi = comm::launched_by_mpi();
   const int ranks = o.ranks > 0 ? o.ranks : config.group_size();
   if (!mpi) parallel::validate_degrees(config, ranks);
-  CPDIT_CHECK(o.dtype == "f32" || o.dtype == "bf16", invalid_argument, "--dtype must be f32 or bf16, got '", o.dtype, "'");
-
-  nn::LoadOptions load;
-  load.matrix_dtype = o.dtype == "bf16" ? DType::bf16 : DType::f32;
+  const nn::LoadOptions load = nn::load_options(o.dtype);
   // Loaded and converted once; every rank's replica shares these weights.
   const models::LoadedModel loaded =
       models::open_model(o.model, o.config.empty() ? std::nullopt : std::optional(o.config), load);
@@ -47,7 +45,9 @@ void run_forward(const ForwardOptions& o) {
       model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}), config);
     }
     nn::TensorMap outputs = model->forward(inputs);
-    if (world.rank() == 0) io::save_safetensors(o.output, outputs);
+    if (world.rank() != 0) return;
+    io::save_safetensors(o.output, outputs);
+    print_weights_line(resident_weight_bytes(), o.dtype);
   }, local);
 }
 
@@ -68,7 +68,7 @@ void add_forward(CLI::App& parent) {
   cmd->add_option("--backend", o->backend, "attention backend (default: the process default)");
   cmd->add_option("--ranks", o->ranks, "local thread ranks (default ring x ulysses; ignored under mpirun)");
   cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)");
-  cmd->add_option("--dtype", o->dtype, "weights for the GEMMs: f32 | bf16 (f32 accumulation)")->capture_default_str();
+  add_dtype_flag(*cmd, o->dtype);
   cmd->callback([o] { run_forward(*o); });
 }
 

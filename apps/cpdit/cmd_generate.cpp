@@ -5,6 +5,7 @@
 #include "command.hpp"
 #include "parallel_flags.hpp"
 #include "progress.hpp"
+#include "weight_flags.hpp"
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/core/error.hpp>
@@ -34,7 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct GenerateArgs {
-  std::string model, preset, config, scheduler_config, embeddings, out, preview, dtype = "f32";
+  std::string model, preset, config, scheduler_config, embeddings, out, preview, dtype = "auto";
   int steps = 0;
   int64_t height = 0, width = 0, frames = 0, text_tokens = 512;
   uint64_t seed = 0;
@@ -122,6 +123,7 @@ nlohmann::json summary(const GenerateArgs& args, const Source& source, const Ran
                       {"loop_seconds", total},
                       {"seconds_per_step", steps ? total / steps : 0.0},
                       {"fastest_step_seconds", fastest},
+                      {"weight_bytes_resident", resident_weight_bytes()},
                       {"peak_activation_bytes_per_rank", peaks},
                       {"latents_sharded_between_steps", result.latents_sharded}};
   if (source.pipeline == pipeline::PipelineKind::wan) j["frames"] = args.frames;
@@ -141,15 +143,16 @@ nlohmann::json summary(const GenerateArgs& args, const Source& source, const Ran
 void print_summary(const nlohmann::json& s) {
   auto mib = [](int64_t bytes) { return double(bytes) / (1 << 20); };
   std::string frames = s.contains("frames") ? " x " + std::to_string(int(s["frames"])) + " frames" : "";
-  std::printf("model        %s, %lldx%lld%s, %d steps, seed %llu, %s weights\n", s["model"].get<std::string>().c_str(),
+  std::printf("model        %s, %lldx%lld%s, %d steps, seed %llu\n", s["model"].get<std::string>().c_str(),
               (long long)s["height"], (long long)s["width"], frames.c_str(), int(s["steps"]),
-              (unsigned long long)s["seed"], s["dtype"].get<std::string>().c_str());
+              (unsigned long long)s["seed"]);
   std::printf("parallelism  %d %s ranks, ring %d x ulysses %d (%s), %d threads per rank\n", int(s["ranks"]),
               s["engine"].get<std::string>().c_str(), int(s["ring"]), int(s["ulysses"]),
               s["rotate"].get<std::string>().c_str(), int(s["threads_per_rank"]));
   std::printf("time         %s wall, %.3f s per step (fastest %.3f s)\n",
               format_duration(s["wall_seconds"]).c_str(), double(s["seconds_per_step"]),
               double(s["fastest_step_seconds"]));
+  print_weights_line(s["weight_bytes_resident"], s["dtype"]);
   std::printf("memory       peak activations per rank:");
   for (int64_t peak : s["peak_activation_bytes_per_rank"]) std::printf(" %.1f MiB", mib(peak));
   std::printf("\n");
@@ -213,9 +216,7 @@ void run(GenerateArgs args) {
   auto start = std::chrono::steady_clock::now();
   check_output_path(args.out, "--out");
   check_output_path(args.preview, "--preview");
-  CPDIT_CHECK(args.dtype == "f32" || args.dtype == "bf16", invalid_argument, "--dtype must be f32 or bf16");
-  nn::LoadOptions load;
-  load.matrix_dtype = args.dtype == "bf16" ? DType::bf16 : DType::f32;
+  const nn::LoadOptions load = nn::load_options(args.dtype);
   const Source source = open_source(args, load);
   const bool wan = source.pipeline == pipeline::PipelineKind::wan;
   const bool preset = !args.preset.empty();
@@ -295,7 +296,7 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--config", args->config, "transformer config.json overriding the checkpoint's or the inferred one");
   cmd->add_option("--scheduler-config", args->scheduler_config,
                   "scheduler_config.json (default: DIR/scheduler/, else FLUX.1-dev's)");
-  cmd->add_option("--dtype", args->dtype, "weights of the linear layers: f32 or bf16 (bf16 GEMM, f32 accumulation)");
+  add_dtype_flag(*cmd, args->dtype);
   cmd->add_option("--steps", args->steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for Wan)")->check(CLI::PositiveNumber);
   cmd->add_option("--height", args->height, "height in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 480 for Wan)");
   cmd->add_option("--width", args->width, "width in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 832 for Wan)");

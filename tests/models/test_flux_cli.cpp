@@ -31,6 +31,33 @@ TEST(FluxCli, ForwardWritesTheSample) {
   }
 }
 
+// The weight line of the summary: "weights ... (N bytes) ...".
+int64_t resident_weight_bytes(const std::string& out) {
+  const size_t end = out.find(" bytes)");
+  const size_t begin = out.rfind('(', end);
+  return end == std::string::npos || begin == std::string::npos ? -1 : std::stoll(out.substr(begin + 1, end - begin - 1));
+}
+
+TEST(FluxCli, ForwardHoldsOneCopyOfABf16Checkpoint) {
+  TempDir dir("flux_cli_bf16");
+  std::map<std::string, Tensor> bf16;
+  int64_t bytes = 0;
+  for (const auto& [name, t] : io::load_safetensors(fixture_dir() + "/weights.safetensors")) {
+    bf16[name] = t.to(DType::bf16);
+    bytes += int64_t(bf16[name].nbytes());
+  }
+  const std::string weights = dir.file("weights.safetensors");
+  io::save_safetensors(weights, bf16);
+  const std::string args = "forward --model " + weights + " --config " + fixture_dir() + "/config.json --inputs " +
+                           fixture_dir() + "/inputs.safetensors --threads 1 --ring 2 --output " + dir.file("s.safetensors");
+  auto as_stored = run_cli(args);
+  ASSERT_EQ(as_stored.code, 0) << as_stored.err;
+  EXPECT_EQ(resident_weight_bytes(as_stored.out), bytes) << as_stored.out;
+  auto widened = run_cli(args + " --dtype f32");
+  ASSERT_EQ(widened.code, 0) << widened.err;
+  EXPECT_EQ(resident_weight_bytes(widened.out), 2 * bytes) << widened.out;
+}
+
 TEST(FluxCli, ErrorsAreOneLineExitTwoAndWriteNothing) {
   TempDir dir("flux_cli_errors");
   std::string out = dir.file("never.safetensors");

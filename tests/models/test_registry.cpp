@@ -76,7 +76,7 @@ TEST(ModelRegistry, ReplicasShareTheWeightsLoadedOnce) {
   ASSERT_FALSE(pa.empty());
   for (size_t i = 0; i < pa.size(); ++i) {
     ASSERT_EQ(pa[i].first, pb[i].first);
-    EXPECT_EQ(pa[i].second->value.raw(), pb[i].second->value.raw()) << pa[i].first;
+    EXPECT_EQ(pa[i].second->value.values().raw(), pb[i].second->value.values().raw()) << pa[i].first;
   }
 }
 

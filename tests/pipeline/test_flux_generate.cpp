@@ -125,6 +125,7 @@ TEST(FluxGenerateCli, BadInputIsOneLineExitTwoAndNothingWritten) {
       {"--preset flux-tiny --embeddings " + dir.file("missing.safetensors"), "missing.safetensors"},
       {"--preset flux-tiny --embeddings " + dir.file("wrong_width.safetensors"), "prompt_embeds"},
       {"--preset flux-tiny --ring 2 --ranks 3", "ring"},
+      {"--preset flux-tiny --dtype f16", "--dtype must be auto"},
       {"--preset flux-tiny --out " + dir.file("no_such_folder/x.safetensors"), "does not exist"},
   };
   for (const Case& c : cases) {
