@@ -80,14 +80,12 @@ void run_text_bench(const TextBenchArgs& a) {
   int64_t bf16_bytes = 0;
   {
     const nn::StateDict state = random_bf16_weights(model);
-    nn::LoadOptions load;
-    load.matrix_dtype = DType::bf16;
-    nn::load_state_dict(model, state, load);  // bf16 tensors are shared, not copied
+    nn::load_state_dict(model, state);  // kept as stored: bf16 tensors are shared, not copied
   }
   int64_t weight_bytes = 0;
   for (auto& [name, p] : model.named_parameters()) {
     weight_bytes += int64_t(p->value.nbytes());
-    bf16_bytes += p->value.numel() * 2;
+    bf16_bytes += shape_numel(p->value.shape()) * 2;
   }
   // The f32 draws are freed into the allocator's cache; hand them back so the RSS shows the weights.
   memory::release_cache();

@@ -1,6 +1,7 @@
 // `cpdit encode-prompt`: a prompt to the embeddings the pipeline's own encode_prompt returns (see
 // pipeline/prompt_encoding.hpp), written for `generate --embeddings`.
 #include "command.hpp"
+#include "weight_flags.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
@@ -13,15 +14,13 @@ namespace cpdit::app {
 namespace {
 
 struct EncodePromptOptions {
-  std::string model, prompt, out, dtype = "f32";
+  std::string model, prompt, out, dtype = "auto";
   std::optional<std::string> negative_prompt;
   int64_t max_sequence_length = 512;
 };
 
 void run_encode_prompt(const EncodePromptOptions& o) {
-  CPDIT_CHECK(o.dtype == "f32" || o.dtype == "bf16", invalid_argument, "--dtype must be f32 or bf16, got '", o.dtype, "'");
-  pipeline::PromptEncoding request{o.prompt, o.negative_prompt, o.max_sequence_length, {}};
-  request.load.matrix_dtype = o.dtype == "bf16" ? DType::bf16 : DType::f32;
+  pipeline::PromptEncoding request{o.prompt, o.negative_prompt, o.max_sequence_length, nn::load_options(o.dtype)};
   io::save_safetensors(o.out, pipeline::encode_prompt(o.model, request));
 }
 
@@ -37,8 +36,7 @@ void add_encode_prompt(CLI::App& parent) {
   cmd->add_option("--max-sequence-length", o->max_sequence_length,
                   "T5/UMT5 tokens (FLUX.1-dev and Wan 512, FLUX.1-schnell 256)")
       ->capture_default_str();
-  cmd->add_option("--dtype", o->dtype, "matrices of f32 checkpoints: f32 | bf16 (bf16 checkpoints stay bf16)")
-      ->capture_default_str();
+  add_dtype_flag(*cmd, o->dtype);
   cmd->add_option("--out", o->out, "safetensors to write (atomically)")->required();
   cmd->callback([o] { run_encode_prompt(*o); });
 }

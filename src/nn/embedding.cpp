@@ -8,14 +8,15 @@ Embedding::Embedding(int64_t num_embeddings, int64_t embedding_dim)
 
 Tensor Embedding::forward(const Tensor& ids) const {
   return with_hooks({{"input", ids}}, [&](const TensorMap& in) {
-    return std::vector<Tensor>{embedding_lookup(weight_.value, in.at("input"))};
+    return std::vector<Tensor>{embedding_lookup(weight(), in.at("input"))};
   })[0];
 }
 
 Tensor embedding_lookup(const Tensor& table, const Tensor& ids_in) {
   CPDIT_CHECK(ids_in.dtype() == DType::i64, invalid_argument, "embedding ids must be I64, got ", ids_in.describe());
-  CPDIT_CHECK(table.dim() == 2 && table.is_contiguous() && (table.dtype() == DType::f32 || table.dtype() == DType::bf16),
-              internal, "embedding table must be a contiguous f32/bf16 matrix, got ", table.describe());
+  CPDIT_CHECK(table.dim() == 2 && table.is_contiguous() &&
+                  (table.dtype() == DType::f32 || table.dtype() == DType::bf16 || table.dtype() == DType::f16),
+              internal, "embedding table must be a contiguous f32/bf16/f16 matrix, got ", table.describe());
   const Tensor ids = ids_in.contiguous();
   const int64_t rows = table.size(0), dim = table.size(1), n = ids.numel();
   Shape shape = ids.shape();

@@ -17,13 +17,6 @@ nlohmann::json read_config(const std::string& path, const std::optional<std::str
   return io::read_json(beside.string());
 }
 
-// Whether any tensor is bf16: then the model keeps its matrices as the file's bf16.
-nn::LoadOptions keep_bf16(const nn::StateDict& state, nn::LoadOptions options) {
-  for (const auto& [name, t] : state)
-    if (t.dtype() == DType::bf16) options.matrix_dtype = DType::bf16;
-  return options;
-}
-
 }  // namespace
 
 T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std::string>& config_path, bool umt5) {
@@ -62,13 +55,13 @@ ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std:
 
 std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options) {
   auto model = std::make_unique<T5EncoderModel>(checkpoint.config);
-  nn::load_state_dict(*model, checkpoint.state, keep_bf16(checkpoint.state, options));
+  nn::load_state_dict(*model, checkpoint.state, options);
   return model;
 }
 
 std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint, const nn::LoadOptions& options) {
   auto model = std::make_unique<CLIPTextModel>(checkpoint.config);
-  nn::load_state_dict(*model, checkpoint.state, keep_bf16(checkpoint.state, options));
+  nn::load_state_dict(*model, checkpoint.state, options);
   return model;
 }
 
