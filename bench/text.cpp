@@ -9,6 +9,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
+#include <cpdit/core/weight.hpp>
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/text/t5.hpp>
 #include <cpdit/nn/load.hpp>
@@ -75,7 +76,7 @@ void run_text_bench(const TextBenchArgs& a) {
   const models::text::T5Config config = xxl_shaped(a.layers);
   const int64_t tokens = a.quick ? 128 : a.tokens;
 
-  const int64_t rss_before = resident_bytes(), live_before = memory::current_bytes();
+  const int64_t rss_before = resident_bytes(), live_before = weight_memory_counter().current();
   models::text::T5EncoderModel model(config);
   int64_t bf16_bytes = 0;
   {
@@ -89,7 +90,7 @@ void run_text_bench(const TextBenchArgs& a) {
   }
   // The f32 draws are freed into the allocator's cache; hand them back so the RSS shows the weights.
   memory::release_cache();
-  const int64_t rss_weights = resident_bytes() - rss_before, live_weights = memory::current_bytes() - live_before;
+  const int64_t rss_weights = resident_bytes() - rss_before, live_weights = weight_memory_counter().current() - live_before;
 
   Tensor ids = Tensor::empty({1, tokens}, DType::i64);
   for (int64_t s = 0; s < tokens; ++s) ids.data<int64_t>()[s] = (s * 7919) % config.vocab_size;
@@ -110,7 +111,7 @@ void run_text_bench(const TextBenchArgs& a) {
   j["gflops_per_cpu_s"] = forward_gflop(config, tokens) / t.cpu_min_s;
   j["weight_bytes"] = weight_bytes;        // what the model's parameters hold
   j["bf16_bytes"] = bf16_bytes;            // the same parameters at 2 bytes each
-  j["live_weight_tensor_bytes"] = live_weights;  // tensor bytes held once the model is loaded
+  j["live_weight_tensor_bytes"] = live_weights;  // the process's weight counter once the model is loaded
   j["rss_after_load_bytes"] = rss_weights;        // process growth from building and loading it
   // Activations and the per-GEMM f32 widening of one bf16 weight, above the weights, at the peak.
   j["forward_peak_extra_bytes"] = forward_peak;
