@@ -38,7 +38,9 @@ TEST(Fixtures, EveryFileLoadsCompletely) {
     for (const auto& [name, tensor] : load_safetensors(entry.path().string()))
       EXPECT_EQ(tensor.shape(), file.info(name).shape) << entry.path() << " " << name;
   }
-  EXPECT_EQ(files, 14);  // 4 attention, 4 flux_tiny, 4 wan_tiny, 1 scheduler, 1 scheduler_unipc
+  // At least the files committed when this line was written (attention, the model, text, VAE,
+  // tokenizer and scheduler fixtures): a fixture folder that goes missing fails here.
+  EXPECT_GE(files, 35);
 }
 
 TEST(Fixtures, AttentionTensorsAsDocumented) {

@@ -47,12 +47,12 @@ ClipAttention::ClipAttention(const ClipTextConfig& config)
       v_proj_(add_module<nn::Linear>("v_proj", config.hidden_size, config.hidden_size)),
       out_proj_(add_module<nn::Linear>("out_proj", config.hidden_size, config.hidden_size)) {}
 
-Tensor ClipAttention::forward(const Tensor& x, const Tensor& keep) const {
-  return with_hooks({{"hidden_states", x}, {"keep", keep}}, [&](const nn::TensorMap& in) {
+Tensor ClipAttention::forward(const Tensor& x, const attention::Mask& mask) const {
+  return with_hooks({{"hidden_states", x}}, [&](const nn::TensorMap& in) {
     const Tensor& h = in.at("hidden_states");
     auto heads = [&](const Tensor& t) { return t.reshape({t.size(0), t.size(1), heads_, t.size(2) / heads_}); };
     attention::Options options;  // scale 1/sqrt(head_dim), as CLIP's
-    options.mask = attention::Mask::boolean(in.at("keep"));
+    options.mask = mask;
     Tensor o = attention::dispatch(heads(q_proj_.forward(h)), heads(k_proj_.forward(h)), heads(v_proj_.forward(h)), options).out;
     return std::vector<Tensor>{out_proj_.forward(o.reshape({o.size(0), o.size(1), -1}))};
   })[0];
@@ -68,9 +68,9 @@ ClipEncoderLayer::ClipEncoderLayer(const ClipTextConfig& config)
   fc2_ = &mlp.add_module<nn::Linear>("fc2", config.intermediate_size, config.hidden_size);
 }
 
-Tensor ClipEncoderLayer::forward(const Tensor& hidden_states, const Tensor& keep) const {
-  return with_hooks({{"hidden_states", hidden_states}, {"keep", keep}}, [&](const nn::TensorMap& in) {
-    Tensor h = k::add(in.at("hidden_states"), self_attn_.forward(layer_norm1_.forward(in.at("hidden_states")), in.at("keep")));
+Tensor ClipEncoderLayer::forward(const Tensor& hidden_states, const attention::Mask& mask) const {
+  return with_hooks({{"hidden_states", hidden_states}}, [&](const nn::TensorMap& in) {
+    Tensor h = k::add(in.at("hidden_states"), self_attn_.forward(layer_norm1_.forward(in.at("hidden_states")), mask));
     const Tensor up = fc1_->forward(layer_norm2_.forward(h));
     k::add_(h, fc2_->forward(quick_gelu_ ? k::quick_gelu(up) : k::gelu(up, /*tanh_approx=*/false)));
     return std::vector<Tensor>{h};
@@ -86,26 +86,24 @@ CLIPTextModel::CLIPTextModel(const ClipTextConfig& config)
 }
 
 namespace {
-// Causal, and with a padding mask also only real keys: BOOL (B|1, 1, S, S), true = attend.
-Tensor attend_mask(int64_t len, const Tensor& attention_mask) {
-  const int64_t batch = attention_mask.defined() ? attention_mask.size(0) : 1;
-  Tensor keep = Tensor::empty({batch, 1, len, len}, DType::boolean);
-  bool* out = keep.data<bool>();
-  const int64_t* pad = attention_mask.defined() ? attention_mask.data<int64_t>() : nullptr;
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t q = 0; q < len; ++q)
-      for (int64_t k = 0; k < len; ++k) out[(b * len + q) * len + k] = k <= q && (!pad || pad[b * len + k] != 0);
-  return keep;
+// Causal always; with a padding mask also only the real keys.
+attention::Mask attend_mask(const Tensor& attention_mask) {
+  const attention::Mask causal = attention::Mask::causal();
+  if (!attention_mask.defined()) return causal;
+  Tensor keep = Tensor::empty(attention_mask.shape(), DType::boolean);
+  const int64_t* pad = attention_mask.data<int64_t>();
+  for (int64_t i = 0; i < keep.numel(); ++i) keep.data<bool>()[i] = pad[i] != 0;
+  return causal.with_key_padding(keep);
 }
 }  // namespace
 
 nn::TensorMap CLIPTextModel::forward(const nn::TensorMap& inputs) const {
   const TextInputs in = text_inputs(inputs, "CLIPTextModel");
   ForwardScope scope(*this);
-  const int64_t batch = in.input_ids.size(0), len = in.input_ids.size(1);
-  const Tensor keep = attend_mask(len, in.attention_mask);
+  const int64_t batch = in.input_ids.size(0);
+  const attention::Mask mask = attend_mask(in.attention_mask);
   Tensor x = embeddings_.forward(in.input_ids);
-  for (ClipEncoderLayer* layer : layers_) x = layer->forward(x, keep);
+  for (ClipEncoderLayer* layer : layers_) x = layer->forward(x, mask);
   const Tensor last = final_layer_norm_.forward(x);
 
   const std::vector<int64_t> eos = clip_eos_positions(in.input_ids, config_.eos_token_id);

@@ -6,6 +6,7 @@
 //   last_hidden_state at each row's end-of-text position.
 #include <cpdit/models/text/config.hpp>
 #include <cpdit/models/text/encoder.hpp>
+#include <cpdit/attention/attention.hpp>
 #include <cpdit/nn/embedding.hpp>
 #include <cpdit/nn/layers.hpp>
 
@@ -29,8 +30,8 @@ class ClipEmbeddings : public nn::Module {
 class ClipAttention : public nn::Module {
  public:
   explicit ClipAttention(const ClipTextConfig& config);
-  // x (B, S, D); keep: BOOL (B|1, 1, S, S), true = attend (causal, and the padding mask if any).
-  Tensor forward(const Tensor& x, const Tensor& keep) const;
+  // x (B, S, D); mask: causal, with the padding mask's key padding if any (a rule: no S x S tensor).
+  Tensor forward(const Tensor& x, const attention::Mask& mask) const;
 
  private:
   int64_t heads_;
@@ -43,7 +44,7 @@ class ClipAttention : public nn::Module {
 class ClipEncoderLayer : public nn::Module {
  public:
   explicit ClipEncoderLayer(const ClipTextConfig& config);
-  Tensor forward(const Tensor& hidden_states, const Tensor& keep) const;
+  Tensor forward(const Tensor& hidden_states, const attention::Mask& mask) const;
 
  private:
   bool quick_gelu_;
