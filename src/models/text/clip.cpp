@@ -98,7 +98,7 @@ attention::Mask attend_mask(const Tensor& attention_mask) {
 }  // namespace
 
 nn::TensorMap CLIPTextModel::forward(const nn::TensorMap& inputs) const {
-  const TextInputs in = text_inputs(inputs, "CLIPTextModel");
+  const TextInputs in = checked_inputs(inputs, "CLIPTextModel");
   ForwardScope scope(*this);
   const int64_t batch = in.input_ids.size(0);
   const attention::Mask mask = attend_mask(in.attention_mask);

@@ -5,7 +5,9 @@ namespace cpdit::models::text {
 
 TextEncoder::TextEncoder() { set_attention_backend("native"); }
 
-TextInputs text_inputs(const nn::TensorMap& inputs, const char* model) {
+TextInputs TextEncoder::checked_inputs(const nn::TensorMap& inputs, const char* model) const {
+  CPDIT_CHECK(!parallel_enabled(), unsupported, model,
+              " runs whole on one rank (a prompt is short next to the image tokens): run it without --ring/--ulysses");
   for (const auto& [name, t] : inputs)
     CPDIT_CHECK(name == "input_ids" || name == "attention_mask", invalid_argument, model, " forward takes no input '",
                 name, "' (it takes input_ids [, attention_mask])");

@@ -84,7 +84,7 @@ T5EncoderModel::T5EncoderModel(const T5Config& config) : config_((config.validat
 
 nn::TensorMap T5EncoderModel::forward(const nn::TensorMap& inputs) const {
   const char* name = config_.bias_in_every_layer ? "UMT5EncoderModel" : "T5EncoderModel";
-  const TextInputs in = text_inputs(inputs, name);
+  const TextInputs in = checked_inputs(inputs, name);
   ForwardScope scope(*this);
   Tensor x = embed_tokens_->forward(in.input_ids);
   Tensor bias;

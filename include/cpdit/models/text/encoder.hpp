@@ -8,18 +8,22 @@
 
 namespace cpdit::models::text {
 
-class TextEncoder : public nn::Model {
- public:
-  TextEncoder();
-  parallel::ContextParallelPlan context_parallel_plan() const override { return {}; }
-};
-
-// input_ids, and attention_mask when given, from `inputs`, checked: I64 (B, S) with S >= 1, the mask
-// of the same shape holding only 0 and 1 (I64 or BOOL; returned as I64). Other names are refused.
+// input_ids, and attention_mask when given (I64, or BOOL returned as I64).
 struct TextInputs {
   Tensor input_ids;
   Tensor attention_mask;  // undefined when not given
 };
-TextInputs text_inputs(const nn::TensorMap& inputs, const char* model);
+
+class TextEncoder : public nn::Model {
+ public:
+  TextEncoder();
+  parallel::ContextParallelPlan context_parallel_plan() const override { return {}; }
+
+ protected:
+  // The checked inputs of a forward of `model` (its class name, for errors): input_ids I64 (B, S) with
+  // S >= 1, the mask of the same shape holding only 0 and 1; other names are refused, and so is a
+  // context-parallel split (the encoder runs whole on one rank).
+  TextInputs checked_inputs(const nn::TensorMap& inputs, const char* model) const;
+};
 
 }  // namespace cpdit::models::text
