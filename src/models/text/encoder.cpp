@@ -3,8 +3,6 @@
 
 namespace cpdit::models::text {
 
-TextEncoder::TextEncoder() { set_attention_backend("native"); }
-
 TextInputs TextEncoder::checked_inputs(const nn::TensorMap& inputs, const char* model) const {
   CPDIT_CHECK(!parallel_enabled(), unsupported, model,
               " runs whole on one rank (a prompt is short next to the image tokens): run it without --ring/--ulysses");

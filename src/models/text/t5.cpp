@@ -73,6 +73,8 @@ std::vector<Tensor> T5Block::forward(const Tensor& hidden_states, const Tensor& 
 }
 
 T5EncoderModel::T5EncoderModel(const T5Config& config) : config_((config.validate(), config)) {
+  // The relative-position bias is an additive (B, H, S, S) mask, which only `native` serves.
+  set_attention_backend("native");
   auto& encoder = add_module<nn::Container>("encoder");
   // shared.weight and encoder.embed_tokens.weight are one tied table: the loader keeps one tensor,
   // under the name of the module that reads it.

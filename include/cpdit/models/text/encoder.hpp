@@ -2,8 +2,8 @@
 // What every text encoder is to its callers: inputs by transformers' argument names (input_ids I64
 // (B, S) [, attention_mask (B, S) 1 = token, 0 = padding]), outputs last_hidden_state (B, S, D)
 // [, pooler_output (B, D)]. Text encoders run whole on one rank (the prompt is short next to the
-// image tokens), so their context-parallel plan is empty. Attention runs on the `native` backend:
-// T5's relative-position bias and CLIP's causal mask are full (S, S) masks.
+// image tokens), so their context-parallel plan is empty. CLIP's causal mask is a position rule any
+// backend serves; T5's relative-position bias is an additive (S, S) mask, so T5 runs on `native`.
 #include <cpdit/nn/model.hpp>
 
 namespace cpdit::models::text {
@@ -16,7 +16,6 @@ struct TextInputs {
 
 class TextEncoder : public nn::Model {
  public:
-  TextEncoder();
   parallel::ContextParallelPlan context_parallel_plan() const override { return {}; }
 
  protected:
