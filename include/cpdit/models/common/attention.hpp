@@ -1,0 +1,66 @@
+#pragma once
+// The attention layers of the DiT families, named as diffusers names them (to_q, to_k, to_v, norm_q,
+// norm_k, to_out.0; for joint attention also add_{q,k,v}_proj, norm_added_{q,k}, to_add_out). Each calls
+// attention::dispatch and says where its keys live: keys from the tokens being split across ranks
+// are sharded (ring / Ulysses route them), keys from text every rank holds whole are replicated
+// (attended locally). Activations (B, S, D) f32.
+#include <cpdit/models/common/qk_norm.hpp>
+#include <cpdit/models/common/rope.hpp>
+#include <cpdit/nn/layers.hpp>
+
+namespace cpdit::models::common {
+
+struct AttentionShape {
+  int64_t dim;  // width of the tokens in and out
+  int64_t heads;
+  int64_t head_dim;
+  QkNorm qk_norm;
+  float eps;                      // of the q/k RMSNorm
+  bool output_projection = true;  // to_out.0; false for FLUX.1's single blocks (pre_only)
+  int64_t context_dim = 0;        // Attention's cross-attention keys: width of encoder_hidden_states; 0: dim
+};
+
+// One stream's query, key and value projections with their q/k norms (named by the module that
+// holds them: to_q / norm_q for the tokens, add_q_proj / norm_added_q for FLUX.1's and Qwen-Image's text).
+struct StreamProjections {
+  nn::Linear& q;
+  nn::Linear& k;
+  nn::Linear& v;
+  nn::RMSNorm& norm_q;
+  nn::RMSNorm& norm_k;
+};
+
+// Self-attention (RoPE when tables are given, sharded keys) when encoder_hidden_states is undefined;
+// cross-attention to encoder_hidden_states (no RoPE, replicated keys) otherwise. Returns (B, S, dim),
+// or (B, S, heads·head_dim) without an output projection.
+class Attention : public nn::Module {
+ public:
+  explicit Attention(const AttentionShape& shape);
+  Tensor forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
+                 const Tensor& sin) const;
+
+ private:
+  AttentionShape shape_;
+  StreamProjections projections_;
+  nn::Linear* to_out_ = nullptr;
+};
+
+// Joint attention over [text; image] (FLUX.1 double blocks, Qwen-Image): each stream has its own
+// projections (both streams of width dim) and q/k norms, one attention runs over both (text first,
+// keys sharded), and each stream's output goes through its own projection. forward returns
+// (image output, text output).
+class JointAttention : public nn::Module {
+ public:
+  explicit JointAttention(const AttentionShape& shape);
+  std::vector<Tensor> forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
+                              const Tensor& sin) const;
+
+ private:
+  AttentionShape shape_;
+  StreamProjections image_;  // to_q, to_k, to_v, norm_q, norm_k
+  StreamProjections text_;   // add_q_proj, add_k_proj, add_v_proj, norm_added_q, norm_added_k
+  nn::Linear& to_out_;
+  nn::Linear& to_add_out_;
+};
+
+}  // namespace cpdit::models::common

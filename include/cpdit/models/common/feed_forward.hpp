@@ -1,0 +1,24 @@
+#pragma once
+// diffusers' FeedForward: net.0.proj (the activation's input projection), the activation, net.2.
+#include <cpdit/models/common/activation.hpp>
+#include <cpdit/nn/layers.hpp>
+
+namespace cpdit::models::common {
+
+// Plain (gated = false): net.2(act(net.0.proj(x))), net.0.proj D -> F ("gelu-approximate": FLUX.1, Wan,
+// LTX, Qwen-Image). Gated: net.0.proj D -> 2F, cut into (hidden, gate) halves in that order,
+// net.2(hidden * act(gate)): SwiGLU with Activation::silu, GEGLU with Activation::gelu.
+class FeedForward : public nn::Module {
+ public:
+  FeedForward(int64_t dim, int64_t hidden, Activation activation, bool gated = false);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  nn::Container& net_;
+  nn::Linear& proj_in_;
+  nn::Linear& proj_out_;
+  Activation activation_;
+  bool gated_;
+};
+
+}  // namespace cpdit::models::common

@@ -1,0 +1,18 @@
+#pragma once
+// The query/key projection of an attention layer, with its RMSNorm where the family puts it.
+#include <cpdit/nn/layers.hpp>
+
+namespace cpdit::models::common {
+
+enum class QkNorm {
+  per_head,      // "rms_norm": one weight of head_dim, after the head split (FLUX.1, Qwen-Image)
+  across_heads,  // "rms_norm_across_heads": one weight of heads·head_dim, before it (Wan, LTX)
+};
+
+// The width of the RMSNorm weight.
+int64_t qk_norm_width(QkNorm where, int64_t heads, int64_t head_dim);
+
+// proj(x) (B, S, heads·head_dim) -> (B, S, heads, head_dim), normed by `norm` (when given) at `where`.
+Tensor project_heads(const nn::Linear& proj, const nn::RMSNorm* norm, QkNorm where, int64_t heads, const Tensor& x);
+
+}  // namespace cpdit::models::common

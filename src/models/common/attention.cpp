@@ -1,0 +1,100 @@
+#include <cpdit/attention/attention.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/models/common/attention.hpp>
+
+namespace cpdit::models::common {
+
+namespace {
+
+int64_t inner(const AttentionShape& s) { return s.heads * s.head_dim; }
+int64_t norm_width(const AttentionShape& s) { return qk_norm_width(s.qk_norm, s.heads, s.head_dim); }
+int64_t key_width(const AttentionShape& s) { return s.context_dim > 0 ? s.context_dim : s.dim; }
+
+struct Qkv {
+  Tensor q, k, v;  // (B, S, H, Dh)
+};
+
+// q from the tokens x, k and v from `source` (x itself for self-attention).
+Qkv project(const StreamProjections& p, const AttentionShape& shape, const Tensor& x, const Tensor& source) {
+  return {project_heads(p.q, &p.norm_q, shape.qk_norm, shape.heads, x),
+          project_heads(p.k, &p.norm_k, shape.qk_norm, shape.heads, source),
+          project_heads(p.v, nullptr, shape.qk_norm, shape.heads, source)};
+}
+
+// RoPE on q and k when the caller passed tables (the text's keys of cross-attention have none).
+void rotate(Qkv& qkv, const Tensor& cos, const Tensor& sin) {
+  if (!cos.defined()) return;
+  const RopeTables tables{cos, sin};
+  qkv.q = apply_rope(qkv.q, tables);
+  qkv.k = apply_rope(qkv.k, tables);
+}
+
+// softmax(q kᵀ / √Dh) v over the heads, back to (B, S, H·Dh).
+Tensor attend(const Qkv& qkv, attention::KvPlacement kv) {
+  attention::Options options;
+  options.kv = kv;
+  Tensor o = attention::dispatch(qkv.q, qkv.k, qkv.v, options).out;
+  return o.reshape({o.size(0), o.size(1), o.size(2) * o.size(3)});
+}
+
+}  // namespace
+
+Attention::Attention(const AttentionShape& shape)
+    : shape_(shape),
+      projections_{add_module<nn::Linear>("to_q", shape.dim, inner(shape)),
+                   add_module<nn::Linear>("to_k", key_width(shape), inner(shape)),
+                   add_module<nn::Linear>("to_v", key_width(shape), inner(shape)),
+                   add_module<nn::RMSNorm>("norm_q", norm_width(shape), shape.eps),
+                   add_module<nn::RMSNorm>("norm_k", norm_width(shape), shape.eps)},
+      to_out_(shape.output_projection
+                  ? &add_module<nn::Container>("to_out").add_module<nn::Linear>("0", inner(shape), shape.dim)
+                  : nullptr) {}
+
+Tensor Attention::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
+                          const Tensor& sin) const {
+  nn::TensorMap args{{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states},
+                     {"cos", cos}, {"sin", sin}};
+  return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
+    const Tensor& x = in.at("hidden_states");
+    const bool cross = in.at("encoder_hidden_states").defined();
+    Qkv qkv = project(projections_, shape_, x, cross ? in.at("encoder_hidden_states") : x);
+    if (!cross) rotate(qkv, in.at("cos"), in.at("sin"));
+    // The text's keys are whole on every rank: attend to them locally, never through the ring.
+    Tensor o = attend(qkv, cross ? attention::KvPlacement::replicated : attention::KvPlacement::sharded);
+    return std::vector<Tensor>{to_out_ ? to_out_->forward(o) : o};
+  })[0];
+}
+
+JointAttention::JointAttention(const AttentionShape& shape)
+    : shape_(shape),
+      image_{add_module<nn::Linear>("to_q", shape.dim, inner(shape)), add_module<nn::Linear>("to_k", shape.dim, inner(shape)),
+             add_module<nn::Linear>("to_v", shape.dim, inner(shape)),
+             add_module<nn::RMSNorm>("norm_q", norm_width(shape), shape.eps),
+             add_module<nn::RMSNorm>("norm_k", norm_width(shape), shape.eps)},
+      text_{add_module<nn::Linear>("add_q_proj", shape.dim, inner(shape)),
+            add_module<nn::Linear>("add_k_proj", shape.dim, inner(shape)),
+            add_module<nn::Linear>("add_v_proj", shape.dim, inner(shape)),
+            add_module<nn::RMSNorm>("norm_added_q", norm_width(shape), shape.eps),
+            add_module<nn::RMSNorm>("norm_added_k", norm_width(shape), shape.eps)},
+      to_out_(add_module<nn::Container>("to_out").add_module<nn::Linear>("0", inner(shape), shape.dim)),
+      to_add_out_(add_module<nn::Linear>("to_add_out", inner(shape), shape.dim)) {}
+
+std::vector<Tensor> JointAttention::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states,
+                                            const Tensor& cos, const Tensor& sin) const {
+  nn::TensorMap args{{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states},
+                     {"cos", cos}, {"sin", sin}};
+  return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
+    const Tensor &x = in.at("hidden_states"), &c = in.at("encoder_hidden_states");
+    CPDIT_CHECK(c.defined(), invalid_argument, "joint attention needs encoder_hidden_states");
+    // Text tokens first along the sequence; the tables cover [text; image] in that order.
+    const Qkv text = project(text_, shape_, c, c), image = project(image_, shape_, x, x);
+    Qkv joint{cat({text.q, image.q}, 1), cat({text.k, image.k}, 1), cat({text.v, image.v}, 1)};
+    rotate(joint, in.at("cos"), in.at("sin"));
+    const Tensor o = attend(joint, attention::KvPlacement::sharded);
+    const int64_t n_text = c.size(1);
+    return std::vector<Tensor>{to_out_.forward(o.narrow(1, n_text, o.size(1) - n_text)),
+                               to_add_out_.forward(o.narrow(1, 0, n_text))};
+  });
+}
+
+}  // namespace cpdit::models::common

@@ -1,0 +1,27 @@
+#include <cpdit/kernels/cpu.hpp>
+#include <cpdit/models/common/feed_forward.hpp>
+
+namespace cpdit::models::common {
+
+FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, bool gated)
+    : net_(add_module<nn::Container>("net")),
+      // net.0 is diffusers' GELU / GEGLU / SwiGLU module, which holds its Linear as "proj".
+      proj_in_(net_.add_module<nn::Container>("0").add_module<nn::Linear>("proj", dim, gated ? 2 * hidden : hidden)),
+      proj_out_(net_.add_module<nn::Linear>("2", hidden, dim)),
+      activation_(activation),
+      gated_(gated) {}
+
+Tensor FeedForward::forward(const Tensor& x) const {
+  return with_hooks({{"hidden_states", x}}, [&](const nn::TensorMap& in) {
+    Tensor h = proj_in_.forward(in.at("hidden_states"));
+    if (gated_) {
+      const int64_t half = h.size(-1) / 2;
+      h = kernels::mul(h.narrow(h.dim() - 1, 0, half), activate(activation_, h.narrow(h.dim() - 1, half, half)));
+    } else {
+      h = activate(activation_, h);
+    }
+    return std::vector<Tensor>{proj_out_.forward(h)};
+  })[0];
+}
+
+}  // namespace cpdit::models::common

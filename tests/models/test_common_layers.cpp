@@ -1,0 +1,169 @@
+// The shared DiT layers of models/common: the embedders against diffusers' own numbers (the ltx_tiny
+// and qwenimage_tiny fixtures hold the outputs of LTX's AdaLayerNormSingle and caption projection and
+// of Qwen-Image's scaled timestep embedding), the rest against a float64 reference.
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/common/adaptive_norm.hpp>
+#include <cpdit/models/common/feed_forward.hpp>
+#include <cpdit/nn/load.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+namespace cpdit::models::common {
+namespace {
+
+std::string fixture(const std::string& model, const std::string& file) {
+  return std::string(CPDIT_TEST_DATA) + "/fixtures/" + model + "/" + file;
+}
+
+// The weights of the fixture model's sub-module `prefix`, bound to `module`.
+void load_part(nn::Module& module, const std::string& model, const std::string& prefix) {
+  nn::StateDict part;
+  for (const auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(fixture(model, "weights.safetensors"))))
+    if (name.rfind(prefix, 0) == 0) part[name.substr(prefix.size())] = t;
+  nn::load_state_dict(module, part);
+}
+
+Tensor random_tensor(const Shape& shape, unsigned seed, float stddev = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, stddev);
+  std::vector<float> v(size_t(shape_numel(shape)));
+  for (float& x : v) x = normal(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+// Fixture embeddings: they land within 2.5e-6 (float32 sums over 256 inputs in another order than
+// torch's); 1e-5 keeps a margin over that, while a missing ×1000, a swapped sin/cos half or a wrong
+// activation moves them by more than 1e-2.
+constexpr double kFixtureTolerance = 1e-5;
+
+TEST(CommonEmbeddings, AdaLayerNormSingleMatchesLtx) {
+  AdaLayerNormSingle time_embed(24);
+  load_part(time_embed, "ltx_tiny", "time_embed.");
+  const Tensor timestep = io::load_safetensors(fixture("ltx_tiny", "inputs.safetensors")).at("timestep");
+  auto expected = io::load_safetensors(fixture("ltx_tiny", "intermediates.safetensors"));
+  auto out = time_embed.forward(timestep.reshape({-1}));  // raw 0..1000, no scaling
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_LT(max_abs_diff(out[0], expected.at("time_embed.0")), kFixtureTolerance);
+  EXPECT_LT(max_abs_diff(out[1], expected.at("time_embed.1")), kFixtureTolerance);
+}
+
+TEST(CommonEmbeddings, GeluTanhTextProjectionMatchesLtx) {
+  MlpEmbedder caption_projection(12, 24, Activation::gelu_tanh);
+  load_part(caption_projection, "ltx_tiny", "caption_projection.");
+  const Tensor text = io::load_safetensors(fixture("ltx_tiny", "inputs.safetensors")).at("encoder_hidden_states");
+  const Tensor want = io::load_safetensors(fixture("ltx_tiny", "intermediates.safetensors")).at("caption_projection");
+  EXPECT_LT(max_abs_diff(caption_projection.forward(text), want), kFixtureTolerance);
+}
+
+TEST(CommonEmbeddings, ScaledSinusoidMatchesQwenImage) {
+  // QwenTimestepProjEmbeddings: Timesteps(256, flip, shift 0, scale 1000), then TimestepEmbedding.
+  MlpEmbedder embedder(256, 32, Activation::silu);
+  load_part(embedder, "qwenimage_tiny", "time_text_embed.timestep_embedder.");
+  const Tensor timestep = io::load_safetensors(fixture("qwenimage_tiny", "inputs.safetensors")).at("timestep");
+  const Tensor want = io::load_safetensors(fixture("qwenimage_tiny", "intermediates.safetensors")).at("time_text_embed");
+  SinusoidOptions scaled;
+  scaled.scale = 1000.0f;
+  EXPECT_LT(max_abs_diff(embedder.forward(timestep_sinusoid(timestep, 256, scaled)), want), kFixtureTolerance);
+  EXPECT_GT(max_abs_diff(embedder.forward(timestep_sinusoid(timestep, 256)), want), 1e-2);  // the scale matters
+}
+
+TEST(CommonEmbeddings, SinusoidOrderAndShift) {
+  const Tensor t = Tensor::from_vector({3.0f}, {1});
+  SinusoidOptions plain;
+  plain.flip_sin_to_cos = false;
+  plain.downscale_freq_shift = 1.0f;
+  const Tensor flipped = timestep_sinusoid(t, 8), unflipped = timestep_sinusoid(t, 8, plain);
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_NEAR(flipped.data<float>()[j], std::cos(3.0 * std::exp(-std::log(10000.0) * j / 4)), 1e-6);
+    EXPECT_NEAR(flipped.data<float>()[4 + j], std::sin(3.0 * std::exp(-std::log(10000.0) * j / 4)), 1e-6);
+    EXPECT_NEAR(unflipped.data<float>()[j], std::sin(3.0 * std::exp(-std::log(10000.0) * j / 3)), 1e-6);  // sin half first
+    EXPECT_NEAR(unflipped.data<float>()[4 + j], std::cos(3.0 * std::exp(-std::log(10000.0) * j / 3)), 1e-6);
+  }
+  EXPECT_THROW(timestep_sinusoid(Tensor::zeros({2, 2}), 8), Error);
+}
+
+// FeedForward in float64 from the bound weights: net.2(a(net.0.proj x)), gated: hidden · a(gate).
+double act(Activation a, double x) {
+  if (a == Activation::silu) return x / (1.0 + std::exp(-x));
+  return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0)));  // exact GELU (GEGLU)
+}
+
+void expect_feed_forward_matches_float64(Activation activation, bool gated) {
+  const int64_t dim = 6, hidden = 10, tokens = 5;
+  FeedForward ff(dim, hidden, activation, gated);
+  nn::StateDict weights{{"net.0.proj.weight", random_tensor({gated ? 2 * hidden : hidden, dim}, 1, 0.4f)},
+                        {"net.0.proj.bias", random_tensor({gated ? 2 * hidden : hidden}, 2, 0.1f)},
+                        {"net.2.weight", random_tensor({dim, hidden}, 3, 0.3f)},
+                        {"net.2.bias", random_tensor({dim}, 4, 0.1f)}};
+  nn::load_state_dict(ff, weights);  // diffusers' key names, or an error
+  const Tensor x = random_tensor({1, tokens, dim}, 5);
+  const Tensor y = ff.forward(x);
+  auto w = [&](const char* name, int64_t r, int64_t c) {
+    const Tensor& t = weights.at(name);
+    return double(t.data<float>()[r * t.size(1) + c]);
+  };
+  for (int64_t s = 0; s < tokens; ++s) {
+    std::vector<double> projected(size_t(gated ? 2 * hidden : hidden));
+    for (size_t r = 0; r < projected.size(); ++r) {
+      projected[r] = weights.at("net.0.proj.bias").data<float>()[r];
+      for (int64_t c = 0; c < dim; ++c) projected[r] += w("net.0.proj.weight", int64_t(r), c) * x.data<float>()[s * dim + c];
+    }
+    for (int64_t o = 0; o < dim; ++o) {
+      double out = weights.at("net.2.bias").data<float>()[o];
+      for (int64_t i = 0; i < hidden; ++i) {
+        const double h = gated ? projected[size_t(i)] * act(activation, projected[size_t(hidden + i)])
+                               : act(activation, projected[size_t(i)]);
+        out += w("net.2.weight", o, i) * h;
+      }
+      // Sums of ten O(1) float32 products: 1e-5 is far above their rounding and far below the
+      // error of using the wrong half as the gate.
+      EXPECT_NEAR(y.data<float>()[s * dim + o], out, 1e-5);
+    }
+  }
+}
+
+TEST(CommonFeedForward, SwiGLUMatchesFloat64) { expect_feed_forward_matches_float64(Activation::silu, true); }
+TEST(CommonFeedForward, GatedGeluMatchesFloat64) { expect_feed_forward_matches_float64(Activation::gelu, true); }
+TEST(CommonFeedForward, PlainSiluMatchesFloat64) { expect_feed_forward_matches_float64(Activation::silu, false); }
+
+TEST(CommonModulation, ScaleShiftTableAddsEachRowInOrder) {
+  const int64_t n = 3, dim = 4, tokens = 2;
+  const Tensor table = random_tensor({n, dim}, 7);
+  const Tensor per_batch = random_tensor({1, n, dim}, 8), per_token = random_tensor({1, tokens, n, dim}, 9);
+  auto a = scale_shift_modulation(table, per_batch);
+  auto b = scale_shift_modulation(table.reshape({1, n, dim}), per_batch);  // Wan's [1, n, D] table
+  auto c = scale_shift_modulation(table, per_token);
+  ASSERT_EQ(a.size(), size_t(n));
+  for (int64_t i = 0; i < n; ++i) {
+    ASSERT_EQ(a[size_t(i)].shape(), (Shape{1, 1, dim}));
+    ASSERT_EQ(c[size_t(i)].shape(), (Shape{1, tokens, dim}));
+    EXPECT_EQ(max_abs_diff(a[size_t(i)], b[size_t(i)]), 0.0);
+    for (int64_t d = 0; d < dim; ++d) {
+      EXPECT_EQ(a[size_t(i)].contiguous().data<float>()[d], table.data<float>()[i * dim + d] + per_batch.data<float>()[i * dim + d]);
+      for (int64_t s = 0; s < tokens; ++s)
+        EXPECT_EQ(c[size_t(i)].contiguous().data<float>()[s * dim + d],
+                  table.data<float>()[i * dim + d] + per_token.data<float>()[(s * n + i) * dim + d]);
+    }
+  }
+  EXPECT_THROW(scale_shift_modulation(table, random_tensor({1, 2, dim}, 10)), Error);
+}
+
+TEST(CommonModulation, ContinuousNormTakesScaleBeforeShift) {
+  const int64_t dim = 4;
+  AdaLayerNormContinuous norm(dim, dim, 1e-6f);
+  // linear = 0 weights, bias = [scale rows | shift rows]: the output is LN(x)(1 + scale) + shift.
+  std::vector<float> bias{1, 1, 1, 1, 5, 5, 5, 5};
+  nn::load_state_dict(norm, {{"linear.weight", Tensor::zeros({2 * dim, dim})}, {"linear.bias", Tensor::from_vector(bias, {2 * dim})}});
+  const Tensor x = Tensor::from_vector({1, 2, 3, 4}, {1, 1, dim});
+  const Tensor y = norm.forward(x, Tensor::zeros({1, dim}));
+  const double sd = std::sqrt(1.25 + 1e-6);
+  for (int d = 0; d < dim; ++d) EXPECT_NEAR(y.data<float>()[d], (d + 1 - 2.5) / sd * 2.0 + 5.0, 1e-5);
+}
+
+}  // namespace
+}  // namespace cpdit::models::common
