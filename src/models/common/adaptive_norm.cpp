@@ -51,7 +51,8 @@ std::vector<Tensor> AdaLayerNormSingle::forward(const Tensor& timestep) const {
   });
 }
 
-std::vector<Tensor> scale_shift_modulation(const Tensor& table, const Tensor& emb) {
+std::vector<Tensor> scale_shift_modulation(const Weight& table_weight, const Tensor& emb) {
+  const Tensor table = table_weight.values("scale-shift modulation").to(DType::f32);
   CPDIT_CHECK(table.dim() == 2 || (table.dim() == 3 && table.size(0) == 1), invalid_argument,
               "scale_shift_table must be [n, D] or [1, n, D], got ", table.describe());
   const int64_t n = table.size(-2), dim = table.size(-1);

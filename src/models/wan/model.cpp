@@ -80,7 +80,7 @@ nn::TensorMap WanTransformer3DModel::forward(const nn::TensorMap& inputs) const 
     for (Block* block : blocks_) x = block->forward(x, cond[2], tproj, rope[0], rope[1]);
 
     // The output head takes temb itself, not timestep_proj: shift, scale in that order.
-    auto head = modulation(scale_shift_table_.value,
+    auto head = common::scale_shift_modulation(scale_shift_table_.value,
                            temb.dim() == 2 ? temb.reshape({batch, 1, dim}) : temb.reshape({batch, temb.size(1), 1, dim}));
     x = kernels::modulate(norm_out_.forward(x), head[1], head[0]);
     return std::vector<Tensor>{unpatchify(proj_out_.forward(x), config_.patch_size, grid)};

@@ -3,6 +3,7 @@
 // the LayerNorm without affine. The variants differ only in where (shift, scale, gate) come from and
 // in which order (spec/models.md §1.5 is the usual porting bug). Modulation vectors are (B, D) (one per
 // batch item), (B, 1, D), or (B, S, D) (one per token).
+#include <cpdit/core/weight.hpp>
 #include <cpdit/models/common/embeddings.hpp>
 #include <cpdit/nn/layers.hpp>
 
@@ -52,8 +53,9 @@ class AdaLayerNormSingle : public nn::Module {
 // The scale-shift-table modulation (Wan, LTX, PixArt): `table` [n, D] or [1, n, D] (a block's
 // parameter) + `emb` (B, n, D) or per token (B, S, n, D) — or one row for all n, (B, 1, D) / (B, S, 1, D),
 // as the output heads pass the embedded timestep — cut into the n vectors, each (B, 1, D) or (B, S, D),
-// in the table's row order.
-std::vector<Tensor> scale_shift_modulation(const Tensor& table, const Tensor& emb);
+// in the table's row order. The table is widened to f32 per call (it is small), so a half-precision
+// checkpoint's table stays as stored.
+std::vector<Tensor> scale_shift_modulation(const Weight& table, const Tensor& emb);
 
 // LN(x)(1 + scale) + shift, LayerNorm without affine.
 Tensor norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, float eps);

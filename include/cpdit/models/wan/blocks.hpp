@@ -1,9 +1,12 @@
 #pragma once
-// The modules of WanTransformer3DModel, named as diffusers names them (spec/models.md §3.2-§3.4).
+// The modules of WanTransformer3DModel, named as diffusers names them (spec/models.md §3.2-§3.4),
+// built from the shared DiT layers of models/common.
 // Activations are (B, S, D) f32. Modulation vectors are (B, 1, D), or (B, S, D) when the timestep is
 // per token (Wan 2.2 TI2V).
-#include <cpdit/models/flux/blocks.hpp>  // FeedForward, MlpEmbedder, timestep_sinusoid: shared with FLUX.1
-#include <cpdit/nn/layers.hpp>
+#include <cpdit/models/common/adaptive_norm.hpp>
+#include <cpdit/models/common/attention.hpp>
+#include <cpdit/models/common/embeddings.hpp>
+#include <cpdit/models/common/feed_forward.hpp>
 
 #include <array>
 
@@ -19,7 +22,7 @@ class RotaryPosEmbed : public nn::Module {
   std::vector<Tensor> forward(const Tensor& hidden_states) const;
 
  private:
-  std::array<int64_t, 3> axis_dims_;  // t, h, w
+  std::array<int64_t, 3> axes_dims_;  // t, h, w
   std::array<int64_t, 3> patch_size_;
   int64_t max_seq_len_;
 };
@@ -37,17 +40,6 @@ class PatchEmbedding : public nn::Module {
   std::array<int64_t, 3> patch_size_;
 };
 
-// Linear, GELU(tanh), Linear: diffusers' PixArtAlphaTextProjection(act_fn "gelu_tanh").
-class TextProjection : public nn::Module {
- public:
-  TextProjection(int64_t in, int64_t dim);
-  Tensor forward(const Tensor& caption) const;
-
- private:
-  nn::Linear& linear_1_;
-  nn::Linear& linear_2_;
-};
-
 // forward(timestep (B,) or (B, S) raw in [0, 1000], encoder_hidden_states (B, L, text_dim)) returns
 // (temb (B, D) | (B, S, D), timestep_proj (B, 6D) | (B, S, 6D), text (B, L, D)).
 class ConditionEmbedder : public nn::Module {
@@ -57,28 +49,9 @@ class ConditionEmbedder : public nn::Module {
 
  private:
   int64_t freq_dim_;
-  flux::MlpEmbedder& time_embedder_;
+  common::MlpEmbedder& time_embedder_;  // TimestepEmbedding: SiLU
   nn::Linear& time_proj_;
-  TextProjection& text_embedder_;
-};
-
-// attn1 (self: RoPE, keys sharded under context parallelism) or attn2 (cross: keys from the text,
-// no RoPE, replicated on every rank). q/k RMSNorm spans all heads (width D), before the head split.
-class Attention : public nn::Module {
- public:
-  Attention(int64_t dim, int64_t heads, int64_t head_dim, float eps);
-  // Self-attention when encoder_hidden_states is undefined (then cos, sin are required).
-  Tensor forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
-                 const Tensor& sin) const;
-
- private:
-  int64_t heads_, head_dim_;
-  nn::Linear& to_q_;
-  nn::Linear& to_k_;
-  nn::Linear& to_v_;
-  nn::Linear& to_out_;
-  nn::RMSNorm& norm_q_;
-  nn::RMSNorm& norm_k_;
+  common::MlpEmbedder& text_embedder_;  // PixArtAlphaTextProjection: GELU-tanh
 };
 
 // One transformer block: forward(hidden_states, encoder_hidden_states (projected text), temb
@@ -91,15 +64,11 @@ class Block : public nn::Module {
 
  private:
   float eps_;
-  Attention& attn1_;
-  Attention& attn2_;
+  common::Attention& attn1_;  // self: RoPE, keys sharded under context parallelism
+  common::Attention& attn2_;  // cross: keys from the text, no RoPE, replicated on every rank
   nn::LayerNorm* norm2_ = nullptr;  // the cross-attention LayerNorm (affine); absent without cross_attn_norm
-  flux::FeedForward& ffn_;
+  common::FeedForward& ffn_;
   nn::Parameter& scale_shift_table_;  // [1, 6, D]: shift, scale, gate, c_shift, c_scale, c_gate
 };
-
-// `table` [1, n, D] + `emb` (B, n, D) or (B, S, n, D) (or with one row for all n: (B, 1, D),
-// (B, S, 1, D)), cut into the n modulation vectors, each (B, 1, D) or (B, S, D).
-std::vector<Tensor> modulation(const Weight& table, const Tensor& emb);
 
 }  // namespace cpdit::models::wan
