@@ -34,7 +34,7 @@ FluxTransformer2DModel::FluxTransformer2DModel(const FluxConfig& config)
       pos_embed_(add_module<PosEmbed>("pos_embed", config.axes_dims_rope)),
       transformer_blocks_(add_module<nn::ModuleList<DoubleBlock>>("transformer_blocks")),
       single_transformer_blocks_(add_module<nn::ModuleList<SingleBlock>>("single_transformer_blocks")),
-      norm_out_(add_module<AdaLayerNormContinuous>("norm_out", config.inner_dim())),
+      norm_out_(add_module<common::AdaLayerNormContinuous>("norm_out", config.inner_dim(), config.inner_dim(), 1e-6f)),
       proj_out_(add_module<nn::Linear>("proj_out", config.inner_dim(),
                                        config.patch_size * config.patch_size * config.output_channels())) {
   for (int64_t i = 0; i < config.num_layers; ++i)

@@ -33,7 +33,7 @@ class FluxTransformer2DModel : public nn::Model {
   PosEmbed& pos_embed_;
   nn::ModuleList<DoubleBlock>& transformer_blocks_;
   nn::ModuleList<SingleBlock>& single_transformer_blocks_;
-  AdaLayerNormContinuous& norm_out_;
+  common::AdaLayerNormContinuous& norm_out_;
   nn::Linear& proj_out_;
 };
 
