@@ -5,10 +5,24 @@
 
 namespace cpdit::nn {
 
-const Shape& weight_shape(const StateDict& state, const std::string& name, const std::string& model) {
-  auto it = state.find(name);
-  CPDIT_CHECK(it != state.end(), invalid_argument, "cannot infer the config: the weights have no '", name,
-              "' (is this a ", model, " checkpoint?)");
+void read_config_fields(const nlohmann::json& j, const std::string& model, std::initializer_list<ConfigField> fields) {
+  CPDIT_CHECK(j.is_object(), invalid_argument, "a ", model, " config must be a JSON object");
+  try {
+    for (const ConfigField& field : fields) field.read(j);
+  } catch (const nlohmann::json::exception& e) {
+    fail(ErrorKind::invalid_argument, model, " config has a field of the wrong type: ", e.what());
+  }
+}
+
+void require_positive(const std::string& model, std::initializer_list<std::pair<const char*, int64_t>> values) {
+  for (const auto& [name, value] : values)
+    CPDIT_CHECK(value > 0, invalid_argument, model, " config: ", name, " must be positive, got ", value);
+}
+
+const Shape& WeightShapes::operator()(const std::string& name) const {
+  auto it = state_.find(name);
+  CPDIT_CHECK(it != state_.end(), invalid_argument, "cannot infer the config: the weights have no '", name,
+              "' (is this a ", model_, " checkpoint?)");
   return it->second.shape();
 }
 

@@ -5,7 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 namespace cpdit::nn {
 
@@ -16,8 +19,31 @@ void read_config_field(const nlohmann::json& j, const char* key, T& field) {
   if (j.contains(key) && !j[key].is_null()) field = j[key].get<T>();
 }
 
-// The shape of state[name]; a missing tensor is an error saying the checkpoint is not a `model`.
-const Shape& weight_shape(const StateDict& state, const std::string& name, const std::string& model);
+// One field of a config and the slot it fills: {"num_layers", config.num_layers}.
+struct ConfigField {
+  template <class T>
+  ConfigField(const char* key, T& slot) : read([key, &slot](const nlohmann::json& j) { read_config_field(j, key, slot); }) {}
+  std::function<void(const nlohmann::json&)> read;
+};
+
+// Fills every field present in `j` (an object); anything else — not an object, a field of the wrong
+// type — is one Error(invalid_argument) naming the `model` config.
+void read_config_fields(const nlohmann::json& j, const std::string& model, std::initializer_list<ConfigField> fields);
+
+// Each value must be positive, else an Error(invalid_argument) "<model> config: <name> must be positive".
+void require_positive(const std::string& model, std::initializer_list<std::pair<const char*, int64_t>> values);
+
+// The shapes of a state dict's tensors by name, for inferring a config; a missing tensor is an error
+// saying the checkpoint is not a `model` one.
+class WeightShapes {
+ public:
+  WeightShapes(const StateDict& state, std::string model) : state_(state), model_(std::move(model)) {}
+  const Shape& operator()(const std::string& name) const;
+
+ private:
+  const StateDict& state_;
+  std::string model_;
+};
 
 // 1 + the largest i among "<prefix>.i.*" keys; 0 when there are none.
 int64_t count_blocks(const StateDict& state, const std::string& prefix);

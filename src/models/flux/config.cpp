@@ -7,61 +7,38 @@
 
 namespace cpdit::models::flux {
 
-using nn::read_config_field;
-
-namespace {
-const Shape& shape_of(const nn::StateDict& state, const std::string& name) {
-  return nn::weight_shape(state, name, "FLUX.1 transformer");
-}
-}  // namespace
-
 FluxConfig FluxConfig::from_json(const nlohmann::json& j, FluxConfig c) {
-  CPDIT_CHECK(j.is_object(), invalid_argument, "a FLUX config must be a JSON object");
-  try {
-    read_config_field(j, "patch_size", c.patch_size);
-    read_config_field(j, "in_channels", c.in_channels);
-    read_config_field(j, "out_channels", c.out_channels);
-    read_config_field(j, "num_layers", c.num_layers);
-    read_config_field(j, "num_single_layers", c.num_single_layers);
-    read_config_field(j, "attention_head_dim", c.attention_head_dim);
-    read_config_field(j, "num_attention_heads", c.num_attention_heads);
-    read_config_field(j, "joint_attention_dim", c.joint_attention_dim);
-    read_config_field(j, "pooled_projection_dim", c.pooled_projection_dim);
-    read_config_field(j, "guidance_embeds", c.guidance_embeds);
-    read_config_field(j, "axes_dims_rope", c.axes_dims_rope);
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::invalid_argument, "FLUX config has a field of the wrong type: ", e.what());
-  }
+  nn::read_config_fields(j, "FLUX",
+                         {{"patch_size", c.patch_size}, {"in_channels", c.in_channels}, {"out_channels", c.out_channels},
+                          {"num_layers", c.num_layers}, {"num_single_layers", c.num_single_layers},
+                          {"attention_head_dim", c.attention_head_dim}, {"num_attention_heads", c.num_attention_heads},
+                          {"joint_attention_dim", c.joint_attention_dim}, {"pooled_projection_dim", c.pooled_projection_dim},
+                          {"guidance_embeds", c.guidance_embeds}, {"axes_dims_rope", c.axes_dims_rope}});
   return c;
 }
 
 FluxConfig FluxConfig::infer(const nn::StateDict& state) {
   FluxConfig c;
-  const Shape& x_embedder = shape_of(state, "x_embedder.weight");
+  const nn::WeightShapes shape(state, "FLUX.1 transformer");
+  const Shape& x_embedder = shape("x_embedder.weight");
   c.in_channels = x_embedder[1];
-  c.joint_attention_dim = shape_of(state, "context_embedder.weight")[1];
-  c.pooled_projection_dim = shape_of(state, "time_text_embed.text_embedder.linear_1.weight")[1];
+  c.joint_attention_dim = shape("context_embedder.weight")[1];
+  c.pooled_projection_dim = shape("time_text_embed.text_embedder.linear_1.weight")[1];
   c.guidance_embeds = state.count("time_text_embed.guidance_embedder.linear_1.weight") > 0;
   c.num_layers = nn::count_blocks(state, "transformer_blocks");
   c.num_single_layers = nn::count_blocks(state, "single_transformer_blocks");
   std::string qk_norm = c.num_layers > 0 ? "transformer_blocks.0.attn.norm_q.weight"
                                          : "single_transformer_blocks.0.attn.norm_q.weight";
-  c.attention_head_dim = shape_of(state, qk_norm)[0];
+  c.attention_head_dim = shape(qk_norm)[0];
   c.num_attention_heads = x_embedder[0] / c.attention_head_dim;
-  c.out_channels = shape_of(state, "proj_out.weight")[0];
+  c.out_channels = shape("proj_out.weight")[0];
   return c;
 }
 
 void FluxConfig::validate() const {
-  auto positive = [](int64_t v, const char* name) {
-    CPDIT_CHECK(v > 0, invalid_argument, "FLUX config: ", name, " must be positive, got ", v);
-  };
-  positive(patch_size, "patch_size");
-  positive(in_channels, "in_channels");
-  positive(attention_head_dim, "attention_head_dim");
-  positive(num_attention_heads, "num_attention_heads");
-  positive(joint_attention_dim, "joint_attention_dim");
-  positive(pooled_projection_dim, "pooled_projection_dim");
+  nn::require_positive("FLUX", {{"patch_size", patch_size}, {"in_channels", in_channels},
+                                {"attention_head_dim", attention_head_dim}, {"num_attention_heads", num_attention_heads},
+                                {"joint_attention_dim", joint_attention_dim}, {"pooled_projection_dim", pooled_projection_dim}});
   CPDIT_CHECK(num_layers >= 0 && num_single_layers >= 0, invalid_argument, "FLUX config: block counts must be >= 0");
   int64_t axes = std::accumulate(axes_dims_rope.begin(), axes_dims_rope.end(), int64_t{0});
   CPDIT_CHECK(axes_dims_rope.size() == 3 && axes == attention_head_dim, invalid_argument,

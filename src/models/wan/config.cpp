@@ -6,69 +6,42 @@
 
 namespace cpdit::models::wan {
 
-using nn::read_config_field;
-
-namespace {
-const Shape& shape_of(const nn::StateDict& state, const std::string& name) {
-  return nn::weight_shape(state, name, "diffusers WanTransformer3DModel");
-}
-}  // namespace
-
 WanConfig WanConfig::from_json(const nlohmann::json& j, WanConfig c) {
-  CPDIT_CHECK(j.is_object(), invalid_argument, "a Wan config must be a JSON object");
-  try {
-    read_config_field(j, "patch_size", c.patch_size);
-    read_config_field(j, "num_attention_heads", c.num_attention_heads);
-    read_config_field(j, "attention_head_dim", c.attention_head_dim);
-    read_config_field(j, "in_channels", c.in_channels);
-    read_config_field(j, "out_channels", c.out_channels);
-    read_config_field(j, "text_dim", c.text_dim);
-    read_config_field(j, "freq_dim", c.freq_dim);
-    read_config_field(j, "ffn_dim", c.ffn_dim);
-    read_config_field(j, "num_layers", c.num_layers);
-    read_config_field(j, "cross_attn_norm", c.cross_attn_norm);
-    read_config_field(j, "qk_norm", c.qk_norm);
-    read_config_field(j, "eps", c.eps);
-    read_config_field(j, "rope_max_seq_len", c.rope_max_seq_len);
-    read_config_field(j, "image_dim", c.image_dim);
-    read_config_field(j, "added_kv_proj_dim", c.added_kv_proj_dim);
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::invalid_argument, "Wan config has a field of the wrong type: ", e.what());
-  }
+  nn::read_config_fields(j, "Wan",
+                         {{"patch_size", c.patch_size}, {"num_attention_heads", c.num_attention_heads},
+                          {"attention_head_dim", c.attention_head_dim}, {"in_channels", c.in_channels},
+                          {"out_channels", c.out_channels}, {"text_dim", c.text_dim}, {"freq_dim", c.freq_dim},
+                          {"ffn_dim", c.ffn_dim}, {"num_layers", c.num_layers}, {"cross_attn_norm", c.cross_attn_norm},
+                          {"qk_norm", c.qk_norm}, {"eps", c.eps}, {"rope_max_seq_len", c.rope_max_seq_len},
+                          {"image_dim", c.image_dim}, {"added_kv_proj_dim", c.added_kv_proj_dim}});
   return c;
 }
 
 WanConfig WanConfig::infer(const nn::StateDict& state) {
   WanConfig c;
-  const Shape& patch = shape_of(state, "patch_embedding.weight");  // [D, C_in, pt, ph, pw]
+  const nn::WeightShapes shape(state, "diffusers WanTransformer3DModel");
+  const Shape& patch = shape("patch_embedding.weight");  // [D, C_in, pt, ph, pw]
   CPDIT_CHECK(patch.size() == 5, invalid_argument, "Wan patch_embedding.weight must be 5-D, got ", shape_string(patch));
   const int64_t dim = patch[0];
   c.in_channels = patch[1];
   c.patch_size = {patch[2], patch[3], patch[4]};
   c.num_attention_heads = dim / c.attention_head_dim;  // 0 for widths below 128: config.json must say
-  c.freq_dim = shape_of(state, "condition_embedder.time_embedder.linear_1.weight")[1];
-  c.text_dim = shape_of(state, "condition_embedder.text_embedder.linear_1.weight")[1];
+  c.freq_dim = shape("condition_embedder.time_embedder.linear_1.weight")[1];
+  c.text_dim = shape("condition_embedder.text_embedder.linear_1.weight")[1];
   c.num_layers = nn::count_blocks(state, "blocks");
   if (c.num_layers > 0) {
-    c.ffn_dim = shape_of(state, "blocks.0.ffn.net.0.proj.weight")[0];
+    c.ffn_dim = shape("blocks.0.ffn.net.0.proj.weight")[0];
     c.cross_attn_norm = state.count("blocks.0.norm2.weight") > 0;
   }
-  c.out_channels = shape_of(state, "proj_out.weight")[0] / c.patch_volume();
+  c.out_channels = shape("proj_out.weight")[0] / c.patch_volume();
   return c;
 }
 
 void WanConfig::validate() const {
-  auto positive = [](int64_t v, const char* name) {
-    CPDIT_CHECK(v > 0, invalid_argument, "Wan config: ", name, " must be positive, got ", v);
-  };
-  for (int64_t p : patch_size) positive(p, "every patch_size entry");
-  positive(num_attention_heads, "num_attention_heads");
-  positive(attention_head_dim, "attention_head_dim");
-  positive(in_channels, "in_channels");
-  positive(out_channels, "out_channels");
-  positive(text_dim, "text_dim");
-  positive(ffn_dim, "ffn_dim");
-  positive(rope_max_seq_len, "rope_max_seq_len");
+  nn::require_positive("Wan", {{"every patch_size entry", std::min({patch_size[0], patch_size[1], patch_size[2]})},
+                               {"num_attention_heads", num_attention_heads}, {"attention_head_dim", attention_head_dim},
+                               {"in_channels", in_channels}, {"out_channels", out_channels}, {"text_dim", text_dim},
+                               {"ffn_dim", ffn_dim}, {"rope_max_seq_len", rope_max_seq_len}});
   CPDIT_CHECK(num_layers >= 0, invalid_argument, "Wan config: num_layers must be >= 0");
   CPDIT_CHECK(freq_dim > 0 && freq_dim % 2 == 0, invalid_argument, "Wan config: freq_dim must be even and positive, got ",
               freq_dim);
