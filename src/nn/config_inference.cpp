@@ -5,7 +5,7 @@
 
 namespace cpdit::nn {
 
-void read_config_fields(const nlohmann::json& j, const std::string& model, std::initializer_list<ConfigField> fields) {
+void read_config_fields(const nlohmann::json& j, const std::string& model, const std::vector<ConfigField>& fields) {
   CPDIT_CHECK(j.is_object(), invalid_argument, "a ", model, " config must be a JSON object");
   try {
     for (const ConfigField& field : fields) field.read(j);

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace cpdit::nn {
 
@@ -28,7 +29,7 @@ struct ConfigField {
 
 // Fills every field present in `j` (an object); anything else — not an object, a field of the wrong
 // type — is one Error(invalid_argument) naming the `model` config.
-void read_config_fields(const nlohmann::json& j, const std::string& model, std::initializer_list<ConfigField> fields);
+void read_config_fields(const nlohmann::json& j, const std::string& model, const std::vector<ConfigField>& fields);
 
 // Each value must be positive, else an Error(invalid_argument) "<model> config: <name> must be positive".
 void require_positive(const std::string& model, std::initializer_list<std::pair<const char*, int64_t>> values);

@@ -8,10 +8,9 @@
 namespace cpdit::models::flux {
 
 FluxConfig FluxConfig::from_json(const nlohmann::json& j, FluxConfig c) {
+  nn::read_config_fields(j, "FLUX", c.shared_fields());
   nn::read_config_fields(j, "FLUX",
-                         {{"patch_size", c.patch_size}, {"in_channels", c.in_channels}, {"out_channels", c.out_channels},
-                          {"num_layers", c.num_layers}, {"num_single_layers", c.num_single_layers},
-                          {"attention_head_dim", c.attention_head_dim}, {"num_attention_heads", c.num_attention_heads},
+                         {{"patch_size", c.patch_size}, {"num_single_layers", c.num_single_layers},
                           {"joint_attention_dim", c.joint_attention_dim}, {"pooled_projection_dim", c.pooled_projection_dim},
                           {"guidance_embeds", c.guidance_embeds}, {"axes_dims_rope", c.axes_dims_rope}});
   return c;
@@ -36,10 +35,10 @@ FluxConfig FluxConfig::infer(const nn::StateDict& state) {
 }
 
 void FluxConfig::validate() const {
-  nn::require_positive("FLUX", {{"patch_size", patch_size}, {"in_channels", in_channels},
-                                {"attention_head_dim", attention_head_dim}, {"num_attention_heads", num_attention_heads},
-                                {"joint_attention_dim", joint_attention_dim}, {"pooled_projection_dim", pooled_projection_dim}});
-  CPDIT_CHECK(num_layers >= 0 && num_single_layers >= 0, invalid_argument, "FLUX config: block counts must be >= 0");
+  validate_shared("FLUX");
+  nn::require_positive("FLUX", {{"patch_size", patch_size}, {"joint_attention_dim", joint_attention_dim},
+                                {"pooled_projection_dim", pooled_projection_dim}});
+  CPDIT_CHECK(num_single_layers >= 0, invalid_argument, "FLUX config: num_single_layers must be >= 0, got ", num_single_layers);
   int64_t axes = std::accumulate(axes_dims_rope.begin(), axes_dims_rope.end(), int64_t{0});
   CPDIT_CHECK(axes_dims_rope.size() == 3 && axes == attention_head_dim, invalid_argument,
               "FLUX config: axes_dims_rope must be 3 widths summing to attention_head_dim (", attention_head_dim,

@@ -7,13 +7,12 @@
 namespace cpdit::models::wan {
 
 WanConfig WanConfig::from_json(const nlohmann::json& j, WanConfig c) {
+  nn::read_config_fields(j, "Wan", c.shared_fields());
   nn::read_config_fields(j, "Wan",
-                         {{"patch_size", c.patch_size}, {"num_attention_heads", c.num_attention_heads},
-                          {"attention_head_dim", c.attention_head_dim}, {"in_channels", c.in_channels},
-                          {"out_channels", c.out_channels}, {"text_dim", c.text_dim}, {"freq_dim", c.freq_dim},
-                          {"ffn_dim", c.ffn_dim}, {"num_layers", c.num_layers}, {"cross_attn_norm", c.cross_attn_norm},
-                          {"qk_norm", c.qk_norm}, {"eps", c.eps}, {"rope_max_seq_len", c.rope_max_seq_len},
-                          {"image_dim", c.image_dim}, {"added_kv_proj_dim", c.added_kv_proj_dim}});
+                         {{"patch_size", c.patch_size}, {"text_dim", c.text_dim}, {"freq_dim", c.freq_dim},
+                          {"ffn_dim", c.ffn_dim}, {"cross_attn_norm", c.cross_attn_norm}, {"qk_norm", c.qk_norm},
+                          {"eps", c.eps}, {"rope_max_seq_len", c.rope_max_seq_len}, {"image_dim", c.image_dim},
+                          {"added_kv_proj_dim", c.added_kv_proj_dim}});
   return c;
 }
 
@@ -38,11 +37,10 @@ WanConfig WanConfig::infer(const nn::StateDict& state) {
 }
 
 void WanConfig::validate() const {
+  validate_shared("Wan");
   nn::require_positive("Wan", {{"every patch_size entry", std::min({patch_size[0], patch_size[1], patch_size[2]})},
-                               {"num_attention_heads", num_attention_heads}, {"attention_head_dim", attention_head_dim},
-                               {"in_channels", in_channels}, {"out_channels", out_channels}, {"text_dim", text_dim},
-                               {"ffn_dim", ffn_dim}, {"rope_max_seq_len", rope_max_seq_len}});
-  CPDIT_CHECK(num_layers >= 0, invalid_argument, "Wan config: num_layers must be >= 0");
+                               {"out_channels", out_channels}, {"text_dim", text_dim}, {"ffn_dim", ffn_dim},
+                               {"rope_max_seq_len", rope_max_seq_len}});
   CPDIT_CHECK(freq_dim > 0 && freq_dim % 2 == 0, invalid_argument, "Wan config: freq_dim must be even and positive, got ",
               freq_dim);
   CPDIT_CHECK(attention_head_dim % 2 == 0 && attention_head_dim >= 6, invalid_argument,

@@ -1,6 +1,6 @@
 #pragma once
 // FluxTransformer2DModel hyper-parameters (diffusers config.json names; spec/models.md §1.1).
-#include <cpdit/nn/load.hpp>
+#include <cpdit/models/common/config.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -9,21 +9,18 @@
 
 namespace cpdit::models::flux {
 
-// Defaults are FLUX.1-dev's.
-struct FluxConfig {
+// Defaults are FLUX.1-dev's: 24 heads of 128, 64 input channels, 19 double-stream blocks (num_layers);
+// out_channels 0 (config null) means the same as in_channels.
+struct FluxConfig : common::TransformerConfig {
+  FluxConfig() : TransformerConfig{24, 128, 64, 0, 19} {}
+
   int64_t patch_size = 1;
-  int64_t in_channels = 64;
-  int64_t out_channels = 0;  // 0 (config null): same as in_channels
-  int64_t num_layers = 19;
   int64_t num_single_layers = 38;
-  int64_t attention_head_dim = 128;
-  int64_t num_attention_heads = 24;
   int64_t joint_attention_dim = 4096;
   int64_t pooled_projection_dim = 768;
   bool guidance_embeds = true;
   std::vector<int64_t> axes_dims_rope{16, 56, 56};
 
-  int64_t inner_dim() const { return attention_head_dim * num_attention_heads; }
   int64_t output_channels() const { return out_channels > 0 ? out_channels : in_channels; }
   int64_t mlp_dim() const { return 4 * inner_dim(); }
 

@@ -1,6 +1,6 @@
 #pragma once
 // WanTransformer3DModel hyper-parameters (diffusers config.json names; spec/models.md §3.1).
-#include <cpdit/nn/load.hpp>
+#include <cpdit/models/common/config.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -10,17 +10,15 @@
 
 namespace cpdit::models::wan {
 
-// Defaults are diffusers' class defaults (the 14B widths).
-struct WanConfig {
+// Defaults are diffusers' class defaults (the 14B widths): 40 heads of 128, 16 channels in and out,
+// 40 blocks.
+struct WanConfig : common::TransformerConfig {
+  WanConfig() : TransformerConfig{40, 128, 16, 16, 40} {}
+
   std::array<int64_t, 3> patch_size{1, 2, 2};  // (frames, rows, columns)
-  int64_t num_attention_heads = 40;
-  int64_t attention_head_dim = 128;
-  int64_t in_channels = 16;
-  int64_t out_channels = 16;
   int64_t text_dim = 4096;
   int64_t freq_dim = 256;
   int64_t ffn_dim = 13824;
-  int64_t num_layers = 40;
   bool cross_attn_norm = true;
   std::string qk_norm = "rms_norm_across_heads";
   float eps = 1e-6f;
@@ -29,7 +27,6 @@ struct WanConfig {
   int64_t image_dim = 0;
   int64_t added_kv_proj_dim = 0;
 
-  int64_t inner_dim() const { return num_attention_heads * attention_head_dim; }
   int64_t patch_volume() const { return patch_size[0] * patch_size[1] * patch_size[2]; }
 
   // Fields missing (or null) in `j` keep the values of `base`; unknown fields are ignored.

@@ -1,0 +1,27 @@
+#pragma once
+// The hyper-parameters every diffusers transformer config names alike (config.json keys). A family's
+// config derives from it, sets its own defaults and adds its own fields.
+#include <cpdit/nn/config_inference.hpp>
+
+#include <string>
+#include <vector>
+
+namespace cpdit::models::common {
+
+struct TransformerConfig {
+  int64_t num_attention_heads = 0;
+  int64_t attention_head_dim = 0;
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int64_t num_layers = 0;
+
+  int64_t inner_dim() const { return num_attention_heads * attention_head_dim; }
+
+  // These fields, for nn::read_config_fields.
+  std::vector<nn::ConfigField> shared_fields();
+  // Heads, head dim and input channels positive, a layer count >= 0; else an Error naming `model`'s
+  // config and the field. (out_channels is the family's to check: some read 0 as "as in_channels".)
+  void validate_shared(const std::string& model) const;
+};
+
+}  // namespace cpdit::models::common
