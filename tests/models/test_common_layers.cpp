@@ -1,6 +1,8 @@
 // The shared DiT layers of models/common: the embedders against diffusers' own numbers (the ltx_tiny
 // and qwenimage_tiny fixtures hold the outputs of LTX's AdaLayerNormSingle and caption projection and
 // of Qwen-Image's scaled timestep embedding), the rest against a float64 reference.
+#include "support/random_normal.hpp"
+
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/common/adaptive_norm.hpp>
@@ -10,11 +12,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 #include <string>
 
 namespace cpdit::models::common {
 namespace {
+
+using cpdit::testing::random_normal;
 
 std::string fixture(const std::string& model, const std::string& file) {
   return std::string(CPDIT_TEST_DATA) + "/fixtures/" + model + "/" + file;
@@ -26,14 +29,6 @@ void load_part(nn::Module& module, const std::string& model, const std::string& 
   for (const auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(fixture(model, "weights.safetensors"))))
     if (name.rfind(prefix, 0) == 0) part[name.substr(prefix.size())] = t;
   nn::load_state_dict(module, part);
-}
-
-Tensor random_tensor(const Shape& shape, unsigned seed, float stddev = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, stddev);
-  std::vector<float> v(size_t(shape_numel(shape)));
-  for (float& x : v) x = normal(rng);
-  return Tensor::from_vector(v, shape);
 }
 
 // Fixture embeddings: they land within 2.5e-6 (float32 sums over 256 inputs in another order than
@@ -96,12 +91,12 @@ double act(Activation a, double x) {
 void expect_feed_forward_matches_float64(Activation activation, bool gated) {
   const int64_t dim = 6, hidden = 10, tokens = 5;
   FeedForward ff(dim, hidden, activation, gated);
-  nn::StateDict weights{{"net.0.proj.weight", random_tensor({gated ? 2 * hidden : hidden, dim}, 1, 0.4f)},
-                        {"net.0.proj.bias", random_tensor({gated ? 2 * hidden : hidden}, 2, 0.1f)},
-                        {"net.2.weight", random_tensor({dim, hidden}, 3, 0.3f)},
-                        {"net.2.bias", random_tensor({dim}, 4, 0.1f)}};
+  nn::StateDict weights{{"net.0.proj.weight", random_normal({gated ? 2 * hidden : hidden, dim}, 1, 0.4f)},
+                        {"net.0.proj.bias", random_normal({gated ? 2 * hidden : hidden}, 2, 0.1f)},
+                        {"net.2.weight", random_normal({dim, hidden}, 3, 0.3f)},
+                        {"net.2.bias", random_normal({dim}, 4, 0.1f)}};
   nn::load_state_dict(ff, weights);  // diffusers' key names, or an error
-  const Tensor x = random_tensor({1, tokens, dim}, 5);
+  const Tensor x = random_normal({1, tokens, dim}, 5);
   const Tensor y = ff.forward(x);
   auto w = [&](const char* name, int64_t r, int64_t c) {
     const Tensor& t = weights.at(name);
@@ -133,8 +128,8 @@ TEST(CommonFeedForward, PlainSiluMatchesFloat64) { expect_feed_forward_matches_f
 
 TEST(CommonModulation, ScaleShiftTableAddsEachRowInOrder) {
   const int64_t n = 3, dim = 4, tokens = 2;
-  const Tensor table = random_tensor({n, dim}, 7);
-  const Tensor per_batch = random_tensor({1, n, dim}, 8), per_token = random_tensor({1, tokens, n, dim}, 9);
+  const Tensor table = random_normal({n, dim}, 7);
+  const Tensor per_batch = random_normal({1, n, dim}, 8), per_token = random_normal({1, tokens, n, dim}, 9);
   auto a = scale_shift_modulation(table, per_batch);
   auto b = scale_shift_modulation(table.reshape({1, n, dim}), per_batch);  // Wan's [1, n, D] table
   auto c = scale_shift_modulation(table, per_token);
@@ -150,7 +145,7 @@ TEST(CommonModulation, ScaleShiftTableAddsEachRowInOrder) {
                   table.data<float>()[i * dim + d] + per_token.data<float>()[(s * n + i) * dim + d]);
     }
   }
-  EXPECT_THROW(scale_shift_modulation(table, random_tensor({1, 2, dim}, 10)), Error);
+  EXPECT_THROW(scale_shift_modulation(table, random_normal({1, 2, dim}, 10)), Error);
 }
 
 TEST(CommonModulation, ContinuousNormTakesScaleBeforeShift) {

@@ -1,5 +1,7 @@
 // The RoPE table builders of models/common against diffusers' own tables (ltx_tiny, qwenimage_tiny
 // fixtures; FLUX.1's and Wan's are checked by their models' intermediates) and against each other.
+#include "support/random_normal.hpp"
+
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/kernels/cpu.hpp>
@@ -7,22 +9,15 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
 #include <string>
 
 namespace cpdit::models::common {
 namespace {
 
+using cpdit::testing::random_normal;
+
 std::string fixture(const std::string& model, const std::string& file) {
   return std::string(CPDIT_TEST_DATA) + "/fixtures/" + model + "/" + file;
-}
-
-Tensor random_tensor(const Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> v(size_t(shape_numel(shape)));
-  for (float& x : v) x = normal(rng);
-  return Tensor::from_vector(v, shape);
 }
 
 // Columns 2j of a pair-repeated table: one value per pair, as a complex table holds them.
@@ -98,7 +93,7 @@ TEST(CommonRope, GridIsTheTableOfTheGridsIds) {
 }
 
 TEST(CommonRope, FromIdsIsTheFloat64RotationOfEachAxis) {
-  const Tensor ids = random_tensor({7, 2}, 5);  // non-integer positions are legal
+  const Tensor ids = random_normal({7, 2}, 5);  // non-integer positions are legal
   const RopeTables t = rope_from_ids(ids, {4, 6}, 10000.0);
   for (int64_t i = 0; i < 7; ++i)
     for (int64_t c = 0; c < 10; ++c) {
@@ -111,15 +106,15 @@ TEST(CommonRope, FromIdsIsTheFloat64RotationOfEachAxis) {
 }
 
 TEST(CommonRope, WideTablesRotateEachHeadByItsSlice) {
-  const Tensor x = random_tensor({2, 5, 3, 4}, 1);  // (B, S, H, Dh)
-  RopeTables wide{random_tensor({5, 12}, 2), random_tensor({5, 12}, 3)};
+  const Tensor x = random_normal({2, 5, 3, 4}, 1);  // (B, S, H, Dh)
+  RopeTables wide{random_normal({5, 12}, 2), random_normal({5, 12}, 3)};
   const Tensor rotated = apply_rope(x, wide);
   for (int64_t h = 0; h < 3; ++h) {
     RopeTables slice{wide.cos.narrow(1, 4 * h, 4).contiguous(), wide.sin.narrow(1, 4 * h, 4).contiguous()};
     const Tensor head = x.narrow(2, h, 1).contiguous();
     EXPECT_EQ(max_abs_diff(rotated.narrow(2, h, 1).contiguous(), apply_rope(head, slice)), 0.0) << h;
   }
-  EXPECT_THROW(apply_rope(x, RopeTables{random_tensor({5, 8}, 4), random_tensor({5, 8}, 5)}), Error);
+  EXPECT_THROW(apply_rope(x, RopeTables{random_normal({5, 8}, 4), random_normal({5, 8}, 5)}), Error);
 }
 
 }  // namespace
