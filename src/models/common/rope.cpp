@@ -3,6 +3,7 @@
 #include <cpdit/models/common/rope.hpp>
 
 #include <cmath>
+#include <numbers>
 #include <numeric>
 
 namespace cpdit::models::common {
@@ -96,7 +97,7 @@ RopeTables fractional_rope(int64_t dim, std::array<int64_t, 3> grid, const Fract
   for (int64_t i = 0; i < frequencies; ++i) {
     const float exponent = i < frequencies / 2 ? step * float(i) : 1.0f - step * float(frequencies - 1 - i);
     const float f = float(std::pow(options.theta, double(exponent)));
-    freq[size_t(i)] = (f * float(M_PI)) / 2.0f;
+    freq[size_t(i)] = (f * std::numbers::pi_v<float>) / 2.0f;
   }
   // Coordinate of grid position p on axis a: ((p·scale_a)·patch_a)/base_a, then 2·c − 1.
   auto centred = [&](int a, int64_t p) {
