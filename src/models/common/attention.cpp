@@ -8,7 +8,6 @@ namespace {
 
 int64_t inner(const AttentionShape& s) { return s.heads * s.head_dim; }
 int64_t norm_width(const AttentionShape& s) { return qk_norm_width(s.qk_norm, s.heads, s.head_dim); }
-int64_t key_width(const AttentionShape& s) { return s.context_dim > 0 ? s.context_dim : s.dim; }
 
 struct Qkv {
   Tensor q, k, v;  // (B, S, H, Dh)
@@ -42,8 +41,8 @@ Tensor attend(const Qkv& qkv, attention::KvPlacement kv) {
 Attention::Attention(const AttentionShape& shape)
     : shape_(shape),
       projections_{add_module<nn::Linear>("to_q", shape.dim, inner(shape)),
-                   add_module<nn::Linear>("to_k", key_width(shape), inner(shape)),
-                   add_module<nn::Linear>("to_v", key_width(shape), inner(shape)),
+                   add_module<nn::Linear>("to_k", shape.dim, inner(shape)),
+                   add_module<nn::Linear>("to_v", shape.dim, inner(shape)),
                    add_module<nn::RMSNorm>("norm_q", norm_width(shape), shape.eps),
                    add_module<nn::RMSNorm>("norm_k", norm_width(shape), shape.eps)},
       to_out_(shape.output_projection

@@ -11,13 +11,12 @@
 namespace cpdit::models::common {
 
 struct AttentionShape {
-  int64_t dim;  // width of the tokens in and out
+  int64_t dim;  // width of the tokens in and out, and of the text a cross-attention attends to
   int64_t heads;
   int64_t head_dim;
   QkNorm qk_norm;
   float eps;                      // of the q/k RMSNorm
   bool output_projection = true;  // to_out.0; false for FLUX.1's single blocks (pre_only)
-  int64_t context_dim = 0;        // Attention's cross-attention keys: width of encoder_hidden_states; 0: dim
 };
 
 // One stream's query, key and value projections with their q/k norms (named by the module that
@@ -46,7 +45,7 @@ class Attention : public nn::Module {
 };
 
 // Joint attention over [text; image] (FLUX.1 double blocks, Qwen-Image): each stream has its own
-// projections (both streams of width dim) and q/k norms, one attention runs over both (text first,
+// projections and q/k norms, one attention runs over both (text first,
 // keys sharded), and each stream's output goes through its own projection. forward returns
 // (image output, text output).
 class JointAttention : public nn::Module {
