@@ -4,11 +4,12 @@
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
-#include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/common/rope.hpp>
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <numbers>
 #include <string>
 
 namespace cpdit::models::common {
@@ -56,6 +57,19 @@ TEST(CommonRope, LtxPadsOddWidthsWithTheIdentity) {
       EXPECT_EQ(t.sin.data<float>()[token * 16 + j], 0.0f);
     }
   EXPECT_THROW(fractional_rope(6, {1, 1, 1}, options), Error);  // one frequency: linspace needs two
+}
+
+TEST(CommonRope, LtxWithoutScaleRotatesByGridPositions) {
+  // No rope_interpolation_scale: the coordinate is the grid position itself. Width 12: frequencies
+  // π/2 and π/2·10⁴, no padding; token 1 of a 1x1x2 grid sits at (0, 0, 1), so 2c − 1 = (−1, −1, 1).
+  const RopeTables t = fractional_rope(12, {1, 1, 2}, FractionalRope{});
+  const double quarter = std::numbers::pi / 2;
+  for (int a = 0; a < 3; ++a) {
+    const double angle = quarter * (a == 2 ? 1.0 : -1.0);  // frequency 0, axis a: pair a, columns 2a, 2a + 1
+    // float32 angles: within two ulps of the float64 rotation
+    EXPECT_NEAR(t.cos.data<float>()[12 + 2 * a], std::cos(angle), 2e-7) << a;
+    EXPECT_NEAR(t.sin.data<float>()[12 + 2 * a + 1], std::sin(angle), 2e-7) << a;
+  }
 }
 
 TEST(CommonRope, QwenPolarTablesMatchDiffusers) {
