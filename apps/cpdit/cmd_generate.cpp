@@ -12,6 +12,7 @@
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
 #include <cpdit/io/json.hpp>
+#include <cpdit/io/model_files.hpp>
 #include <cpdit/io/png.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
@@ -67,14 +68,14 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   }
   // A diffusers pipeline folder holds transformer/ and scheduler/; otherwise the path is the
   // transformer itself (a folder or a single file).
-  fs::path root(args.model);
-  CPDIT_CHECK(fs::exists(root), invalid_argument, "--model ", args.model, " does not exist");
-  const fs::path transformer = fs::is_directory(root / "transformer") ? root / "transformer" : root;
-  const fs::path scheduler = args.scheduler_config.empty() ? root / "scheduler" / "scheduler_config.json"
-                                                           : fs::path(args.scheduler_config);
-  const bool has_scheduler = fs::is_regular_file(scheduler);
+  CPDIT_CHECK(fs::exists(args.model), invalid_argument, "--model ", args.model, " does not exist");
+  const std::optional<std::string> scheduler_folder = io::pipeline_component(args.model, "scheduler");
+  const fs::path scheduler = !args.scheduler_config.empty() ? fs::path(args.scheduler_config)
+                             : scheduler_folder         ? fs::path(*scheduler_folder) / "scheduler_config.json"
+                                                        : fs::path();
+  const bool has_scheduler = !scheduler.empty() && fs::is_regular_file(scheduler);
   s.name = args.model;
-  s.model = models::open_model(transformer.string(), args.config.empty() ? std::nullopt : std::optional(args.config), load);
+  s.model = models::open_model(args.model, args.config.empty() ? std::nullopt : std::optional(args.config), load);
   s.pipeline = pipeline::pipeline_for(s.model.class_name);
   if (s.pipeline == pipeline::PipelineKind::wan)
     s.wan_scheduler = has_scheduler ? pipeline::UniPCConfig::from_file(scheduler.string()) : pipeline::UniPCConfig::wan21();

@@ -1,6 +1,6 @@
 // `cpdit inspect PATH`: what a checkpoint holds (the model class it resolves to; tensors with dtype,
 // shape and size; metadata). PATH is a .safetensors file, a *.safetensors.index.json, or a folder
-// holding one of those.
+// holding one of those, or a diffusers pipeline folder (its transformer).
 #include "command.hpp"
 
 #include <cpdit/io/safetensors.hpp>
@@ -37,7 +37,7 @@ void inspect(const std::string& path) {
   std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(), human_bytes(total).c_str(),
               checkpoint.shards().size(), checkpoint.shards().size() == 1 ? "" : "s");
   // The class the model registry would open it as (a class it does not know is still named).
-  if (auto model = cpdit::models::checkpoint_class(path, std::nullopt))
+  if (auto model = cpdit::models::checkpoint_class(cpdit::io::resolve_model(path)))
     std::printf("class: %s (from %s)\n", model->name.c_str(), model->told_by.c_str());
   else
     std::printf("class: not told by a config.json or the tensor names (known: %s)\n",
@@ -59,8 +59,8 @@ void inspect(const std::string& path) {
 
 void add_inspect(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
-      "inspect", "List the tensors (name, dtype, shape, bytes) and metadata of a .safetensors file, a "
-                 "*.safetensors.index.json, or a checkpoint folder");
+      "inspect", "Print the model class and list the tensors (name, dtype, shape, bytes) and metadata of a "
+                 ".safetensors file, a *.safetensors.index.json, a model folder or a diffusers pipeline folder (its transformer)");
   auto path = std::make_shared<std::string>();
   cmd->add_option("path", *path, "file, index or folder")->required();
   cmd->callback([path] { inspect(*path); });

@@ -1,5 +1,6 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
+#include <cpdit/io/model_files.hpp>
 #include <cpdit/io/safetensors.hpp>
 
 #include <filesystem>
@@ -9,27 +10,16 @@ namespace cpdit::io {
 namespace fs = std::filesystem;
 
 namespace {
-
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
-
-// The file a checkpoint folder holds, in the order diffusers and transformers look for them.
-std::string checkpoint_in_folder(const fs::path& folder) {
-  const char* candidates[] = {"diffusion_pytorch_model.safetensors", "diffusion_pytorch_model.safetensors.index.json",
-                              "model.safetensors", "model.safetensors.index.json"};
-  for (const char* name : candidates)
-    if (fs::is_regular_file(folder / name)) return (folder / name).string();
-  fail(ErrorKind::io, folder.string(), " holds no checkpoint (looked for diffusion_pytorch_model.safetensors",
-       "[.index.json] and model.safetensors[.index.json])");
-}
-
 }  // namespace
 
 Checkpoint Checkpoint::open(const std::string& path) {
   Checkpoint checkpoint;
   checkpoint.path_ = path;
-  std::string file = fs::is_directory(path) ? checkpoint_in_folder(path) : path;
+  // A folder (a model's or a diffusers pipeline's) is resolved to its weights file.
+  std::string file = fs::is_directory(path) ? resolve_model(path).weights : path;
   if (!ends_with(file, ".json")) {
     checkpoint.shards_.push_back(SafetensorsFile::open(file));
     for (const std::string& name : checkpoint.shards_[0].names()) checkpoint.shard_of_[name] = 0;

@@ -3,8 +3,6 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 
-#include <filesystem>
-
 namespace cpdit::models {
 
 namespace {
@@ -12,15 +10,6 @@ const std::vector<ModelEntry>& entries() {
   static const std::vector<ModelEntry> all = {flux::registry_entry(), wan::registry_entry(), text::t5_registry_entry(),
                                               text::umt5_registry_entry(), text::clip_text_registry_entry()};
   return all;
-}
-
-// The config.json that describes `path`: the one given, else the folder's own.
-std::optional<std::string> config_file(const std::string& path, const std::optional<std::string>& config) {
-  namespace fs = std::filesystem;
-  if (config) return config;
-  if (fs::is_directory(path) && fs::is_regular_file(fs::path(path) / "config.json"))
-    return (fs::path(path) / "config.json").string();
-  return std::nullopt;
 }
 
 // diffusers writes the class as "_class_name"; transformers as the list "architectures".
@@ -48,22 +37,23 @@ const ModelEntry& model_entry(const std::string& class_name) {
   fail(ErrorKind::unsupported, "model class '", class_name, "' is not supported; known classes: ", known_classes());
 }
 
-std::optional<ModelClass> checkpoint_class(const std::string& path, const std::optional<std::string>& config) {
-  if (auto file = config_file(path, config))
-    if (auto named = class_in_config(*file)) return named;
-  const io::Checkpoint checkpoint = io::Checkpoint::open(path);
+std::optional<ModelClass> checkpoint_class(const io::ModelFiles& files) {
+  if (files.config)
+    if (auto named = class_in_config(*files.config)) return named;
+  const io::Checkpoint checkpoint = io::Checkpoint::open(files.weights);
   for (const ModelEntry& e : entries())
     if (e.recognises(checkpoint)) return ModelClass{e.class_name, "tensor names"};
   return std::nullopt;
 }
 
 LoadedModel open_model(const std::string& path, const std::optional<std::string>& config,
-                       const nn::LoadOptions& load) {
-  const std::optional<ModelClass> found = checkpoint_class(path, config);
+                       const nn::LoadOptions& load, const std::string& component) {
+  const io::ModelFiles files = io::resolve_model(path, component, config);
+  const std::optional<ModelClass> found = checkpoint_class(files);
   CPDIT_CHECK(found, unsupported, "cannot tell the model class of ", path,
               ": give a config.json with _class_name or architectures (known classes: ", known_classes(), ")");
   const ModelEntry& entry = model_entry(found->name);
-  return entry.open(path, config, load);
+  return entry.open(files.weights, files.config, load);
 }
 
 }  // namespace cpdit::models

@@ -100,5 +100,5 @@ TEST(Checkpoint, SingleFileAndFolderLayouts) {
 
 TEST(Checkpoint, FolderWithoutCheckpointIsAnError) {
   TempDir dir;
-  expect_error([&] { Checkpoint::open(dir.path().string()); }, {"holds no checkpoint", "diffusion_pytorch_model"});
+  expect_error([&] { Checkpoint::open(dir.path().string()); }, {"holds no model", "diffusion_pytorch_model"});
 }

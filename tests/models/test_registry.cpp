@@ -30,19 +30,19 @@ std::string flux_weights_with_config(const TempDir& dir, const std::string& conf
 }
 
 TEST(ModelRegistry, TellsTheClassFromDiffusersAndTransformersConfigsAndTensorNames) {
-  auto named = checkpoint_class(fixture("wan", "weights.safetensors"), fixture("wan", "config.json"));
+  auto named = checkpoint_class(io::resolve_model(fixture("wan", "weights.safetensors")));
   ASSERT_TRUE(named);
   EXPECT_EQ(named->name, "WanTransformer3DModel");
   EXPECT_NE(named->told_by.find("_class_name"), std::string::npos);
 
   TempDir dir("registry_architectures");
-  named = checkpoint_class(flux_weights_with_config(dir, R"({"architectures": ["T5EncoderModel"]})"), std::nullopt);
+  named = checkpoint_class(io::resolve_model(flux_weights_with_config(dir, R"({"architectures": ["T5EncoderModel"]})")));
   ASSERT_TRUE(named);
   EXPECT_EQ(named->name, "T5EncoderModel");  // named, registered or not
   EXPECT_NE(named->told_by.find("architectures"), std::string::npos);
 
   for (const std::string family : {"flux", "wan"}) {
-    named = checkpoint_class(fixture(family, "weights.safetensors"), std::nullopt);
+    named = checkpoint_class(io::ModelFiles{fixture(family, "weights.safetensors"), std::nullopt});  // no config
     ASSERT_TRUE(named) << family;
     EXPECT_EQ(named->name, family == "flux" ? "FluxTransformer2DModel" : "WanTransformer3DModel");
     EXPECT_EQ(named->told_by, "tensor names");

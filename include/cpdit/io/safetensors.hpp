@@ -54,8 +54,8 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path);
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-// A checkpoint: one .safetensors file, a *.safetensors.index.json (weight_map), or a folder holding
-// diffusion_pytorch_model.safetensors[.index.json] or model.safetensors[.index.json].
+// A checkpoint: one .safetensors file, a *.safetensors.index.json (weight_map), or a folder that
+// io::resolve_model finds the weights of (io/model_files.hpp).
 class Checkpoint {
  public:
   static Checkpoint open(const std::string& path);

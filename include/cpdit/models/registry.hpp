@@ -4,6 +4,7 @@
 // recognises its tensor names. Every model kind (transformer, text encoder, VAE) is opened the same
 // way: the entry reads the weights once and hands back a LoadedModel that makes per-rank replicas
 // sharing them. Commands and pipelines never name a model family to open one.
+#include <cpdit/io/model_files.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/nn/load.hpp>
 #include <cpdit/nn/model.hpp>
@@ -32,8 +33,8 @@ struct ModelEntry {
   std::string class_name;
   // By tensor names, for a checkpoint without a config that names its class.
   std::function<bool(const io::Checkpoint&)> recognises;
-  // path: folder, index json or .safetensors; config: a config.json overriding the folder's.
-  std::function<LoadedModel(const std::string& path, const std::optional<std::string>& config,
+  // weights: a .safetensors file or index json; config: its config.json, when there is one.
+  std::function<LoadedModel(const std::string& weights, const std::optional<std::string>& config,
                             const nn::LoadOptions& load)>
       open;
 };
@@ -50,14 +51,15 @@ struct ModelClass {
   std::string told_by;  // e.g. "config.json _class_name", "tensor names"
 };
 
-// The class `path` declares in `config` (else the folder's config.json), registered or not; else the
-// registered class that recognises the tensors; nullopt when neither tells.
-std::optional<ModelClass> checkpoint_class(const std::string& path, const std::optional<std::string>& config);
+// The class the model's config.json declares, registered or not; else the registered class that
+// recognises the tensors; nullopt when neither tells.
+std::optional<ModelClass> checkpoint_class(const io::ModelFiles& files);
 
-// Opens `path` with the entry of its class. A class that is unknown, or that nothing tells, is a
-// one-line error naming the known classes.
+// Opens the model at `path` (any layout io::resolve_model knows; `component` of a diffusers pipeline
+// folder) with the entry of its class; `config` overrides its config.json. A class that is unknown,
+// or that nothing tells, is a one-line error naming the known classes.
 LoadedModel open_model(const std::string& path, const std::optional<std::string>& config,
-                       const nn::LoadOptions& load);
+                       const nn::LoadOptions& load, const std::string& component = "transformer");
 
 // A LoadedModel over a family's checkpoint (a struct with `config` and `state`) and its loader
 // (checkpoint, options) -> unique_ptr<model>: the weights are converted to `options`' dtypes once,

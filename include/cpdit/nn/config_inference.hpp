@@ -1,12 +1,15 @@
 #pragma once
 // What every model's config reader shares: fields from a diffusers config.json, and facts inferred
 // from a state dict's tensor names and shapes.
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/json.hpp>
 #include <cpdit/nn/load.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -45,6 +48,26 @@ class WeightShapes {
   const StateDict& state_;
   std::string model_;
 };
+
+// A model's config (a struct with infer, from_json and validate): the fields `config_file` gives over
+// what the tensors tell, or the tensors alone when there is no file; validated.
+template <class Config>
+Config read_config(const StateDict& state, const std::optional<std::string>& config_file) {
+  if (!config_file) {
+    Config inferred = Config::infer(state);
+    inferred.validate();
+    return inferred;
+  }
+  Config base;
+  try {
+    base = Config::infer(state);
+  } catch (const Error&) {
+    // The config file names everything; the loader reports how the weights differ from it.
+  }
+  Config config = Config::from_json(io::read_json(*config_file), base);
+  config.validate();
+  return config;
+}
 
 // 1 + the largest i among "<prefix>.i.*" keys; 0 when there are none.
 int64_t count_blocks(const StateDict& state, const std::string& prefix);

@@ -1,9 +1,9 @@
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/json.hpp>
+#include <cpdit/io/model_files.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/flux/checkpoint.hpp>
+#include <cpdit/nn/config_inference.hpp>
 
-#include <filesystem>
 #include <utility>
 
 namespace cpdit::models::flux {
@@ -126,24 +126,10 @@ nn::StateDict to_diffusers_layout(const nn::StateDict& input) {
 }
 
 FluxCheckpoint read_flux_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
+  const io::ModelFiles files = io::resolve_model(path, "transformer", config_path);
   FluxCheckpoint result;
-  result.state = to_diffusers_layout(nn::read_state_dict(io::Checkpoint::open(path)));
-  std::optional<std::string> config_file = config_path;
-  namespace fs = std::filesystem;
-  if (!config_file && fs::is_directory(path) && fs::exists(fs::path(path) / "config.json"))
-    config_file = (fs::path(path) / "config.json").string();
-  if (!config_file) {
-    result.config = FluxConfig::infer(result.state);
-  } else {
-    FluxConfig base;
-    try {
-      base = FluxConfig::infer(result.state);
-    } catch (const Error&) {
-      // The config file names everything; the loader reports how the weights differ from it.
-    }
-    result.config = FluxConfig::from_json(io::read_json(*config_file), base);
-  }
-  result.config.validate();
+  result.state = to_diffusers_layout(nn::read_state_dict(io::Checkpoint::open(files.weights)));
+  result.config = nn::read_config<FluxConfig>(result.state, files.config);
   return result;
 }
 

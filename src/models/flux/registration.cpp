@@ -15,8 +15,8 @@ ModelEntry registry_entry() {
             return c.contains("x_embedder.weight") || c.contains("img_in.weight") ||
                    c.contains("model.diffusion_model.img_in.weight");
           },
-          [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
-            return share_flux(read_flux_checkpoint(path, config), load);
+          [](const std::string& weights, const std::optional<std::string>& config, const nn::LoadOptions& load) {
+            return share_flux(read_flux_checkpoint(weights, config), load);
           }};
 }
 

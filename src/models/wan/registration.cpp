@@ -14,8 +14,8 @@ ModelEntry registry_entry() {
           [](const io::Checkpoint& c) {
             return c.contains("patch_embedding.weight") && c.contains("condition_embedder.time_proj.weight");
           },
-          [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
-            return share_wan(read_wan_checkpoint(path, config), load);
+          [](const std::string& weights, const std::optional<std::string>& config, const nn::LoadOptions& load) {
+            return share_wan(read_wan_checkpoint(weights, config), load);
           }};
 }
 
