@@ -14,10 +14,8 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <algorithm>
-#include <ctime>
 #include <functional>
 #include <memory>
-#include <random>
 #include <tuple>
 #include <vector>
 
@@ -50,38 +48,6 @@ double visible_fraction(const attention::Mask& mask, int64_t seq) {
   return pairs / (double(seq) * double(seq));
 }
 
-Tensor random_tensor(const Shape& shape, uint32_t seed) {
-  Tensor t = Tensor::empty(shape);
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(gen);
-  return t;
-}
-
-// This machine is often shared: process CPU time (summed over threads) is reported beside wall time,
-// so one-thread ratios stay meaningful when the cores are oversubscribed.
-double cpu_seconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
-}
-
-struct Measured {
-  Timing wall;
-  double cpu_min_s = 0;
-};
-
-Measured measure_with_cpu(const std::function<void()>& fn, int repeats) {
-  double cpu_min = 1e300;
-  Timing wall = measure([&] {
-    const double start = cpu_seconds();
-    fn();
-    cpu_min = std::min(cpu_min, cpu_seconds() - start);
-  }, repeats);
-  return {wall, cpu_min};
-}
-
 struct Gflops {
   double wall = 0, cpu = 0;  // per wall second (min), per CPU second (min)
 };
@@ -90,12 +56,14 @@ struct Gflops {
 Gflops sgemm_gflops(int64_t head_dim, int repeats) {
   const int64_t n = 4096;
   Tensor a = random_tensor({n, head_dim}, 1), b = random_tensor({n, head_dim}, 2), c = Tensor::empty({n, n});
-  Measured m = measure_with_cpu([&] {
+  // The machine is often shared: process CPU time (summed over threads) is reported beside wall
+  // time, so one-thread ratios stay meaningful when the cores are oversubscribed.
+  Timing m = measure([&] {
     dnnl_sgemm('N', 'T', n, n, head_dim, 1.0f, a.data<float>(), head_dim, b.data<float>(), head_dim, 0.0f,
                c.data<float>(), n);
   }, repeats);
   const double flops = 2.0 * n * n * head_dim;
-  return {flops / m.wall.min_s / 1e9, flops / m.cpu_min_s / 1e9};
+  return {flops / m.min_s / 1e9, flops / m.cpu_min_s / 1e9};
 }
 
 // Heads per case so one forward stays around a few seconds on one thread.
@@ -117,7 +85,7 @@ int64_t peak_extra_bytes(Fn fn) {
 
 // Forward and backward times of one backend on one mask, with the peak extra memory of each pass.
 struct PassResults {
-  Measured fwd, bwd;
+  Timing fwd, bwd;
   int64_t fwd_bytes = 0, bwd_bytes = 0;
 };
 
@@ -127,9 +95,9 @@ PassResults time_passes(const attention::Backend& backend, const Tensor& q, cons
   PassResults r;
   attention::Result fwd;
   r.fwd_bytes = peak_extra_bytes([&] { fwd = backend.forward(q, k, v, mask, scale); });
-  r.fwd = measure_with_cpu([&] { fwd = backend.forward(q, k, v, mask, scale); }, repeats);
+  r.fwd = measure([&] { fwd = backend.forward(q, k, v, mask, scale); }, repeats);
   r.bwd_bytes = peak_extra_bytes([&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, mask, scale); });
-  r.bwd = measure_with_cpu([&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, mask, scale); }, repeats);
+  r.bwd = measure([&] { backend.backward(dout, q, k, v, fwd.out, fwd.lse, mask, scale); }, repeats);
   return r;
 }
 
@@ -167,15 +135,15 @@ void run_case(const AttentionBenchArgs& args, const std::string& name, int64_t s
          {std::tuple{"fwd", r.fwd, full.fwd, fwd_flops * share, r.fwd_bytes},
           std::tuple{"bwd", r.bwd, full.bwd, 2.5 * fwd_flops * share, r.bwd_bytes}}) {
       nlohmann::json j = base;
-      const double gflops = flops / t.wall.min_s / 1e9, per_cpu = flops / t.cpu_min_s / 1e9;
+      const double gflops = flops / t.min_s / 1e9, per_cpu = flops / t.cpu_min_s / 1e9;
       j.update({{"pass", pass}, {"mask", attention::mask_rule_name(mask.rule)},
-                {"seconds_min", t.wall.min_s}, {"seconds_median", t.wall.median_s},
+                {"seconds_min", t.min_s}, {"seconds_median", t.median_s},
                 {"cpu_seconds_min", t.cpu_min_s}, {"gflops", gflops}, {"gflops_per_cpu_s", per_cpu},
                 {"ratio_to_sgemm", gflops / sgemm.wall}, {"ratio_to_sgemm_cpu", per_cpu / sgemm.cpu},
                 {"peak_extra_bytes", bytes}, {"peak_extra_per_qkv_tensor", double(bytes) / tensor_bytes}});
       if (mask.has_rule())
         j.update({{"block", mask.block}, {"visible_fraction", share},
-                  {"seconds_ratio_to_full", t.wall.min_s / t_full.wall.min_s},
+                  {"seconds_ratio_to_full", t.min_s / t_full.min_s},
                   {"cpu_seconds_ratio_to_full", t.cpu_min_s / t_full.cpu_min_s}});
       print(j);
     }

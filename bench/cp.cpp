@@ -17,7 +17,6 @@
 #include <cmath>
 #include <memory>
 #include <mutex>
-#include <random>
 
 namespace cpdit::bench {
 namespace {
@@ -59,15 +58,6 @@ class NoComputeBackend final : public attention::Backend {
     return {Tensor::empty(q.shape()), Tensor::empty(k.shape()), Tensor::empty(v.shape())};
   }
 };
-
-Tensor random_tensor(const Shape& shape, uint32_t seed) {
-  Tensor t = Tensor::empty(shape);
-  std::mt19937 gen(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(gen);
-  return t;
-}
 
 double seconds(const std::function<void()>& fn) {
   const auto start = std::chrono::steady_clock::now();

@@ -15,7 +15,6 @@
 #include <functional>
 #include <memory>
 #include <cstdlib>
-#include <random>
 #include <sstream>
 
 #ifdef CPDIT_HAVE_OPENBLAS
@@ -44,15 +43,6 @@ GemmShape parse_shape(const std::string& text) {
   CPDIT_CHECK(in && in.eof() && x1 == 'x' && x2 == 'x' && s.m > 0 && s.n > 0 && s.k > 0, invalid_argument,
               "bench gemm: shape '", text, "' must be MxNxK, e.g. 4096x3072x3072");
   return s;
-}
-
-Tensor random_tensor(const Shape& shape, uint32_t seed) {
-  Tensor t = Tensor::empty(shape);
-  std::mt19937 gen(seed);
-  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] = dist(gen);
-  return t;
 }
 
 // The machine is shared: a load above the core count means the all-thread lines are contended.

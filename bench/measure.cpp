@@ -1,6 +1,7 @@
 #include "measure.hpp"
 
 #include <cpdit/core/threads.hpp>
+#include <cpdit/pipeline/random.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -35,6 +36,8 @@ Timing measure(const std::function<void()>& fn, int repeats) {
   t.median_s = sorted[sorted.size() / 2];
   return t;
 }
+
+Tensor random_tensor(const Shape& shape, uint64_t seed) { return pipeline::randn(shape, seed); }
 
 nlohmann::json line(const std::string& benchmark) {
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");

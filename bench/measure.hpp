@@ -1,6 +1,8 @@
 #pragma once
 // Shared by every benchmark: repeat a function, keep min and median, print JSON lines that record
 // the environment the numbers were taken in.
+#include <cpdit/core/tensor.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <functional>
@@ -20,6 +22,9 @@ struct Timing {
 
 // Runs fn once to warm up (caches, allocator, page faults), then `repeats` timed runs.
 Timing measure(const std::function<void()>& fn, int repeats);
+
+// Random N(0, 1) inputs, the same for a seed wherever they are made (pipeline::randn's stream).
+Tensor random_tensor(const Shape& shape, uint64_t seed);
 
 // Fields every line carries: benchmark name, OPENBLAS_CORETYPE (or "unset"), hardware threads.
 nlohmann::json line(const std::string& benchmark);

@@ -1,162 +1,102 @@
-// `cpdit bench model --model flux`: latency of one FLUX.1 double-stream and one single-stream block
-// at FLUX.1 widths (3072 = 24 heads x 128, MLP 12288) with 512 text tokens, on 1 rank and on 2 ranks
-// (one compute thread each, context parallel), with each rank's peak tensor memory. Random weights
-// from a fixed seed; the 2-rank lines carry their speedup over the 1-rank line of the same run.
+// `cpdit bench model --model flux|wan`: latency of a model family's blocks at full width on 1 rank
+// and on 2 ranks (one compute thread each, context parallel: Ulysses, and ring unless --quick), with
+// each rank's peak tensor memory. The families (bench/model_flux.cpp, bench/model_wan.cpp) say what
+// to build; the one loop here times every family the same way. Multi-rank lines carry their
+// speedup over the 1-rank line of the same run in wall time and in CPU time: on a shared,
+// oversubscribed machine wall time includes time spent descheduled, so the process CPU time of
+// rank 0's cheapest repeat, shared out over the ranks, is the steadier figure.
 #include "command.hpp"
 #include "measure.hpp"
-#include "model_wan.hpp"
+#include "model_blocks.hpp"
 
 #include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
-#include <cpdit/models/flux/blocks.hpp>
-#include <cpdit/nn/load.hpp>
+#include <cpdit/models/registry.hpp>
 #include <cpdit/parallel/context.hpp>
-#include <cpdit/parallel/shard.hpp>
+#include <cpdit/pipeline/presets.hpp>
 
-#include <algorithm>
-#include <cmath>
-#include <ctime>
 #include <memory>
 #include <mutex>
 #include <optional>
 
 namespace cpdit::bench {
+
+nn::StateDict shared_random_weights(nn::Module& module, uint64_t seed, const nn::LoadOptions& load) {
+  nn::load_state_dict(module, pipeline::random_state_dict(module, seed), load);
+  return nn::parameters_of(module);
+}
+
+int64_t bytes_of(const nn::StateDict& weights) {
+  int64_t bytes = 0;
+  for (const auto& [name, t] : weights) bytes += int64_t(t.nbytes());
+  return bytes;
+}
+
 namespace {
-
-using models::flux::DoubleBlock;
-using models::flux::PosEmbed;
-using models::flux::SingleBlock;
-
-constexpr int64_t kDim = 3072, kHeads = 24, kHeadDim = 128, kText = 512;
 
 struct ModelBenchArgs {
   std::string model = "flux";
   bool quick = false;
   std::string dtype = "f32";
-  std::vector<int64_t> image_tokens;  // default: 1024 (quick) or 1024 and 4096
-  int repeats = 0;                    // default: 1 (quick) or 3
+  std::vector<int64_t> tokens;  // default: the family's
+  int repeats = 0;              // default: 1 (quick) or 3
 };
 
-// Uniform values with variance 1/fan_in (the scale of a trained Linear), from a seeded xorshift.
-Tensor random_tensor(const Shape& shape, double scale, uint64_t& state) {
-  Tensor t = Tensor::empty(shape);
-  float* p = t.data<float>();
-  const double a = scale * std::sqrt(3.0);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    p[i] = float(a * (double(state >> 11) / double(1ull << 53) * 2.0 - 1.0));
-  }
-  return t;
+// The block benchmark of a registered model class, by the class name or its family's short name.
+BlockBench block_bench(const std::string& model, const nn::LoadOptions& load) {
+  const std::string class_name = model == "flux" ? "FluxTransformer2DModel" : model == "wan" ? "WanTransformer3DModel" : model;
+  models::model_entry(class_name);  // a class nobody registered is refused with the known ones
+  if (class_name == "FluxTransformer2DModel") return flux_blocks(load);
+  if (class_name == "WanTransformer3DModel") return wan_blocks(load);
+  fail(ErrorKind::unsupported, "bench model has no blocks for ", class_name, " (it times flux and wan)");
 }
 
-// Random weights for `m`, converted once to the benchmark's dtype; replicas loaded from the
-// result share them.
-nn::StateDict random_weights(nn::Module& m, uint64_t seed, const nn::LoadOptions& load) {
-  nn::StateDict state;
-  for (auto& [name, p] : m.named_parameters()) {
-    bool norm = p->shape.size() == 1 && name.find("norm_") != std::string::npos;
-    state[name] = norm ? Tensor::full(p->shape, 1.0) : random_tensor(p->shape, 1.0 / std::sqrt(double(p->shape.back())), seed);
-  }
-  nn::load_state_dict(m, state, load);
-  return nn::parameters_of(m);
-}
-
-struct BlockTimes {
-  Timing dbl, single;
-  double dbl_cpu_s = 0, single_cpu_s = 0;  // rank 0's own CPU time, fastest timed run
+struct LayoutRun {
+  std::vector<std::string> blocks;
+  std::vector<Timing> rank0;  // per block
   std::vector<comm::RankStats> stats;
 };
 
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-}
-
-// measure(), plus the calling thread's CPU time per run: on a shared, oversubscribed machine the
-// wall clock also counts time spent waiting for a core; with one compute thread per rank (OpenMP
-// and oneDNN run on the calling thread) the CPU time is the work itself.
-Timing measure_with_cpu(const std::function<void()>& fn, int repeats, double& min_cpu_s) {
-  std::vector<double> cpu;
-  Timing t = measure([&] {
-    double start = thread_cpu_seconds();
-    fn();
-    cpu.push_back(thread_cpu_seconds() - start);
-  }, repeats);
-  min_cpu_s = *std::min_element(cpu.begin() + 1, cpu.end());  // cpu[0] is the warm-up
-  return t;
-}
-
-BlockTimes time_blocks(int ring, int ulysses, int64_t image, const nn::StateDict& dbl_weights,
-                       const nn::StateDict& single_weights, const nn::LoadOptions& load, int repeats) {
-  const int ranks = ring * ulysses;
-  uint64_t seed = 42;
-  const Tensor x = random_tensor({1, image, kDim}, 1.0, seed), c = random_tensor({1, kText, kDim}, 1.0, seed);
-  const Tensor temb = random_tensor({1, kDim}, 1.0, seed);
-  const int64_t side = int64_t(std::lround(std::sqrt(double(image))));
-  std::vector<float> ids;
-  for (int64_t i = 0; i < image; ++i) ids.insert(ids.end(), {0.0f, float(i / side), float(i % side)});
-  const Tensor img_ids = Tensor::from_vector(ids, {image, 3}), txt_ids = Tensor::zeros({kText, 3});
-
-  BlockTimes result;
-  std::mutex m;
-  comm::LocalOptions options;
-  options.threads_per_rank = 1;
-  result.stats = comm::run_local(ranks, [&](comm::Communicator& world) {
-    DoubleBlock dbl(kDim, kHeads, kHeadDim);
-    SingleBlock single(kDim, kHeads, kHeadDim);
-    nn::load_state_dict(dbl, dbl_weights, load);
-    nn::load_state_dict(single, single_weights, load);
+// Each block of `bench` timed on ring x ulysses local ranks, one compute thread each, with the
+// parallel context bound; rank 0's timings.
+LayoutRun time_layout(const BlockBench& bench, int ring, int ulysses, int64_t tokens, int repeats) {
+  LayoutRun run;
+  std::mutex mutex;
+  comm::LocalOptions one_thread_each;
+  one_thread_each.threads_per_rank = 1;
+  run.stats = comm::run_local(ring * ulysses, [&](comm::Communicator& world) {
     std::optional<parallel::ParallelContext> context;
     std::optional<attention::ScopedRouter> bind;
-    Tensor xl = x, cl = c, txt = txt_ids, img = img_ids;
-    if (ranks > 1) {
+    comm::Communicator* flat = nullptr;
+    if (ring * ulysses > 1) {
       parallel::ContextParallelConfig config;
       config.ring_degree = ring;
       config.ulysses_degree = ulysses;
       context.emplace(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}), config);
       bind.emplace(&*context);
-      comm::Communicator& flat = context->mesh().flat();
-      xl = parallel::shard(x, 1, flat);
-      cl = parallel::shard(c, 1, flat);
-      txt = parallel::shard(txt_ids, 0, flat);
-      img = parallel::shard(img_ids, 0, flat);
+      flat = &context->mesh().flat();
     }
-    auto rope = PosEmbed({16, 56, 56}).forward(cat({txt, img}, 0));
-    double dbl_cpu = 0, single_cpu = 0;
-    Timing td = measure_with_cpu([&] { dbl.forward(xl, cl, temb, rope[0], rope[1]); }, repeats, dbl_cpu);
-    Timing ts = measure_with_cpu([&] { single.forward(xl, cl, temb, rope[0], rope[1]); }, repeats, single_cpu);
-    std::lock_guard lock(m);
+    std::vector<std::string> names;
+    std::vector<Timing> timings;
+    for (const TimedBlock& block : bench.blocks(tokens, flat)) {
+      names.push_back(block.block);
+      timings.push_back(measure(block.forward, repeats));
+    }
+    std::lock_guard lock(mutex);
     if (world.rank() == 0) {
-      result.dbl = td;
-      result.single = ts;
-      result.dbl_cpu_s = dbl_cpu;
-      result.single_cpu_s = single_cpu;
+      run.blocks = names;
+      run.rank0 = timings;
     }
-  }, options);
-  return result;
+  }, one_thread_each);
+  return run;
 }
 
-// 2 x (12 D^2 per token in the projections) + 4 S^2 D in attention; the same for both block kinds.
-double block_gflop(int64_t tokens) { return (24.0 * kDim * kDim * tokens + 4.0 * tokens * tokens * kDim) / 1e9; }
-
 void run_model_bench(const ModelBenchArgs& args) {
-  if (args.model == "wan")
-    return run_wan_model_bench({args.quick, args.dtype, args.image_tokens, args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3)});
-  CPDIT_CHECK(args.model == "flux", invalid_argument, "bench model: --model must be flux or wan");
   const nn::LoadOptions load = nn::load_options(args.dtype);  // the random weights are f32: auto is f32
+  const BlockBench bench = block_bench(args.model, load);
   const int repeats = args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3);
-  std::vector<int64_t> images = args.image_tokens;
-  if (images.empty()) images = args.quick ? std::vector<int64_t>{1024} : std::vector<int64_t>{1024, 4096};
-
-  DoubleBlock dbl(kDim, kHeads, kHeadDim);
-  SingleBlock single(kDim, kHeads, kHeadDim);
-  const nn::StateDict dbl_weights = random_weights(dbl, 1, load), single_weights = random_weights(single, 2, load);
-  int64_t weight_bytes = 0;
-  for (const auto* s : {&dbl_weights, &single_weights})
-    for (const auto& [name, t] : *s) weight_bytes += int64_t(t.nbytes());
+  const std::vector<int64_t> token_counts =
+      !args.tokens.empty() ? args.tokens : args.quick ? bench.quick_tokens : bench.default_tokens;
 
   struct Layout {
     int ring, ulysses;
@@ -164,38 +104,27 @@ void run_model_bench(const ModelBenchArgs& args) {
   };
   std::vector<Layout> layouts{{1, 1, "single_rank"}, {1, 2, "ulysses"}};
   if (!args.quick) layouts.push_back({2, 1, "ring"});
-  for (int64_t image : images) {
-    double base_double = 0, base_single = 0;
+  for (int64_t tokens : token_counts) {
+    const double gflop = bench.block_gflop(tokens);
+    LayoutRun base;  // the 1-rank run, first in `layouts`
     for (const Layout& l : layouts) {
-      BlockTimes t = time_blocks(l.ring, l.ulysses, image, dbl_weights, single_weights, load, repeats);
+      const int ranks = l.ring * l.ulysses;
+      LayoutRun run = time_layout(bench, l.ring, l.ulysses, tokens, repeats);
+      if (ranks == 1) base = run;
       std::vector<int64_t> peaks;
-      for (const auto& s : t.stats) peaks.push_back(s.peak_bytes);
-      for (const char* kind : {"double", "single"}) {
-        const bool is_double = std::string(kind) == "double";
-        const Timing& timing = is_double ? t.dbl : t.single;
-        const double cpu_s = is_double ? t.dbl_cpu_s : t.single_cpu_s;
-        double& base = is_double ? base_double : base_single;
-        if (l.ring * l.ulysses == 1) base = timing.min_s;
+      for (const auto& s : run.stats) peaks.push_back(s.peak_bytes);
+      for (size_t b = 0; b < run.blocks.size(); ++b) {
+        const Timing& t = run.rank0[b];
         auto j = line("model");
-        j["model"] = "flux";
-        j["block"] = kind;
-        j["image_tokens"] = image;
-        j["text_tokens"] = kText;
-        j["ranks"] = l.ring * l.ulysses;
-        j["layout"] = l.name;
-        j["ring"] = l.ring;
-        j["ulysses"] = l.ulysses;
-        j["threads_per_rank"] = 1;
-        j["dtype"] = args.dtype;
-        j["min_s"] = timing.min_s;
-        j["median_s"] = timing.median_s;
-        j["gflop"] = block_gflop(image + kText);
-        j["gflops"] = block_gflop(image + kText) / timing.min_s;
-        j["rank0_cpu_s"] = cpu_s;
-        j["gflops_per_cpu_s"] = block_gflop(image + kText) / (cpu_s * l.ring * l.ulysses);
-        j["speedup_vs_1_rank"] = base / timing.min_s;
-        j["peak_activation_bytes_per_rank"] = peaks;
-        j["shared_weight_bytes"] = weight_bytes;  // one copy for all thread ranks
+        j.update({{"model", bench.class_name}, {"block", run.blocks[b]}, {bench.tokens_field, tokens},
+                  {"text_tokens", bench.text_tokens}, {"ranks", ranks}, {"layout", l.name}, {"ring", l.ring},
+                  {"ulysses", l.ulysses}, {"threads_per_rank", 1}, {"dtype", args.dtype}, {"min_s", t.min_s},
+                  {"median_s", t.median_s}, {"gflop", gflop}, {"gflops", gflop / t.min_s},
+                  {"cpu_s_per_rank", t.cpu_min_s / ranks}, {"gflops_per_cpu_s", gflop / t.cpu_min_s},
+                  {"speedup_vs_1_rank", base.rank0[b].min_s / t.min_s},
+                  {"cpu_speedup_vs_1_rank", base.rank0[b].cpu_min_s / (t.cpu_min_s / ranks)},
+                  {"peak_activation_bytes_per_rank", peaks},
+                  {"shared_weight_bytes", bench.weight_bytes}});  // one copy for all thread ranks
         print(j);
       }
     }
@@ -205,10 +134,12 @@ void run_model_bench(const ModelBenchArgs& args) {
 void add_model_bench(CLI::App& parent) {
   auto args = std::make_shared<ModelBenchArgs>();
   CLI::App* cmd = parent.add_subcommand("model", "per-block latency of a model at full width, 1 and 2 ranks");
-  cmd->add_option("--model", args->model, "model: flux | wan (Wan 2.1 1.3B block, 1950 / 7800 video tokens)")->capture_default_str();
-  cmd->add_flag("--quick", args->quick, "1024 image tokens, one timed run, no ring layout");
+  cmd->add_option("--model", args->model,
+                  "flux | wan (Wan 2.1 1.3B block, 1950 / 7800 video tokens), or the registered class name")
+      ->capture_default_str();
+  cmd->add_flag("--quick", args->quick, "the smaller token count, one timed run, no ring layout");
   cmd->add_option("--dtype", args->dtype, "GEMM weights: f32 | bf16")->capture_default_str();
-  cmd->add_option("--image-tokens", args->image_tokens, "image token counts (default 1024 4096; wan: video tokens, 1950 7800)");
+  cmd->add_option("--image-tokens", args->tokens, "token counts (default flux: 1024 4096 image tokens; wan: 1950 7800 video tokens)");
   cmd->add_option("--repeats", args->repeats, "timed repeats after one warm-up");
   cmd->callback([args] { run_model_bench(*args); });
 }

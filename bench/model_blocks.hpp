@@ -1,0 +1,43 @@
+#pragma once
+// What `cpdit bench model` needs from each model family: its blocks at full width with random
+// weights, built and fed on every rank, and their FLOPs. bench/model.cpp runs the one timing loop
+// (layouts, token counts, JSON lines) over whichever family is asked for.
+#include <cpdit/comm/communicator.hpp>
+#include <cpdit/nn/load.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cpdit::bench {
+
+// One block's forward on one rank, ready to time.
+struct TimedBlock {
+  std::string block;  // e.g. "double", "single", "wan2.1-1.3b"
+  std::function<void()> forward;
+};
+
+struct BlockBench {
+  std::string class_name;    // the model registry's name for the family
+  std::string tokens_field;  // what the token counts count, e.g. "image_tokens"
+  std::vector<int64_t> default_tokens, quick_tokens;
+  int64_t text_tokens = 0;
+  int64_t weight_bytes = 0;  // the blocks' weights, one copy shared by every thread rank
+  std::function<double(int64_t tokens)> block_gflop;
+  // Builds the blocks on the calling rank (sharing the weights) with its inputs for `tokens`;
+  // `flat` is the rank's context-parallel group, or nullptr on one rank (nothing to split).
+  std::function<std::vector<TimedBlock>(int64_t tokens, comm::Communicator* flat)> blocks;
+};
+
+// A FLUX.1 double- and single-stream block (3072 = 24 heads x 128, 512 text tokens).
+BlockBench flux_blocks(const nn::LoadOptions& load);
+// A Wan 2.1 T2V-1.3B block (1536 = 12 heads x 128, FFN 8960, 512 text tokens).
+BlockBench wan_blocks(const nn::LoadOptions& load);
+
+// Random weights for `module` (PyTorch's Linear initialisation, from `seed`), converted once to the
+// load dtype and bound to it; blocks loaded from the result share them.
+nn::StateDict shared_random_weights(nn::Module& module, uint64_t seed, const nn::LoadOptions& load);
+
+int64_t bytes_of(const nn::StateDict& weights);
+
+}  // namespace cpdit::bench

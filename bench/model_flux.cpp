@@ -1,0 +1,64 @@
+// FLUX.1 blocks for `cpdit bench model`: one double-stream and one single-stream block at FLUX.1
+// widths with 512 text tokens. Ranks split the image and text tokens (and their position ids) as
+// the FLUX.1 plan does.
+#include "measure.hpp"
+#include "model_blocks.hpp"
+
+#include <cpdit/models/flux/blocks.hpp>
+#include <cpdit/parallel/shard.hpp>
+
+#include <cmath>
+#include <memory>
+
+namespace cpdit::bench {
+
+namespace {
+constexpr int64_t kDim = 3072, kHeads = 24, kHeadDim = 128, kText = 512;
+}  // namespace
+
+BlockBench flux_blocks(const nn::LoadOptions& load) {
+  using models::flux::DoubleBlock;
+  using models::flux::SingleBlock;
+  DoubleBlock dbl(kDim, kHeads, kHeadDim);
+  SingleBlock single(kDim, kHeads, kHeadDim);
+  auto dbl_weights = std::make_shared<const nn::StateDict>(shared_random_weights(dbl, 1, load));
+  auto single_weights = std::make_shared<const nn::StateDict>(shared_random_weights(single, 2, load));
+
+  // 2 x (12 D^2 per token in the projections) + 4 S^2 D in attention; the same for both block kinds.
+  auto gflop = [](int64_t image) {
+    const double tokens = double(image + kText);
+    return (24.0 * kDim * kDim * tokens + 4.0 * tokens * tokens * kDim) / 1e9;
+  };
+  auto blocks = [dbl_weights, single_weights, load](int64_t image, comm::Communicator* flat) {
+    auto dbl = std::make_shared<DoubleBlock>(kDim, kHeads, kHeadDim);
+    auto single = std::make_shared<SingleBlock>(kDim, kHeads, kHeadDim);
+    nn::load_state_dict(*dbl, *dbl_weights, load);
+    nn::load_state_dict(*single, *single_weights, load);
+    const int64_t side = int64_t(std::lround(std::sqrt(double(image))));
+    std::vector<float> ids;
+    for (int64_t i = 0; i < image; ++i) ids.insert(ids.end(), {0.0f, float(i / side), float(i % side)});
+    Tensor x = random_tensor({1, image, kDim}, 11), c = random_tensor({1, kText, kDim}, 12);
+    Tensor img = Tensor::from_vector(ids, {image, 3}), txt = Tensor::zeros({kText, 3});
+    const Tensor temb = random_tensor({1, kDim}, 13);
+    if (flat) {
+      x = parallel::shard(x, 1, *flat);
+      c = parallel::shard(c, 1, *flat);
+      txt = parallel::shard(txt, 0, *flat);
+      img = parallel::shard(img, 0, *flat);
+    }
+    const std::vector<Tensor> rope = models::flux::PosEmbed({16, 56, 56}).forward(cat({txt, img}, 0));
+    const Tensor cos = rope[0], sin = rope[1];
+    return std::vector<TimedBlock>{{"double", [dbl, x, c, temb, cos, sin] { dbl->forward(x, c, temb, cos, sin); }},
+                                   {"single", [single, x, c, temb, cos, sin] { single->forward(x, c, temb, cos, sin); }}};
+  };
+  return {.class_name = "FluxTransformer2DModel",
+          .tokens_field = "image_tokens",
+          .default_tokens = {1024, 4096},
+          .quick_tokens = {1024},
+          .text_tokens = kText,
+          .weight_bytes = bytes_of(*dbl_weights) + bytes_of(*single_weights),
+          .block_gflop = gflop,
+          .blocks = blocks};
+}
+
+}  // namespace cpdit::bench
