@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <mutex>
 
 namespace cpdit::pipeline {
@@ -107,6 +108,33 @@ TEST(FluxGenerateCli, WritesLatentsPreviewAndSummary) {
   EXPECT_EQ(io::load_safetensors(dir.file("a.safetensors")).at("latents").shape(), (Shape{1, 16, 8, 8}));
   EXPECT_GT(std::filesystem::file_size(dir.file("a.png")), 100u);
   EXPECT_EQ(r.err.find("step"), std::string::npos) << "--json prints no progress";
+}
+
+// A diffusers pipeline folder runs its transformer with its own scheduler: the same latents as the
+// transformer folder given that scheduler, and not those of the FLUX.1-dev default it would get alone.
+TEST(FluxGenerateCli, APipelineFolderRunsItsTransformerWithItsScheduler) {
+  TempDir dir("generate_cli_pipeline");
+  const std::filesystem::path fixture = std::string(CPDIT_TEST_DATA) + "/fixtures/flux_tiny";
+  std::filesystem::create_directories(dir.path() / "transformer");
+  std::filesystem::create_directories(dir.path() / "scheduler");
+  std::filesystem::copy_file(fixture / "weights.safetensors",
+                             dir.path() / "transformer" / "diffusion_pytorch_model.safetensors");
+  std::filesystem::copy_file(fixture / "config.json", dir.path() / "transformer" / "config.json");
+  std::ofstream(dir.file("scheduler/scheduler_config.json")) << R"({"shift": 1.0, "use_dynamic_shifting": false})";
+  std::ofstream(dir.file("model_index.json")) << R"({"_class_name": "FluxPipeline", "transformer": ["diffusers", "FluxTransformer2DModel"],
+                                                     "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"]})";
+  auto latents = [&](const std::string& model, const std::string& name) {
+    auto r = run_cli("generate --model " + model +
+                     " --height 64 --width 64 --steps 2 --text-tokens 4 --ranks 1 --threads 1 --json --out " + dir.file(name));
+    EXPECT_EQ(r.code, 0) << r.err;
+    return io::load_safetensors(dir.file(name)).at("latents");
+  };
+  const Tensor pipeline = latents(dir.path().string(), "pipeline.safetensors");
+  const Tensor given =
+      latents(dir.file("transformer") + " --scheduler-config " + dir.file("scheduler/scheduler_config.json"), "given.safetensors");
+  const Tensor alone = latents(dir.file("transformer"), "alone.safetensors");
+  EXPECT_EQ(max_abs_diff(pipeline, given), 0.0);
+  EXPECT_GT(max_abs_diff(pipeline, alone), 0.0);
 }
 
 TEST(FluxGenerateCli, BadInputIsOneLineExitTwoAndNothingWritten) {
