@@ -56,8 +56,9 @@ void add_forward(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
       "forward", "Run one model forward (the class named by config.json's _class_name or architectures); writes its outputs (`sample`; a text encoder's `last_hidden_state` [, `pooler_output`]) to a safetensors file.");
   cmd->add_option("--model", o->model,
-                  "diffusers folder (config.json + weights, single or sharded), index json, or one .safetensors "
-                  "file (diffusers layout, or the original FLUX.1 one; without a config the model is told from the tensors)")
+                  "model folder (config.json + weights, single or sharded), diffusers pipeline folder (its transformer/), "
+                  "index json, or one .safetensors file (diffusers layout, or the original FLUX.1 one; its config is "
+                  "--config, else a config.json beside it, else told from the tensors)")
       ->required();
   cmd->add_option("--inputs", o->inputs, "safetensors with the forward's arguments by diffusers name")->required();
   cmd->add_option("--output", o->output, "safetensors to write the outputs to (atomically)")->required();

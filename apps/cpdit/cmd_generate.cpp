@@ -289,8 +289,8 @@ void add_generate(CLI::App& parent) {
       "  mpirun -np 4 cpdit generate --preset flux-tiny --ring 2 --ulysses 2 --out a.safetensors");
   CLI::Option_group* source = cmd->add_option_group("Model");
   source->add_option("--model", args->model,
-                     "a diffusers FLUX.1 or Wan folder (transformer/, scheduler/), a transformer folder, or an "
-                     "original single-file FLUX.1 checkpoint");
+                     "a diffusers FLUX.1 or Wan pipeline folder (model_index.json, transformer/, scheduler/), a "
+                     "transformer folder, an index json, or one .safetensors file (e.g. the original FLUX.1 release)");
   source->add_option("--preset", args->preset,
                      "a built-in model with seeded random weights: flux-tiny, flux-mini, wan-tiny or wan-mini");
   source->require_option(1);

@@ -28,15 +28,22 @@ std::string listed_components(const fs::path& index) {
   return names.empty() ? "none" : names;
 }
 
-std::optional<std::string> config_in(const fs::path& folder) {
-  if (fs::is_regular_file(folder / "config.json")) return (folder / "config.json").string();
-  return std::nullopt;
+// The model's own location: the component's folder of a pipeline folder, else `path` itself.
+fs::path model_location(const std::string& path, const std::string& component) {
+  CPDIT_CHECK(fs::exists(path), io, path, " does not exist");
+  if (!is_pipeline_folder(path)) return path;
+  const fs::path folder = fs::path(path) / component;
+  CPDIT_CHECK(fs::is_directory(folder), io, path, " is a diffusers pipeline with no '", component,
+              "' folder (its components: ", listed_components(fs::path(path) / "model_index.json"), ")");
+  return folder;
 }
 
-ModelFiles model_folder(const fs::path& folder) {
+// The weights of a model location: the file itself, or what its folder holds.
+std::string weights_at(const fs::path& location) {
+  if (!fs::is_directory(location)) return location.string();
   for (const char* name : kWeightFiles)
-    if (fs::is_regular_file(folder / name)) return {(folder / name).string(), config_in(folder)};
-  fail(ErrorKind::io, folder.string(), " holds no model: looked for model_index.json (a diffusers pipeline), ",
+    if (fs::is_regular_file(location / name)) return (location / name).string();
+  fail(ErrorKind::io, location.string(), " holds no model: looked for model_index.json (a diffusers pipeline), ",
        "diffusion_pytorch_model.safetensors[.index.json] and model.safetensors[.index.json]");
 }
 
@@ -47,22 +54,18 @@ std::optional<std::string> pipeline_component(const std::string& path, const std
   return (fs::path(path) / component).string();
 }
 
+std::optional<std::string> resolve_config(const std::string& path, const std::string& component,
+                                          const std::optional<std::string>& config) {
+  if (config) return config;
+  const fs::path location = model_location(path, component);
+  const fs::path folder = fs::is_directory(location) ? location : location.parent_path();
+  const fs::path file = (folder.empty() ? fs::path(".") : folder) / "config.json";
+  if (fs::is_regular_file(file)) return file.string();
+  return std::nullopt;
+}
+
 ModelFiles resolve_model(const std::string& path, const std::string& component, const std::optional<std::string>& config) {
-  CPDIT_CHECK(fs::exists(path), io, path, " does not exist");
-  ModelFiles files;
-  if (is_pipeline_folder(path)) {
-    const std::optional<std::string> folder = pipeline_component(path, component);
-    CPDIT_CHECK(folder, io, path, " is a diffusers pipeline with no '", component, "' folder (its components: ",
-                listed_components(fs::path(path) / "model_index.json"), ")");
-    files = model_folder(*folder);
-  } else if (fs::is_directory(path)) {
-    files = model_folder(path);
-  } else {
-    const fs::path parent = fs::path(path).parent_path();
-    files = {path, config_in(parent.empty() ? fs::path(".") : parent)};
-  }
-  if (config) files.config = config;
-  return files;
+  return {weights_at(model_location(path, component)), resolve_config(path, component, config)};
 }
 
 }  // namespace cpdit::io

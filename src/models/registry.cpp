@@ -48,6 +48,9 @@ std::optional<ModelClass> checkpoint_class(const io::ModelFiles& files) {
 
 LoadedModel open_model(const std::string& path, const std::optional<std::string>& config,
                        const nn::LoadOptions& load, const std::string& component) {
+  // A config naming a class nobody registered is refused before the weights are sought.
+  if (auto file = io::resolve_config(path, component, config))
+    if (auto named = class_in_config(*file)) model_entry(named->name);
   const io::ModelFiles files = io::resolve_model(path, component, config);
   const std::optional<ModelClass> found = checkpoint_class(files);
   CPDIT_CHECK(found, unsupported, "cannot tell the model class of ", path,

@@ -49,6 +49,17 @@ TEST(RegistryCli, AnUnknownClassIsOneLineListingTheKnownClassesExitTwo) {
   }
 }
 
+TEST(RegistryCli, AnUnknownClassIsRefusedBeforeTheWeightsAreSought) {
+  TempDir dir("registry_cli_config_only");  // config.json alone: the class is wrong before anything is missing
+  std::ofstream(dir.file("config.json")) << R"({"_class_name": "MysteryTransformer2DModel"})";
+  auto r = run_cli("forward --model " + dir.path().string() + " --inputs " + fixture("inputs.safetensors") +
+                   " --output " + dir.file("never.safetensors"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("MysteryTransformer2DModel"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("known classes: FluxTransformer2DModel, WanTransformer3DModel"), std::string::npos) << r.err;
+}
+
 TEST(RegistryCli, InspectPrintsTheResolvedClass) {
   TempDir alone("registry_cli_inspect_alone");  // no config.json: told by the tensor names
   fs::copy_file(fixture("weights.safetensors"), alone.file("flux.safetensors"));

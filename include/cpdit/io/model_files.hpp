@@ -23,6 +23,11 @@ struct ModelFiles {
 ModelFiles resolve_model(const std::string& path, const std::string& component = "transformer",
                          const std::optional<std::string>& config = std::nullopt);
 
+// The config.json resolve_model picks (`config`, else the model folder's, else the one beside the
+// file), without looking for the weights: a model's class can be told before its weights are sought.
+std::optional<std::string> resolve_config(const std::string& path, const std::string& component = "transformer",
+                                          const std::optional<std::string>& config = std::nullopt);
+
 // The folder of `component` (e.g. "scheduler") when `path` is a diffusers pipeline folder that has
 // it; nullopt otherwise.
 std::optional<std::string> pipeline_component(const std::string& path, const std::string& component);
