@@ -1,28 +1,29 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
+#include <cpdit/io/model_files.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/text/checkpoint.hpp>
-
-#include <filesystem>
 
 namespace cpdit::models::text {
 
 namespace {
 
-nlohmann::json read_config(const std::string& path, const std::optional<std::string>& config_path, const char* model) {
-  namespace fs = std::filesystem;
-  if (config_path) return io::read_json(*config_path);
-  const fs::path beside = fs::is_directory(path) ? fs::path(path) / "config.json" : fs::path(path).parent_path() / "config.json";
-  CPDIT_CHECK(fs::exists(beside), io, model, " at ", path, " needs a config.json (beside the weights, or --config)");
-  return io::read_json(beside.string());
+// The weights and config.json at `path` (a text encoder of a diffusers pipeline folder is its
+// text_encoder/); the config cannot be told from the tensors, so it must exist.
+io::ModelFiles text_encoder_files(const std::string& path, const std::optional<std::string>& config_path,
+                                  const char* model) {
+  io::ModelFiles files = io::resolve_model(path, "text_encoder", config_path);
+  CPDIT_CHECK(files.config, io, model, " at ", path, " needs a config.json (beside the weights, or --config)");
+  return files;
 }
 
 }  // namespace
 
 T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std::string>& config_path, bool umt5) {
   const char* model = umt5 ? "UMT5EncoderModel" : "T5EncoderModel";
-  T5Checkpoint c{T5Config::from_json(read_config(path, config_path, model), umt5),
-                 nn::read_state_dict(io::Checkpoint::open(path))};
+  const io::ModelFiles files = text_encoder_files(path, config_path, model);
+  T5Checkpoint c{T5Config::from_json(io::read_json(*files.config), umt5),
+                 nn::read_state_dict(io::Checkpoint::open(files.weights))};
   // transformers ties shared.weight and encoder.embed_tokens.weight; files hold both or either.
   // Keep one tensor, under the name of the module that reads it.
   auto shared = c.state.find("shared.weight");
@@ -41,9 +42,10 @@ T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std
 }
 
 ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
-  ClipTextCheckpoint c{ClipTextConfig::from_json(read_config(path, config_path, "CLIPTextModel")), {}};
+  const io::ModelFiles files = text_encoder_files(path, config_path, "CLIPTextModel");
+  ClipTextCheckpoint c{ClipTextConfig::from_json(io::read_json(*files.config)), {}};
   const std::string prefix = "text_model.";
-  for (auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(path))) {
+  for (auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(files.weights))) {
     // Hub checkpoints written before transformers 5 prefix every key with text_model.
     std::string key = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
     // Older files also store the position_ids buffer (0..76), which the model makes itself.

@@ -23,8 +23,9 @@ struct ClipTextCheckpoint {
   nn::StateDict state;  // transformers 5 keys (no text_model. prefix)
 };
 
-// config_path overrides the folder's config.json; one of the two must exist (the config cannot be
-// told from the tensors alone: head counts). umt5 selects UMT5EncoderModel.
+// `path` is any layout io::resolve_model takes (text_encoder/ of a pipeline folder). config_path
+// overrides the folder's config.json; one of the two must exist (the config cannot be told from
+// the tensors alone: head counts). umt5 selects UMT5EncoderModel.
 T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std::string>& config_path, bool umt5);
 ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std::optional<std::string>& config_path);
 
