@@ -141,6 +141,16 @@ TEST_F(TextCheckpointLayouts, ClipWithTextModelPrefixAndPositionIds) {
   EXPECT_LT(relative_error(model->forward(inputs_of("clip_text_tiny")).at("pooler_output"), want), kRelativeTolerance);
 }
 
+// A diffusers pipeline folder's text_encoder/ is read through the same resolver as every checkpoint.
+TEST_F(TextCheckpointLayouts, ClipInAPipelineFolder) {
+  const std::string fixture = fixture_dir("clip_text_tiny");
+  write("text_encoder", fixture + "/config.json", io::load_safetensors(fixture + "/weights.safetensors"));
+  std::ofstream(dir.file("model_index.json")) << R"({"_class_name": "FluxPipeline", "text_encoder": ["transformers", "CLIPTextModel"]})";
+  auto model = load_clip_text(read_clip_text_checkpoint(dir.path().string(), std::nullopt));
+  const Tensor want = io::load_safetensors(fixture + "/expected.safetensors").at("pooler_output");
+  EXPECT_LT(relative_error(model->forward(inputs_of("clip_text_tiny")).at("pooler_output"), want), kRelativeTolerance);
+}
+
 TEST_F(TextCheckpointLayouts, T5WithEitherTiedTable) {
   const std::string fixture = fixture_dir("t5_tiny");
   const Tensor want = io::load_safetensors(fixture + "/expected.safetensors").at("last_hidden_state");
