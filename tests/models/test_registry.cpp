@@ -67,16 +67,23 @@ TEST(ModelRegistry, AnUnknownClassIsRefusedNamingTheKnownOnesNotRunAsFlux) {
 }
 
 TEST(ModelRegistry, ReplicasShareTheWeightsLoadedOnce) {
-  const LoadedModel loaded = open_model(fixture("flux", "weights.safetensors"), fixture("flux", "config.json"), {});
-  EXPECT_EQ(loaded.class_name, "FluxTransformer2DModel");
-  EXPECT_EQ(loaded.heads, std::any_cast<const flux::FluxConfig&>(loaded.config).num_attention_heads);
-  auto a = loaded.replica(), b = loaded.replica();
-  auto pa = a->named_parameters(), pb = b->named_parameters();
-  ASSERT_EQ(pa.size(), pb.size());
-  ASSERT_FALSE(pa.empty());
-  for (size_t i = 0; i < pa.size(); ++i) {
-    ASSERT_EQ(pa[i].first, pb[i].first);
-    EXPECT_EQ(pa[i].second->value.values().raw(), pb[i].second->value.values().raw()) << pa[i].first;
+  // bf16 matrices are converted from the f32 file: shared only if the conversion happened once.
+  for (DType matrices : {DType::f32, DType::bf16}) {
+    const LoadedModel loaded =
+        open_model(fixture("flux", "weights.safetensors"), fixture("flux", "config.json"), nn::LoadOptions{matrices});
+    EXPECT_EQ(loaded.class_name, "FluxTransformer2DModel");
+    EXPECT_EQ(loaded.heads, std::any_cast<const flux::FluxConfig&>(loaded.config).num_attention_heads);
+    auto a = loaded.replica(), b = loaded.replica();
+    auto pa = a->named_parameters(), pb = b->named_parameters();
+    ASSERT_EQ(pa.size(), pb.size());
+    ASSERT_FALSE(pa.empty());
+    bool converted = false;
+    for (size_t i = 0; i < pa.size(); ++i) {
+      ASSERT_EQ(pa[i].first, pb[i].first);
+      EXPECT_EQ(pa[i].second->value.values().raw(), pb[i].second->value.values().raw()) << pa[i].first;
+      converted |= pa[i].second->value.dtype() == DType::bf16;
+    }
+    EXPECT_EQ(converted, matrices == DType::bf16);
   }
 }
 
