@@ -1,0 +1,101 @@
+#pragma once
+// AutoencoderKL's decoder (FLUX.1's VAE and the Stable Diffusion family), computing what diffusers'
+// Decoder computes, with its parameters under diffusers' key names ("decoder.up_blocks.0.resnets.1.
+// conv2.weight"). The decoder is the raw one: the pipeline applies scaling_factor and shift_factor.
+#include <cpdit/models/vae/config.hpp>
+#include <cpdit/nn/image_layers.hpp>
+#include <cpdit/nn/layers.hpp>
+#include <cpdit/nn/model.hpp>
+
+#include <memory>
+
+namespace cpdit::models::vae {
+
+// norm1 -> SiLU -> conv1 -> norm2 -> SiLU -> conv2, plus the input (through a 1x1 conv_shortcut when
+// the channel count changes). GroupNorm eps 1e-6.
+class ResnetBlock2D : public nn::Module {
+ public:
+  ResnetBlock2D(int64_t in_channels, int64_t out_channels, int64_t groups);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  nn::GroupNorm& norm1_;
+  nn::Conv2d& conv1_;
+  nn::GroupNorm& norm2_;
+  nn::Conv2d& conv2_;
+  nn::Conv2d* conv_shortcut_ = nullptr;
+};
+
+// Single-head self-attention over the pixels of (B, C, H, W) (head dim C), after a GroupNorm, with a
+// residual connection.
+class SpatialAttention : public nn::Module {
+ public:
+  SpatialAttention(int64_t channels, int64_t groups);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  nn::GroupNorm& group_norm_;
+  nn::Linear& to_q_;
+  nn::Linear& to_k_;
+  nn::Linear& to_v_;
+  nn::Linear& to_out_;
+};
+
+// resnet, attention, resnet (UNetMidBlock2D without a time embedding).
+class MidBlock2D : public nn::Module {
+ public:
+  MidBlock2D(int64_t channels, int64_t groups, bool attention);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  nn::ModuleList<ResnetBlock2D>& resnets_;
+  nn::ModuleList<SpatialAttention>& attentions_;
+};
+
+// layers resnets, then (unless last) nearest x2 and a 3x3 conv (UpDecoderBlock2D).
+class UpDecoderBlock2D : public nn::Module {
+ public:
+  UpDecoderBlock2D(int64_t in_channels, int64_t out_channels, int64_t layers, int64_t groups, bool upsample);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  nn::ModuleList<ResnetBlock2D>& resnets_;
+  nn::Conv2d* upsample_conv_ = nullptr;
+};
+
+class KLDecoder : public nn::Module {
+ public:
+  explicit KLDecoder(const KLConfig& config);
+  Tensor forward(const Tensor& z) const;  // (B, latent_channels, h, w) -> (B, out_channels, 2^k h, 2^k w)
+
+ private:
+  nn::Conv2d& conv_in_;
+  MidBlock2D& mid_block_;
+  nn::ModuleList<UpDecoderBlock2D>& up_blocks_;
+  nn::GroupNorm& conv_norm_out_;
+  nn::Conv2d& conv_out_;
+};
+
+class AutoencoderKL : public nn::Model {
+ public:
+  explicit AutoencoderKL(const KLConfig& config);
+  const KLConfig& config() const { return config_; }
+  // latents (B, latent_channels, h, w), already unscaled by the pipeline -> sample (B, 3, 8h, 8w)
+  // for FLUX.1's four blocks.
+  Tensor decode(const Tensor& latents) const;
+  // The registry's call: `latents` -> {`sample`: decode(latents)}.
+  nn::TensorMap forward(const nn::TensorMap& inputs) const override;
+  // The decoder's parallelism is row sharding with halo exchange, not a token plan.
+  parallel::ContextParallelPlan context_parallel_plan() const override { return {}; }
+
+ private:
+  KLConfig config_;
+  KLDecoder& decoder_;
+  nn::Conv2d* post_quant_conv_ = nullptr;
+};
+
+// Reads a diffusers AutoencoderKL: `path` is a folder (config.json + weights), an index json or one
+// .safetensors file; `config_path` overrides the folder's config.json. Encoder tensors are skipped.
+std::unique_ptr<AutoencoderKL> load_autoencoder_kl(const std::string& path, const std::string& config_path = "");
+
+}  // namespace cpdit::models::vae
