@@ -94,15 +94,6 @@ TEST(Conv3d, ManyRowBandsCoverTheImage) {
   expect_conv3d_matches({1, 64, 1, 70, 40}, {3, 64, 3, 3, 3}, ConvGeometry::same(1, 1, 1), true);
 }
 
-TEST(Conv2d, EqualsConv3dOnOneFrame) {
-  const Tensor x = random_tensor({2, 3, 6, 5}, 4), w = random_tensor({4, 3, 3, 3}, 5), b = random_tensor({4}, 6);
-  const Tensor got = kernels::conv2d(x, w, b, ConvGeometry::same(0, 1, 1));
-  const Tensor want = kernels::conv3d(x.reshape({2, 3, 1, 6, 5}), w.reshape({4, 3, 1, 3, 3}), b,
-                                      ConvGeometry::same(0, 1, 1));
-  EXPECT_EQ(got.shape(), (Shape{2, 4, 6, 5}));
-  EXPECT_TRUE(test::bitwise_equal(got, want.reshape({2, 4, 6, 5})));
-}
-
 TEST(Conv3d, RefusesBadShapes) {
   const Tensor x = random_tensor({1, 3, 1, 2, 2}, 7);
   EXPECT_THROW(kernels::conv3d(x, random_tensor({4, 2, 1, 1, 1}, 8), {}, {}), Error);       // channels

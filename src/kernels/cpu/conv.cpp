@@ -135,18 +135,4 @@ Tensor conv3d(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   return out;
 }
 
-Tensor conv2d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvGeometry& geometry) {
-  CPDIT_CHECK(x.defined() && x.dim() == 4, invalid_argument, "conv2d: x must be (B, C, H, W), got ",
-              x.defined() ? x.describe() : "undefined");
-  CPDIT_CHECK(weight.defined() && weight.dim() == 4, invalid_argument, "conv2d: weight must be (O, C, kh, kw), got ",
-              weight.defined() ? weight.describe() : "undefined");
-  ConvGeometry g = geometry;
-  g.stride[0] = 1;
-  g.pad_before[0] = g.pad_after[0] = 0;
-  const Tensor x5 = x.contiguous().reshape({x.size(0), x.size(1), 1, x.size(2), x.size(3)});
-  const Tensor w5 = weight.contiguous().reshape({weight.size(0), weight.size(1), 1, weight.size(2), weight.size(3)});
-  const Tensor out = conv3d(x5, w5, bias, g);
-  return out.reshape({out.size(0), out.size(1), out.size(3), out.size(4)});
-}
-
 }  // namespace cpdit::kernels

@@ -5,6 +5,7 @@
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/kernels/image.hpp>
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
+#include <cpdit/parallel/halo.hpp>
 
 #include <algorithm>
 
@@ -29,11 +30,11 @@ Tensor CausalConv3d::forward(const Tensor& x, FrameCache* cache) const {
     k::ConvGeometry g;
     g.pad_before = {2 * padding_[0], padding_[1], padding_[2]};
     g.pad_after = {0, padding_[1], padding_[2]};
-    if (!cache || padding_[0] == 0) return one(k::conv3d(input, weight_.value, bias_.value, g));
+    if (!cache || padding_[0] == 0) return one(parallel::conv3d_rows(input, weight_.value, bias_.value, g));
     Tensor& remembered = cache->frames[this];
     const Tensor stream = remembered.defined() ? cat({remembered, input}, 2) : input;
     g.pad_before[0] -= stream.size(2) - input.size(2);
-    Tensor out = k::conv3d(stream, weight_.value, bias_.value, g);
+    Tensor out = parallel::conv3d_rows(stream, weight_.value, bias_.value, g);
     const int64_t keep = std::min(kCachedFrames, stream.size(2));
     remembered = stream.narrow(2, stream.size(2) - keep, keep).contiguous();
     return one(out);
