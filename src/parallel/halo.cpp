@@ -20,7 +20,7 @@ Tensor rows_of(const Tensor& x, int64_t start, int64_t count) { return x.narrow(
 }  // namespace
 
 Tensor conv3d_rows(const Tensor& x, const Tensor& weight, const Tensor& bias, const kernels::ConvGeometry& geometry) {
-  comm::Communicator* group = bound_row_split();
+  comm::Communicator* group = row_split_group();
   const int64_t before = geometry.pad_before[1], after = geometry.pad_after[1];
   if (!group || group->size() == 1 || (before == 0 && after == 0)) return kernels::conv3d(x, weight, bias, geometry);
   CPDIT_CHECK(x.dim() == 5, invalid_argument, "conv3d_rows: x must be (B, C, F, H, W), got ", x.describe());

@@ -117,6 +117,13 @@ Tensor KLDecoder::forward(const Tensor& z) const {
   })[0];
 }
 
+parallel::ContextParallelPlan autoencoder_kl_plan() {
+  parallel::ModulePlan decoder;
+  decoder.inputs["z"] = {/*split_dim=*/2, /*expected_dims=*/4};
+  decoder.gathers[0] = {/*gather_dim=*/2, /*expected_dims=*/4};
+  return {{"decoder", decoder}};
+}
+
 AutoencoderKL::AutoencoderKL(const KLConfig& config)
     : config_(config), decoder_(add_module<KLDecoder>("decoder", config)) {
   if (config.use_post_quant_conv)

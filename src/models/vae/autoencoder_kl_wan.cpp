@@ -181,6 +181,13 @@ Tensor WanDecoder3d::forward(const Tensor& x, FrameCache& cache) const {
   })[0];
 }
 
+parallel::ContextParallelPlan autoencoder_kl_wan_plan() {
+  parallel::ModulePlan decoder;
+  decoder.inputs["x"] = {/*split_dim=*/3, /*expected_dims=*/5};
+  decoder.gathers[0] = {/*gather_dim=*/3, /*expected_dims=*/5};
+  return {{"decoder", decoder}};
+}
+
 AutoencoderKLWan::AutoencoderKLWan(const WanVaeConfig& config)
     : config_(config),
       post_quant_conv_(add_module<CausalConv3d>("post_quant_conv", config.z_dim, config.z_dim,

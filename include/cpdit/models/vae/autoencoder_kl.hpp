@@ -76,6 +76,10 @@ class KLDecoder : public nn::Module {
   nn::Conv2d& conv_out_;
 };
 
+// Parallel decode (parallel/halo.hpp): the latent's rows are split at the decoder's input and the
+// image's rows gathered at its output; in between each rank decodes its band of rows.
+parallel::ContextParallelPlan autoencoder_kl_plan();
+
 class AutoencoderKL : public nn::Model {
  public:
   explicit AutoencoderKL(const KLConfig& config);
@@ -85,8 +89,7 @@ class AutoencoderKL : public nn::Model {
   Tensor decode(const Tensor& latents) const;
   // The registry's call: `latents` -> {`sample`: decode(latents)}.
   nn::TensorMap forward(const nn::TensorMap& inputs) const override;
-  // The decoder's parallelism is row sharding with halo exchange, not a token plan.
-  parallel::ContextParallelPlan context_parallel_plan() const override { return {}; }
+  parallel::ContextParallelPlan context_parallel_plan() const override { return autoencoder_kl_plan(); }
 
  private:
   KLConfig config_;

@@ -121,6 +121,10 @@ class WanDecoder3d : public nn::Module {
   CausalConv3d& conv_out_;
 };
 
+// Parallel decode (parallel/halo.hpp): each latent frame's rows are split at the decoder's input and
+// the video chunk's rows gathered at its output; the frame caches hold each rank's own band.
+parallel::ContextParallelPlan autoencoder_kl_wan_plan();
+
 class AutoencoderKLWan : public nn::Model {
  public:
   explicit AutoencoderKLWan(const WanVaeConfig& config);
@@ -130,7 +134,7 @@ class AutoencoderKLWan : public nn::Model {
   Tensor decode(const Tensor& latents) const;
   // The registry's call: `latents` -> {`sample`: decode(latents)}.
   nn::TensorMap forward(const nn::TensorMap& inputs) const override;
-  parallel::ContextParallelPlan context_parallel_plan() const override { return {}; }
+  parallel::ContextParallelPlan context_parallel_plan() const override { return autoencoder_kl_wan_plan(); }
 
  private:
   WanVaeConfig config_;
