@@ -60,7 +60,7 @@ void expect_conv3d_matches(const Shape& x_shape, const Shape& w_shape, const Con
   const Reference ref = conv3d_reference(x, w, bias, g);
   const Tensor got = kernels::conv3d(x, w, bias, g);
   ASSERT_EQ(size_t(got.numel()), ref.out.size()) << got.describe();
-  // f32 sums of K products: each rounding is at most 2^-24 of the running magnitude, and sgemm's
+  // f32 sums of K products: each rounding is at most 2^-24 of the running magnitude, and oneDNN's
   // blocked sums keep the growth near log K; 1e-6 of sum |w*x| covers K up to a few thousand.
   std::vector<double> bound(ref.out.size());
   for (size_t i = 0; i < bound.size(); ++i) bound[i] = 1e-6 * ref.magnitude[i] + 1e-7;
@@ -85,12 +85,12 @@ TEST(Conv3d, StridedAsymmetricPadding) {
   expect_conv3d_matches({1, 3, 1, 9, 8}, {4, 3, 1, 3, 3}, g, false);
 }
 
-TEST(Conv3d, PointwiseIsOneGemm) {
+TEST(Conv3d, PointwiseKernel) {
   expect_conv3d_matches({2, 6, 2, 3, 5}, {7, 6, 1, 1, 1}, ConvGeometry{}, true);
 }
 
-TEST(Conv3d, ManyRowBandsCoverTheImage) {
-  // 64 channels x 27 taps x 40 columns: about 30 output rows per band, so 70 rows need three bands.
+TEST(Conv3d, WideChannelsOddSizes) {
+  // 64 channels (several of oneDNN's 16-channel blocks) over 70 x 40 pixels: sums of 1728 products.
   expect_conv3d_matches({1, 64, 1, 70, 40}, {3, 64, 3, 3, 3}, ConvGeometry::same(1, 1, 1), true);
 }
 
