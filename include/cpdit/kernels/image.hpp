@@ -26,8 +26,8 @@ struct ConvGeometry {
 };
 
 // x (B, C, F, H, W), weight (O, C, kf, kh, kw), bias (O) or undefined -> (B, O, F', H', W') with
-// F' = (F + pads - kf) / stride + 1 (likewise H', W'). im2col of a band of output rows, then one
-// sgemm per band (chosen by measurement; see bench/README.md).
+// F' = (F + pads - kf) / stride + 1 (likewise H', W'). oneDNN's convolution primitive in its blocked
+// layout, reordering in and out per call (chosen by measurement; see bench/README.md).
 // A 2-D convolution is the case of one frame, or of a kernel one frame deep applied to every frame:
 // x (B, C, 1, H, W) or (B, C, F, H, W), weight (O, C, 1, kh, kw).
 Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvGeometry& geometry);
