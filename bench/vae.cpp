@@ -52,6 +52,19 @@ struct Case {
   Tensor latents;
 };
 
+// Random weights drawn once; every rank's replica shares them.
+template <class Vae, class Config>
+void set_model(Case& c, const Config& config) {
+  auto first = std::make_unique<Vae>(config);
+  auto state = std::make_shared<nn::StateDict>(random_weights(*first));
+  c.replica = [config, state]() -> std::unique_ptr<nn::Model> {
+    auto m = std::make_unique<Vae>(config);
+    nn::load_state_dict(*m, *state);
+    return m;
+  };
+  c.decode = [](const nn::Model& m, const Tensor& z) { return static_cast<const Vae&>(m).decode(z); };
+}
+
 Case make_case(const VaeBenchArgs& a) {
   Case c;
   if (a.model == "flux") {
@@ -60,25 +73,11 @@ Case make_case(const VaeBenchArgs& a) {
     config.block_out_channels = {128, 256, 512, 512};
     config.layers_per_block = 2;
     config.use_quant_conv = config.use_post_quant_conv = false;
-    auto first = std::make_unique<models::vae::AutoencoderKL>(config);
-    auto state = std::make_shared<nn::StateDict>(random_weights(*first));
-    c.replica = [config, state]() -> std::unique_ptr<nn::Model> {
-      auto m = std::make_unique<models::vae::AutoencoderKL>(config);
-      nn::load_state_dict(*m, *state);
-      return m;
-    };
-    c.decode = [](const nn::Model& m, const Tensor& z) { return static_cast<const models::vae::AutoencoderKL&>(m).decode(z); };
+    set_model<models::vae::AutoencoderKL>(c, config);
     c.latents = pipeline::randn({1, 16, (a.height ? a.height : 1024) / 8, (a.width ? a.width : 1024) / 8}, 7);
   } else if (a.model == "wan") {
     models::vae::WanVaeConfig config;
-    auto first = std::make_unique<models::vae::AutoencoderKLWan>(config);
-    auto state = std::make_shared<nn::StateDict>(random_weights(*first));
-    c.replica = [config, state]() -> std::unique_ptr<nn::Model> {
-      auto m = std::make_unique<models::vae::AutoencoderKLWan>(config);
-      nn::load_state_dict(*m, *state);
-      return m;
-    };
-    c.decode = [](const nn::Model& m, const Tensor& z) { return static_cast<const models::vae::AutoencoderKLWan&>(m).decode(z); };
+    set_model<models::vae::AutoencoderKLWan>(c, config);
     CPDIT_CHECK(a.frames >= 1 && (a.frames - 1) % 4 == 0, invalid_argument, "bench vae: --frames must be 4k+1, got ", a.frames);
     c.latents = pipeline::randn({1, 16, (a.frames - 1) / 4 + 1, (a.height ? a.height : 480) / 8, (a.width ? a.width : 832) / 8}, 7);
   } else {

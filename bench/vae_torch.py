@@ -16,19 +16,8 @@ import json
 import resource
 import subprocess
 import sys
-import time
 
-
-def time_min_median(fn, repeats):
-    fn()  # warm-up
-    samples, cpu = [], []
-    for _ in range(repeats):
-        start, cpu_start = time.perf_counter(), time.process_time()
-        fn()
-        samples.append(time.perf_counter() - start)
-        cpu.append(time.process_time() - cpu_start)
-    samples.sort()
-    return samples[0], samples[len(samples) // 2], min(cpu)
+from attention_torch import time_min_median  # same folder: min/median wall and least CPU seconds
 
 
 def build(args, torch):
