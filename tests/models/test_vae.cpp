@@ -32,10 +32,18 @@ TEST(AutoencoderKL, DecodesTheFixtureAndItsIntermediates) {
   }
 }
 
+TEST(AutoencoderKL, EncodesAnImageToTheMoments) {
+  // vae_kl_tiny_encode: the same model's encoder (tools/reference/vae_kl_encode.py).
+  auto vae = load_autoencoder_kl(fixture_weights("vae_kl_tiny"), fixture_config("vae_kl_tiny"));
+  const Tensor moments = vae->encode(fixture_file("vae_kl_tiny_encode", "inputs").at("sample"));
+  EXPECT_LE(relative_to_range(moments, fixture_file("vae_kl_tiny_encode", "expected").at("moments")), kTolerance);
+}
+
 TEST(AutoencoderKL, RefusesLatentsOfTheWrongShape) {
   auto vae = load_autoencoder_kl(fixture_weights("vae_kl_tiny"), fixture_config("vae_kl_tiny"));
   EXPECT_THROW(vae->decode(Tensor::zeros({1, 16, 4, 4})), Error);
   EXPECT_THROW(vae->decode(Tensor::zeros({1, 4, 2, 4, 4})), Error);
+  EXPECT_THROW(vae->encode(Tensor::zeros({1, 4, 8, 8})), Error);
 }
 
 TEST(AutoencoderKLWan, DecodesTheFixtureFrameByFrame) {

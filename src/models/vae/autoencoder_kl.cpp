@@ -90,6 +90,54 @@ Tensor UpDecoderBlock2D::forward(const Tensor& x) const {
   })[0];
 }
 
+DownEncoderBlock2D::DownEncoderBlock2D(int64_t in_channels, int64_t out_channels, int64_t layers, int64_t groups,
+                                       bool downsample)
+    : resnets_(add_module<nn::ModuleList<ResnetBlock2D>>("resnets")) {
+  for (int64_t i = 0; i < layers; ++i) resnets_.append(i == 0 ? in_channels : out_channels, out_channels, groups);
+  if (downsample)
+    downsample_conv_ = &add_module<nn::Container>("downsamplers")
+                            .add_module<nn::Container>("0")
+                            .add_module<nn::Conv2d>("conv", out_channels, out_channels, 3, 2, 0);
+}
+
+Tensor DownEncoderBlock2D::forward(const Tensor& x) const {
+  return with_hooks({{"hidden_states", x}}, [&](const nn::TensorMap& in) {
+    Tensor h = in.at("hidden_states");
+    for (const ResnetBlock2D* r : resnets_) h = r->forward(h);
+    if (downsample_conv_) {
+      kernels::ConvGeometry g = downsample_conv_->geometry();
+      g.pad_after = {0, 1, 1};  // diffusers pads (0, 1, 0, 1) before a padding-0 stride-2 conv
+      h = downsample_conv_->forward(h, g);
+    }
+    return one(h);
+  })[0];
+}
+
+KLEncoder::KLEncoder(const KLConfig& c)
+    : conv_in_(add_module<nn::Conv2d>("conv_in", c.in_channels, c.block_out_channels.front(), 3, 1, 1)),
+      down_blocks_(add_module<nn::ModuleList<DownEncoderBlock2D>>("down_blocks")),
+      mid_block_(add_module<MidBlock2D>("mid_block", c.block_out_channels.back(), c.norm_num_groups,
+                                        c.mid_block_add_attention)),
+      conv_norm_out_(add_module<nn::GroupNorm>("conv_norm_out", c.norm_num_groups, c.block_out_channels.back(),
+                                               kNormEps)),
+      conv_out_(add_module<nn::Conv2d>("conv_out", c.block_out_channels.back(), 2 * c.latent_channels, 3, 1, 1)) {
+  // Down blocks run from the narrowest channel count to the widest; all but the last halve the size.
+  int64_t channels = c.block_out_channels.front();
+  for (size_t i = 0; i < c.block_out_channels.size(); ++i) {
+    down_blocks_.append(channels, c.block_out_channels[i], c.layers_per_block, c.norm_num_groups,
+                        i + 1 != c.block_out_channels.size());
+    channels = c.block_out_channels[i];
+  }
+}
+
+Tensor KLEncoder::forward(const Tensor& sample) const {
+  return with_hooks({{"sample", sample}}, [&](const nn::TensorMap& in) {
+    Tensor h = conv_in_.forward(in.at("sample"));
+    for (const DownEncoderBlock2D* block : down_blocks_) h = block->forward(h);
+    return one(conv_out_.forward(k::silu(conv_norm_out_.forward(mid_block_.forward(h)))));
+  })[0];
+}
+
 KLDecoder::KLDecoder(const KLConfig& c)
     : conv_in_(add_module<nn::Conv2d>("conv_in", c.latent_channels, c.block_out_channels.back(), 3, 1, 1)),
       mid_block_(add_module<MidBlock2D>("mid_block", c.block_out_channels.back(), c.norm_num_groups,
@@ -125,7 +173,11 @@ parallel::ContextParallelPlan autoencoder_kl_plan() {
 }
 
 AutoencoderKL::AutoencoderKL(const KLConfig& config)
-    : config_(config), decoder_(add_module<KLDecoder>("decoder", config)) {
+    : config_(config),
+      encoder_(add_module<KLEncoder>("encoder", config)),
+      decoder_(add_module<KLDecoder>("decoder", config)) {
+  if (config.use_quant_conv)
+    quant_conv_ = &add_module<nn::Conv2d>("quant_conv", 2 * config.latent_channels, 2 * config.latent_channels, 1);
   if (config.use_post_quant_conv)
     post_quant_conv_ = &add_module<nn::Conv2d>("post_quant_conv", config.latent_channels, config.latent_channels, 1);
 }
@@ -143,9 +195,20 @@ Tensor AutoencoderKL::decode(const Tensor& latents) const {
   return decoder_.forward(post_quant_conv_ ? post_quant_conv_->forward(z) : z);
 }
 
+Tensor AutoencoderKL::encode(const Tensor& image) const {
+  CPDIT_CHECK(image.defined() && image.dim() == 4 && image.size(1) == config_.in_channels, invalid_argument,
+              "AutoencoderKL.encode: image must be (B, ", config_.in_channels, ", H, W), got ",
+              image.defined() ? image.describe() : "undefined");
+  CPDIT_CHECK(!parallel_enabled(), unsupported,
+              "AutoencoderKL.encode runs on one rank (only decode splits rows); disable parallelism first");
+  ForwardScope scope(*this);
+  const Tensor moments = encoder_.forward(image.to(DType::f32));
+  return quant_conv_ ? quant_conv_->forward(moments) : moments;
+}
+
 std::unique_ptr<AutoencoderKL> load_autoencoder_kl(const std::string& path, const std::string& config_path) {
   const auto checkpoint =
-      detail::read_vae_checkpoint(path, config_path, {"AutoencoderKL"}, {"decoder.", "post_quant_conv."});
+      detail::read_vae_checkpoint(path, config_path, {"AutoencoderKL"}, {"encoder.", "decoder.", "quant_conv.", "post_quant_conv."});
   auto model = std::make_unique<AutoencoderKL>(KLConfig::from_json(checkpoint.config));
   nn::load_state_dict(*model, checkpoint.state);
   return model;

@@ -1,7 +1,8 @@
 #pragma once
-// AutoencoderKL's decoder (FLUX.1's VAE and the Stable Diffusion family), computing what diffusers'
-// Decoder computes, with its parameters under diffusers' key names ("decoder.up_blocks.0.resnets.1.
-// conv2.weight"). The decoder is the raw one: the pipeline applies scaling_factor and shift_factor.
+// AutoencoderKL (FLUX.1's VAE and the Stable Diffusion family): its decoder and encoder, computing what
+// diffusers' Decoder and Encoder compute, with their parameters under diffusers' key names
+// ("decoder.up_blocks.0.resnets.1.conv2.weight"). Both are the raw networks: the pipeline applies
+// scaling_factor and shift_factor.
 #include <cpdit/models/vae/config.hpp>
 #include <cpdit/nn/image_layers.hpp>
 #include <cpdit/nn/layers.hpp>
@@ -63,6 +64,32 @@ class UpDecoderBlock2D : public nn::Module {
   nn::Conv2d* upsample_conv_ = nullptr;
 };
 
+// layers resnets, then (unless last) a 3x3 conv of stride 2 after zero padding on the bottom and
+// right only (DownEncoderBlock2D with downsample_padding 0).
+class DownEncoderBlock2D : public nn::Module {
+ public:
+  DownEncoderBlock2D(int64_t in_channels, int64_t out_channels, int64_t layers, int64_t groups, bool downsample);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  nn::ModuleList<ResnetBlock2D>& resnets_;
+  nn::Conv2d* downsample_conv_ = nullptr;
+};
+
+class KLEncoder : public nn::Module {
+ public:
+  explicit KLEncoder(const KLConfig& config);
+  // (B, in_channels, H, W) -> (B, 2 latent_channels, H / 2^k, W / 2^k): mean, then log-variance.
+  Tensor forward(const Tensor& sample) const;
+
+ private:
+  nn::Conv2d& conv_in_;
+  nn::ModuleList<DownEncoderBlock2D>& down_blocks_;
+  MidBlock2D& mid_block_;
+  nn::GroupNorm& conv_norm_out_;
+  nn::Conv2d& conv_out_;
+};
+
 class KLDecoder : public nn::Module {
  public:
   explicit KLDecoder(const KLConfig& config);
@@ -89,16 +116,22 @@ class AutoencoderKL : public nn::Model {
   Tensor decode(const Tensor& latents) const;
   // The registry's call: `latents` -> {`sample`: decode(latents)}.
   nn::TensorMap forward(const nn::TensorMap& inputs) const override;
+  // image (B, in_channels, H, W) in [-1, 1] -> the posterior's moments (B, 2 latent_channels, h, w):
+  // channels [0, C) the mean, [C, 2C) the log-variance (diffusers clamps it to [-30, 20] when it
+  // samples). One rank only: the encoder has no row-split plan.
+  Tensor encode(const Tensor& image) const;
   parallel::ContextParallelPlan context_parallel_plan() const override { return autoencoder_kl_plan(); }
 
  private:
   KLConfig config_;
+  KLEncoder& encoder_;
   KLDecoder& decoder_;
+  nn::Conv2d* quant_conv_ = nullptr;
   nn::Conv2d* post_quant_conv_ = nullptr;
 };
 
 // Reads a diffusers AutoencoderKL: `path` is a folder (config.json + weights), an index json or one
-// .safetensors file; `config_path` overrides the folder's config.json. Encoder tensors are skipped.
+// .safetensors file; `config_path` overrides the folder's config.json.
 std::unique_ptr<AutoencoderKL> load_autoencoder_kl(const std::string& path, const std::string& config_path = "");
 
 }  // namespace cpdit::models::vae
