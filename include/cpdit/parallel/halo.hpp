@@ -11,6 +11,8 @@
 // - a GroupNorm sums its statistics over the ranks before normalising;
 // - per-pixel layers (SiLU, RMS norm over channels, nearest upsampling) need nothing;
 // - the mid-block attention (one head) runs on sharded keys through the same router, on the ring.
+// So a model that enables parallelism and uses nn::Conv2d or nn::GroupNorm must split image rows in
+// its plan, as the VAEs do (the transformers' patch embedding calls its kernel directly).
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/core/tensor.hpp>
 #include <cpdit/kernels/image.hpp>
