@@ -75,13 +75,16 @@ Tensor group_norm_apply(const Tensor& x_in, int64_t groups, const GroupMoments& 
     // E[x^2] - mean^2 in double: the cancellation costs ~1e-16 relative, far below f32 rounding.
     const double var = std::max(0.0, m.sums[size_t(2 * bg + 1)] / double(m.count) - mean * mean);
     const double rstd = 1.0 / std::sqrt(var + double(eps));
-    // out = x * scale + shift, folded per channel.
+    // (x - mean) * scale + bias, the mean subtracted first and in two f32 parts (its rounding and
+    // the remainder): a large mean then cancels exactly, where x * scale + a folded shift loses
+    // ulp(mean * scale) unless the compiler fuses the multiply-add.
+    const float mean_hi = float(mean), mean_lo = float(mean - double(mean_hi));
     const float scale = float(rstd * (w ? w[c] : 1.0f));
-    const float shift = float((b ? b[c] : 0.0f) - mean * rstd * (w ? w[c] : 1.0f));
+    const float shift = b ? b[c] : 0.0f;
     const float* in = src + p * l.positions;
     float* o = dst + p * l.positions;
 #pragma omp simd
-    for (int64_t i = 0; i < l.positions; ++i) o[i] = in[i] * scale + shift;
+    for (int64_t i = 0; i < l.positions; ++i) o[i] = ((in[i] - mean_hi) - mean_lo) * scale + shift;
   }
   return out;
 }
