@@ -23,12 +23,12 @@ Tensor Conv2d::forward(const Tensor& x, const kernels::ConvGeometry& geometry) c
     const Tensor video = input.dim() == 5 ? input
                                           : input.contiguous().reshape({input.size(0), input.size(1), 1,
                                                                         input.size(2), input.size(3)});
-    const Tensor& w = weight_.value;
+    const Tensor& w = weight_.value.values("Conv2d");
     kernels::ConvGeometry g = geometry;
     g.stride[0] = 1;
     g.pad_before[0] = g.pad_after[0] = 0;
     Tensor out = parallel::conv3d_rows(video, w.contiguous().reshape({w.size(0), w.size(1), 1, w.size(2), w.size(3)}),
-                                       bias_.value, g);
+                                       bias_.value.values("Conv2d"), g);
     if (input.dim() == 4) out = out.reshape({out.size(0), out.size(1), out.size(3), out.size(4)});
     return std::vector<Tensor>{out};
   })[0];
@@ -39,7 +39,8 @@ GroupNorm::GroupNorm(int64_t groups, int64_t channels, float eps)
 
 Tensor GroupNorm::forward(const Tensor& x) const {
   return with_hooks({{"input", x}}, [&](const TensorMap& in) {
-    return std::vector<Tensor>{parallel::group_norm_rows(in.at("input"), groups_, weight_.value, bias_.value, eps_)};
+    return std::vector<Tensor>{parallel::group_norm_rows(in.at("input"), groups_, weight_.value.values("GroupNorm"),
+                                                           bias_.value.values("GroupNorm"), eps_)};
   })[0];
 }
 

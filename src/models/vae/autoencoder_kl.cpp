@@ -210,7 +210,7 @@ std::unique_ptr<AutoencoderKL> load_autoencoder_kl(const std::string& path, cons
   const auto checkpoint =
       detail::read_vae_checkpoint(path, config_path, {"AutoencoderKL"}, {"encoder.", "decoder.", "quant_conv.", "post_quant_conv."});
   auto model = std::make_unique<AutoencoderKL>(KLConfig::from_json(checkpoint.config));
-  nn::load_state_dict(*model, checkpoint.state);
+  nn::load_state_dict(*model, checkpoint.state, detail::f32_weights());
   return model;
 }
 

@@ -30,11 +30,11 @@ Tensor CausalConv3d::forward(const Tensor& x, FrameCache* cache) const {
     k::ConvGeometry g;
     g.pad_before = {2 * padding_[0], padding_[1], padding_[2]};
     g.pad_after = {0, padding_[1], padding_[2]};
-    if (!cache || padding_[0] == 0) return one(parallel::conv3d_rows(input, weight_.value, bias_.value, g));
+    if (!cache || padding_[0] == 0) return one(parallel::conv3d_rows(input, weight(), bias(), g));
     Tensor& remembered = cache->frames[this];
     const Tensor stream = remembered.defined() ? cat({remembered, input}, 2) : input;
     g.pad_before[0] -= stream.size(2) - input.size(2);
-    Tensor out = parallel::conv3d_rows(stream, weight_.value, bias_.value, g);
+    Tensor out = parallel::conv3d_rows(stream, weight(), bias(), g);
     const int64_t keep = std::min(kCachedFrames, stream.size(2));
     remembered = stream.narrow(2, stream.size(2) - keep, keep).contiguous();
     return one(out);
@@ -46,7 +46,7 @@ WanRMSNorm::WanRMSNorm(int64_t channels, bool images)
 
 Tensor WanRMSNorm::forward(const Tensor& x) const {
   return with_hooks({{"x", x}}, [&](const nn::TensorMap& in) {
-    return one(k::channel_rms_norm(in.at("x"), gamma_.value));
+    return one(k::channel_rms_norm(in.at("x"), gamma_.value.values("WanRMSNorm")));
   })[0];
 }
 
@@ -214,7 +214,7 @@ std::unique_ptr<AutoencoderKLWan> load_autoencoder_kl_wan(const std::string& pat
   const auto checkpoint = detail::read_vae_checkpoint(path, config_path, {"AutoencoderKLWan", "AutoencoderKLQwenImage"},
                                                       {"decoder.", "post_quant_conv."});
   auto model = std::make_unique<AutoencoderKLWan>(WanVaeConfig::from_json(checkpoint.config));
-  nn::load_state_dict(*model, checkpoint.state);
+  nn::load_state_dict(*model, checkpoint.state, detail::f32_weights());
   return model;
 }
 

@@ -19,6 +19,10 @@ struct VaeCheckpoint {
 VaeCheckpoint read_vae_checkpoint(const std::string& path, const std::string& config_path,
                                   const std::vector<std::string>& classes, const std::vector<std::string>& keep);
 
+// The VAEs compute in f32 (their kernels take f32): bf16 and f16 checkpoints are widened once at
+// load. A VAE's weights are small beside its activations (FLUX.1's: 84 M values).
+inline nn::LoadOptions f32_weights() { return {DType::f32}; }
+
 // inputs["latents"], or a one-line error naming `model` when the inputs lack it.
 Tensor latents_input(const nn::TensorMap& inputs, const char* model);
 

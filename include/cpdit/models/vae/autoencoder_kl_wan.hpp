@@ -32,6 +32,9 @@ class CausalConv3d : public nn::Module {
   Tensor forward(const Tensor& x, FrameCache* cache = nullptr) const;
 
  private:
+  const Tensor& weight() const { return weight_.value.values("CausalConv3d"); }
+  const Tensor& bias() const { return bias_.value.values("CausalConv3d"); }
+
   nn::Parameter& weight_;
   nn::Parameter& bias_;
   std::array<int64_t, 3> padding_;
