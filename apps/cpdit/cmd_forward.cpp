@@ -28,7 +28,13 @@ void run_forward(const ForwardOptions& o) {
   config.rotate_method = parallel::parse_rotate_method(o.rotate);
   const bool mpi = comm::launched_by_mpi();
   const int ranks = o.ranks > 0 ? o.ranks : config.group_size();
-  if (!mpi) parallel::validate_degrees(config, ranks);
+  // Ranks without degrees (--ranks N, or an mpirun world) all go on the ring.
+  auto degrees_for = [config](int world) {
+    parallel::ContextParallelConfig c = config;
+    if (c.group_size() == 1) c.ring_degree = world;
+    return c;
+  };
+  if (!mpi) parallel::validate_degrees(degrees_for(ranks), ranks);
   const nn::LoadOptions load = nn::load_options(o.dtype);
   // Loaded and converted once; every rank's replica shares these weights.
   const models::LoadedModel loaded =
@@ -42,7 +48,8 @@ void run_forward(const ForwardOptions& o) {
     if (!o.backend.empty()) model->set_attention_backend(o.backend);
     if (world.size() > 1 || config.group_size() > 1) {
       // The communicator outlives this call; the model only borrows it.
-      model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}), config);
+      model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}),
+                                degrees_for(world.size()));
     }
     nn::TensorMap outputs = model->forward(inputs);
     if (world.rank() != 0) return;
@@ -67,7 +74,7 @@ void add_forward(CLI::App& parent) {
   cmd->add_option("--ulysses", o->ulysses, "Ulysses degree")->capture_default_str();
   cmd->add_option("--rotate", o->rotate, "ring KV rotation: p2p | allgather")->capture_default_str();
   cmd->add_option("--backend", o->backend, "attention backend (default: the process default)");
-  cmd->add_option("--ranks", o->ranks, "local thread ranks (default ring x ulysses; ignored under mpirun)");
+  cmd->add_option("--ranks", o->ranks, "local thread ranks (default ring x ulysses; alone, every rank on the ring; ignored under mpirun)");
   cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)");
   add_dtype_flag(*cmd, o->dtype);
   cmd->callback([o] { run_forward(*o); });

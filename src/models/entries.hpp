@@ -16,4 +16,9 @@ ModelEntry t5_registry_entry();
 ModelEntry umt5_registry_entry();
 ModelEntry clip_text_registry_entry();
 }  // namespace text
+namespace vae {
+ModelEntry autoencoder_kl_registry_entry();
+ModelEntry autoencoder_kl_wan_registry_entry();
+ModelEntry autoencoder_kl_qwenimage_registry_entry();  // the Wan architecture
+}  // namespace vae
 }  // namespace cpdit::models

@@ -7,8 +7,14 @@ namespace cpdit::models {
 
 namespace {
 const std::vector<ModelEntry>& entries() {
-  static const std::vector<ModelEntry> all = {flux::registry_entry(), wan::registry_entry(), text::t5_registry_entry(),
-                                              text::umt5_registry_entry(), text::clip_text_registry_entry()};
+  static const std::vector<ModelEntry> all = {flux::registry_entry(),
+                                              wan::registry_entry(),
+                                              text::t5_registry_entry(),
+                                              text::umt5_registry_entry(),
+                                              text::clip_text_registry_entry(),
+                                              vae::autoencoder_kl_registry_entry(),
+                                              vae::autoencoder_kl_wan_registry_entry(),
+                                              vae::autoencoder_kl_qwenimage_registry_entry()};
   return all;
 }
 

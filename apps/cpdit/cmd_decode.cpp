@@ -1,0 +1,84 @@
+// `cpdit decode`: latents that `generate` wrote, through the pipeline's VAE, to an image (PNG) or the
+// decoded sample (safetensors). FLUX.1's latents are unscaled (/ scaling_factor + shift_factor) and
+// Wan's denormalised (* latents_std + latents_mean) first, as the pipelines do; the decode is split
+// by rows over the local ranks (or the processes of an mpirun launch).
+#include "command.hpp"
+
+#include <cpdit/comm/launch.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/png.hpp>
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/registry.hpp>
+#include <cpdit/pipeline/vae_decode.hpp>
+
+#include <filesystem>
+#include <memory>
+
+namespace cpdit::app {
+namespace {
+
+struct DecodeOptions {
+  std::string model, latents, out;
+  int ranks = 1, threads = 0;
+};
+
+// The VAE folder: PIPELINE_DIR/vae when it exists, else the folder itself.
+std::string vae_folder(const std::string& model) {
+  namespace fs = std::filesystem;
+  const fs::path sub = fs::path(model) / "vae";
+  return fs::exists(sub / "config.json") ? sub.string() : model;
+}
+
+// (B, 3, H, W), or a video of one frame (B, 3, 1, H, W), as a PNG of its first image.
+void write_image(const std::string& path, const Tensor& sample) {
+  CPDIT_CHECK(sample.dim() == 4 || (sample.dim() == 5 && sample.size(2) == 1), invalid_argument, "a decoded ",
+              sample.describe(), " has several frames; write it to a .safetensors file instead of a PNG");
+  const Tensor image = sample.dim() == 4 ? sample : sample.select(2, 0);
+  io::write_png(path, pipeline::sample_to_rgb8(image), image.size(3), image.size(2));
+}
+
+void run_decode(const DecodeOptions& o) {
+  const bool png = o.out.ends_with(".png");
+  CPDIT_CHECK(png || o.out.ends_with(".safetensors"), invalid_argument, "--out must end in .png or .safetensors, got '",
+              o.out, "'");
+  CPDIT_CHECK(o.ranks >= 1, invalid_argument, "--ranks must be at least 1, got ", o.ranks);
+  const auto file = io::load_safetensors(o.latents);
+  const auto it = file.find("latents");
+  CPDIT_CHECK(it != file.end(), invalid_argument, o.latents, " holds no tensor named `latents` (what generate writes)");
+  const models::LoadedModel vae = models::open_model(vae_folder(o.model), std::nullopt, {});
+
+  comm::LocalOptions local;
+  local.threads_per_rank = o.threads;
+  comm::run_ranks(o.ranks, [&](comm::Communicator& world) {
+    auto model = vae.replica();
+    if (world.size() > 1)  // rows split over every rank; the one-head mid-block attention on the ring
+      model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}),
+                                parallel::ContextParallelConfig{world.size(), 1});
+    const Tensor sample = model->forward({{"latents", pipeline::vae_latents(vae.config, it->second)}}).at("sample");
+    if (world.rank() != 0) return;
+    if (png) {
+      write_image(o.out, sample);
+    } else {
+      io::save_safetensors(o.out, {{"sample", sample}});
+    }
+  }, local);
+}
+
+void add_decode(CLI::App& parent) {
+  auto o = std::make_shared<DecodeOptions>();
+  CLI::App* cmd = parent.add_subcommand(
+      "decode", "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, Qwen-Image) to a PNG or safetensors.");
+  cmd->add_option("--model", o->model, "diffusers pipeline folder (its vae/ is used) or a VAE folder")->required();
+  cmd->add_option("--latents", o->latents, "safetensors holding `latents`, as generate writes them")->required();
+  cmd->add_option("--out", o->out, "image.png (first image; one frame) or out.safetensors (`sample` in [-1, 1])")
+      ->required();
+  cmd->add_option("--ranks", o->ranks, "local thread ranks splitting the rows (ignored under mpirun)")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)");
+  cmd->callback([o] { run_decode(*o); });
+}
+
+const bool registered = register_command("decode", add_decode);
+
+}  // namespace
+}  // namespace cpdit::app

@@ -1,0 +1,140 @@
+// cpdit bench vae: one VAE decode at real widths with random weights (seeded), on 1 rank and split by
+// rows over P local ranks (parallel/halo.hpp): seconds (min and median of the repeats, and process
+// CPU time), peak tensor memory per rank, and the P-rank speedup and memory ratio against 1 rank,
+// measured in the same run. bench/vae_torch.py runs diffusers' decode on the same shapes beside it.
+//   flux: AutoencoderKL as FLUX.1 ships it (16 latent channels, blocks 128/256/512/512, 2 layers).
+//   wan:  AutoencoderKLWan as Wan 2.1 ships it (base 96, z 16, dim_mult 1/2/4/4, 2 res blocks).
+#include "command.hpp"
+#include "measure.hpp"
+
+#include <cpdit/comm/local.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/kernels/cpu.hpp>
+#include <cpdit/models/vae/autoencoder_kl.hpp>
+#include <cpdit/models/vae/autoencoder_kl_wan.hpp>
+#include <cpdit/nn/load.hpp>
+#include <cpdit/pipeline/random.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+namespace cpdit::bench {
+namespace {
+
+struct VaeBenchArgs {
+  std::string model = "flux";
+  int64_t height = 0, width = 0, frames = 17;  // 0: the model's real size (1024x1024, or 480x832)
+  std::vector<int> ranks{1, 2};
+  int threads = 1;  // compute threads per rank
+  int repeats = 3;
+};
+
+// Conv and Linear weights ~ N(0, 1/fan_in), norm scales 1, biases small: activations stay O(1).
+nn::StateDict random_weights(nn::Module& model) {
+  nn::StateDict state;
+  uint64_t seed = 1;
+  for (auto& [name, p] : model.named_parameters()) {
+    int64_t fan_in = 1;
+    for (size_t i = 1; i < p->shape.size(); ++i) fan_in *= p->shape[i];
+    const bool scale = name.ends_with("gamma") || (name.find("norm") != std::string::npos && name.ends_with(".weight"));
+    const double std = scale ? 0.0 : (p->shape.size() >= 2 && fan_in > 1 ? 1.0 / std::sqrt(double(fan_in)) : 0.1);
+    state[name] = scale ? Tensor::full(p->shape, 1.0)
+                        : kernels::mul(pipeline::randn(p->shape, seed++), Tensor::full({1}, std));
+  }
+  nn::load_state_dict(model, state);
+  return nn::parameters_of(model);
+}
+
+struct Case {
+  std::function<std::unique_ptr<nn::Model>()> replica;
+  std::function<Tensor(const nn::Model&, const Tensor&)> decode;
+  Tensor latents;
+};
+
+// Random weights drawn once; every rank's replica shares them.
+template <class Vae, class Config>
+void set_model(Case& c, const Config& config) {
+  auto first = std::make_unique<Vae>(config);
+  auto state = std::make_shared<nn::StateDict>(random_weights(*first));
+  c.replica = [config, state]() -> std::unique_ptr<nn::Model> {
+    auto m = std::make_unique<Vae>(config);
+    nn::load_state_dict(*m, *state);
+    return m;
+  };
+  c.decode = [](const nn::Model& m, const Tensor& z) { return static_cast<const Vae&>(m).decode(z); };
+}
+
+Case make_case(const VaeBenchArgs& a) {
+  Case c;
+  if (a.model == "flux") {
+    models::vae::KLConfig config;
+    config.latent_channels = 16;
+    config.block_out_channels = {128, 256, 512, 512};
+    config.layers_per_block = 2;
+    config.use_quant_conv = config.use_post_quant_conv = false;
+    set_model<models::vae::AutoencoderKL>(c, config);
+    c.latents = pipeline::randn({1, 16, (a.height ? a.height : 1024) / 8, (a.width ? a.width : 1024) / 8}, 7);
+  } else if (a.model == "wan") {
+    models::vae::WanVaeConfig config;
+    set_model<models::vae::AutoencoderKLWan>(c, config);
+    CPDIT_CHECK(a.frames >= 1 && (a.frames - 1) % 4 == 0, invalid_argument, "bench vae: --frames must be 4k+1, got ", a.frames);
+    c.latents = pipeline::randn({1, 16, (a.frames - 1) / 4 + 1, (a.height ? a.height : 480) / 8, (a.width ? a.width : 832) / 8}, 7);
+  } else {
+    fail(ErrorKind::invalid_argument, "bench vae: --model must be flux or wan, got '", a.model, "'");
+  }
+  return c;
+}
+
+void run(const VaeBenchArgs& a) {
+  const Case c = make_case(a);
+  double one_rank_min = 0, one_rank_cpu = 0;
+  int64_t one_rank_peak = 0;
+  for (int ranks : a.ranks) {
+    comm::LocalOptions options;
+    options.threads_per_rank = a.threads;
+    int64_t peak = 0;
+    const Timing t = measure([&] {
+      const auto stats = comm::run_local(ranks, [&](comm::Communicator& comm) {
+        auto model = c.replica();
+        if (ranks > 1)
+          model->enable_parallelism(std::shared_ptr<comm::Communicator>(&comm, [](comm::Communicator*) {}),
+                                    parallel::ContextParallelConfig{ranks, 1});
+        c.decode(*model, c.latents);
+      }, options);
+      for (const auto& s : stats) peak = std::max(peak, s.peak_bytes);
+    }, a.repeats);
+    if (ranks == 1) {
+      one_rank_min = t.min_s;
+      one_rank_cpu = t.cpu_min_s;
+      one_rank_peak = peak;
+    }
+    nlohmann::json j = line("vae");
+    j.update({{"model", a.model}, {"latents", c.latents.shape()}, {"ranks", ranks}, {"threads_per_rank", a.threads},
+              {"repeats", a.repeats}, {"min_s", t.min_s}, {"median_s", t.median_s}, {"cpu_min_s", t.cpu_min_s},
+              {"peak_bytes_per_rank", peak}});
+    if (one_rank_min > 0 && ranks > 1)
+      j.update({{"speedup_over_1_rank", one_rank_min / t.min_s},
+                {"cpu_over_1_rank", t.cpu_min_s / one_rank_cpu},
+                {"peak_over_1_rank", double(peak) / double(one_rank_peak)}});
+    print(j);
+  }
+}
+
+void add_vae_bench(CLI::App& parent) {
+  auto a = std::make_shared<VaeBenchArgs>();
+  CLI::App* cmd = parent.add_subcommand("vae", "one VAE decode (FLUX.1 or Wan 2.1 widths) on 1 and P ranks");
+  cmd->add_option("--model", a->model, "flux | wan")->capture_default_str();
+  cmd->add_option("--height", a->height, "image height in pixels (default 1024 for flux, 480 for wan)");
+  cmd->add_option("--width", a->width, "image width in pixels (default 1024 for flux, 832 for wan)");
+  cmd->add_option("--frames", a->frames, "video frames for wan, 4k+1")->capture_default_str();
+  cmd->add_option("--ranks", a->ranks, "local rank counts (default 1 2)");
+  cmd->add_option("--threads", a->threads, "compute threads per rank")->capture_default_str();
+  cmd->add_option("--repeats", a->repeats, "timed repeats after one warm-up")->capture_default_str();
+  cmd->callback([a] { run(*a); });
+}
+
+const bool registered = app::register_bench("vae", add_vae_bench);
+
+}  // namespace
+}  // namespace cpdit::bench

@@ -1,0 +1,65 @@
+#pragma once
+// CPU kernels on channel-first images and videos, (B, C, H, W) or (B, C, F, H, W): the arithmetic of
+// the VAE decoders. Same conventions as cpu.hpp: f32 inputs (views are made contiguous), an OpenMP
+// team of compute_threads(), new contiguous f32 results, cpdit::Error(invalid_argument) on a wrong
+// shape.
+#include <cpdit/core/tensor.hpp>
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+namespace cpdit::kernels {
+
+// ---- Convolution ---------------------------------------------------------------------------------
+
+// Stride and zero padding per dim, in (frames, rows, columns) order. Padding is given per side: a
+// causal time convolution pads frames only before, a row shard of a parallel decode pads only the
+// image's own edges, and the encoder's downsampling pads only after.
+struct ConvGeometry {
+  std::array<int64_t, 3> stride{1, 1, 1};
+  std::array<int64_t, 3> pad_before{0, 0, 0};
+  std::array<int64_t, 3> pad_after{0, 0, 0};
+  static ConvGeometry same(int64_t frames, int64_t rows, int64_t cols) {  // symmetric "padding=k//2"
+    return {{1, 1, 1}, {frames, rows, cols}, {frames, rows, cols}};
+  }
+};
+
+// x (B, C, F, H, W), weight (O, C, kf, kh, kw), bias (O) or undefined -> (B, O, F', H', W') with
+// F' = (F + pads - kf) / stride + 1 (likewise H', W'). oneDNN's convolution primitive in its blocked
+// layout, reordering in and out per call (chosen by measurement; see bench/README.md).
+// A 2-D convolution is the case of one frame, or of a kernel one frame deep applied to every frame:
+// x (B, C, 1, H, W) or (B, C, F, H, W), weight (O, C, 1, kh, kw).
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvGeometry& geometry);
+
+// ---- Normalisation over channels ------------------------------------------------------------------
+
+// GroupNorm split in two so that a row-sharded image can all-reduce its statistics in between:
+// group_moments returns, per (batch, group), the sum of x and the sum of x^2 in double (interleaved:
+// [(b*G + g)*2] = sum, [+1] = sum of squares) and the element count per group; group_norm_apply
+// normalises with moments covering `count` elements (the whole image's when sharded).
+struct GroupMoments {
+  std::vector<double> sums;
+  int64_t count = 0;  // elements per (batch, group)
+};
+GroupMoments group_moments(const Tensor& x, int64_t groups);
+Tensor group_norm_apply(const Tensor& x, int64_t groups, const GroupMoments& moments, const Tensor& weight,
+                        const Tensor& bias, float eps);
+// x (B, C, ...) -> (x - mean_g) / sqrt(var_g + eps) * weight[c] + bias[c], over each group of C/G
+// channels and every position; weight and bias (C) f32 or undefined.
+Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps);
+
+// Wan's RMS_norm over the channels at each position: x / max(||x[:, pos]||_2, 1e-12) * sqrt(C) *
+// gamma[c] (PyTorch's F.normalize, so a zero vector stays zero). x (B, C, ...), gamma C elements.
+Tensor channel_rms_norm(const Tensor& x, const Tensor& gamma);
+
+// ---- Resampling ----------------------------------------------------------------------------------
+
+// Nearest-neighbour x2 on the last two dims (rows, columns): (..., H, W) -> (..., 2H, 2W). PyTorch's
+// "nearest" and "nearest-exact" agree at factor 2.
+Tensor upsample_nearest2x(const Tensor& x);
+
+// min(max(x, lo), hi) elementwise.
+Tensor clamp(const Tensor& x, float lo, float hi);
+
+}  // namespace cpdit::kernels

@@ -1,0 +1,151 @@
+#pragma once
+// AutoencoderKLWan's decoder (Wan 2.1's causal video VAE; Qwen-Image's VAE is the same architecture),
+// computing what diffusers computes, with its parameters under diffusers' key names. The decoder
+// runs latent frame by latent frame: the first latent frame yields one video frame, each later one
+// four. Time convolutions are causal, and each remembers the last two frames of the stream it has
+// seen (a FrameCache), so decoding chunk by chunk equals decoding the whole stream at once.
+#include <cpdit/models/vae/config.hpp>
+#include <cpdit/nn/image_layers.hpp>
+#include <cpdit/nn/model.hpp>
+
+#include <map>
+#include <memory>
+#include <set>
+
+namespace cpdit::models::vae {
+
+// The state of one decode: per causal convolution, the last (up to two) frames of its input stream;
+// and which time upsamplers have seen their first chunk (they pass it through without doubling).
+struct FrameCache {
+  std::map<const nn::Module*, Tensor> frames;
+  std::set<const nn::Module*> started;
+};
+
+// Conv3d zero-padded causally in time (2*p frames before, none after) and symmetrically in space.
+// weight [out, in, kt, kh, kw], bias [out].
+class CausalConv3d : public nn::Module {
+ public:
+  CausalConv3d(int64_t in_channels, int64_t out_channels, std::array<int64_t, 3> kernel,
+               std::array<int64_t, 3> padding);
+  // With a cache, the frames remembered from earlier chunks stand in for the zero padding, and the
+  // cache then holds the last two frames of the stream including x.
+  Tensor forward(const Tensor& x, FrameCache* cache = nullptr) const;
+
+ private:
+  const Tensor& weight() const { return weight_.value.values("CausalConv3d"); }
+  const Tensor& bias() const { return bias_.value.values("CausalConv3d"); }
+
+  nn::Parameter& weight_;
+  nn::Parameter& bias_;
+  std::array<int64_t, 3> padding_;
+};
+
+// Wan's RMS_norm over channels: gamma shaped [C, 1, 1, 1] (videos) or [C, 1, 1] (images).
+class WanRMSNorm : public nn::Module {
+ public:
+  WanRMSNorm(int64_t channels, bool images);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  nn::Parameter& gamma_;
+};
+
+// norm1 -> SiLU -> conv1 -> norm2 -> SiLU -> conv2 (causal 3x3x3), plus the input through a 1x1x1
+// conv_shortcut when the channel count changes.
+class WanResidualBlock : public nn::Module {
+ public:
+  WanResidualBlock(int64_t in_channels, int64_t out_channels);
+  Tensor forward(const Tensor& x, FrameCache& cache) const;
+
+ private:
+  WanRMSNorm& norm1_;
+  CausalConv3d& conv1_;
+  WanRMSNorm& norm2_;
+  CausalConv3d& conv2_;
+  CausalConv3d* conv_shortcut_ = nullptr;
+};
+
+// Single-head self-attention over the pixels of each frame, with a residual connection.
+class WanAttentionBlock : public nn::Module {
+ public:
+  explicit WanAttentionBlock(int64_t channels);
+  Tensor forward(const Tensor& x) const;
+
+ private:
+  WanRMSNorm& norm_;
+  nn::Conv2d& to_qkv_;
+  nn::Conv2d& proj_;
+};
+
+class WanMidBlock : public nn::Module {
+ public:
+  explicit WanMidBlock(int64_t channels);
+  Tensor forward(const Tensor& x, FrameCache& cache) const;
+
+ private:
+  nn::ModuleList<WanResidualBlock>& resnets_;
+  nn::ModuleList<WanAttentionBlock>& attentions_;
+};
+
+// Nearest x2 in space then a 3x3 conv to `out_channels`, each frame alone; "upsample3d" first doubles
+// the frames with a causal (3,1,1) time_conv to 2C channels, whose halves become frames 2t and 2t+1
+// (from the second chunk on: the first chunk passes through).
+class WanUpsample : public nn::Module {
+ public:
+  WanUpsample(int64_t channels, int64_t out_channels, bool temporal);
+  Tensor forward(const Tensor& x, FrameCache& cache) const;
+
+ private:
+  nn::Conv2d& conv_;
+  CausalConv3d* time_conv_ = nullptr;
+};
+
+class WanUpBlock : public nn::Module {
+ public:
+  WanUpBlock(int64_t in_channels, int64_t out_channels, int64_t num_res_blocks, int upsample);  // upsample: 0, 2, 3
+  Tensor forward(const Tensor& x, FrameCache& cache) const;
+
+ private:
+  nn::ModuleList<WanResidualBlock>& resnets_;
+  WanUpsample* upsampler_ = nullptr;
+};
+
+class WanDecoder3d : public nn::Module {
+ public:
+  explicit WanDecoder3d(const WanVaeConfig& config);
+  // One chunk (B, z_dim, 1, h, w) -> (B, out_channels, 1 or 4, 8h, 8w).
+  Tensor forward(const Tensor& x, FrameCache& cache) const;
+
+ private:
+  CausalConv3d& conv_in_;
+  WanMidBlock& mid_block_;
+  nn::ModuleList<WanUpBlock>& up_blocks_;
+  WanRMSNorm& norm_out_;
+  CausalConv3d& conv_out_;
+};
+
+// Parallel decode (parallel/halo.hpp): each latent frame's rows are split at the decoder's input and
+// the video chunk's rows gathered at its output; the frame caches hold each rank's own band.
+parallel::ContextParallelPlan autoencoder_kl_wan_plan();
+
+class AutoencoderKLWan : public nn::Model {
+ public:
+  explicit AutoencoderKLWan(const WanVaeConfig& config);
+  const WanVaeConfig& config() const { return config_; }
+  // latents (B, z_dim, F, h, w), already denormalised by the pipeline -> sample
+  // (B, 3, 1 + 4(F-1), 8h, 8w), clamped to [-1, 1].
+  Tensor decode(const Tensor& latents) const;
+  // The registry's call: `latents` -> {`sample`: decode(latents)}.
+  nn::TensorMap forward(const nn::TensorMap& inputs) const override;
+  parallel::ContextParallelPlan context_parallel_plan() const override { return autoencoder_kl_wan_plan(); }
+
+ private:
+  WanVaeConfig config_;
+  CausalConv3d& post_quant_conv_;
+  WanDecoder3d& decoder_;
+};
+
+// As load_autoencoder_kl; accepts _class_name AutoencoderKLWan and AutoencoderKLQwenImage.
+std::unique_ptr<AutoencoderKLWan> load_autoencoder_kl_wan(const std::string& path, const std::string& config_path = "");
+
+}  // namespace cpdit::models::vae

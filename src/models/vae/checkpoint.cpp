@@ -1,0 +1,48 @@
+#include "models/vae/checkpoint.hpp"
+
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/json.hpp>
+#include <cpdit/io/safetensors.hpp>
+
+#include <filesystem>
+
+namespace cpdit::models::vae::detail {
+
+VaeCheckpoint read_vae_checkpoint(const std::string& path, const std::string& config_path,
+                                  const std::vector<std::string>& classes, const std::vector<std::string>& keep) {
+  namespace fs = std::filesystem;
+  std::string config_file = config_path;
+  if (config_file.empty()) {
+    CPDIT_CHECK(fs::is_directory(path) && fs::exists(fs::path(path) / "config.json"), invalid_argument,
+                "VAE ", path, ": a VAE needs its config.json (give the folder, or --config)");
+    config_file = (fs::path(path) / "config.json").string();
+  }
+  VaeCheckpoint out;
+  out.config = io::read_json(config_file);
+  const std::string name = out.config.is_object() && out.config.contains("_class_name") &&
+                                   out.config["_class_name"].is_string()
+                               ? out.config["_class_name"].get<std::string>()
+                               : "";
+  bool known = false;
+  std::string expected;
+  for (const auto& c : classes) {
+    known = known || c == name;
+    expected += (expected.empty() ? "" : " or ") + c;
+  }
+  CPDIT_CHECK(known, invalid_argument, config_file, ": _class_name '", name, "' is not ", expected);
+  for (auto& [key, tensor] : nn::read_state_dict(io::Checkpoint::open(path)))
+    for (const auto& prefix : keep)
+      if (key.rfind(prefix, 0) == 0) {
+        out.state.emplace(key, tensor);
+        break;
+      }
+  return out;
+}
+
+Tensor latents_input(const nn::TensorMap& inputs, const char* model) {
+  const auto it = inputs.find("latents");
+  CPDIT_CHECK(it != inputs.end(), invalid_argument, model, " decodes an input named `latents`, which the inputs lack");
+  return it->second;
+}
+
+}  // namespace cpdit::models::vae::detail

@@ -1,0 +1,29 @@
+#pragma once
+// Reading a diffusers VAE folder: its config.json and the tensors the decoder binds.
+#include <cpdit/nn/load.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace cpdit::models::vae::detail {
+
+struct VaeCheckpoint {
+  nlohmann::json config;
+  nn::StateDict state;  // only the tensors whose names start with one of the kept prefixes
+};
+
+// path: a folder (config.json + weights), an index json or one .safetensors; config_path (if not
+// empty) replaces the folder's config.json. The config's _class_name must be one of `classes`.
+VaeCheckpoint read_vae_checkpoint(const std::string& path, const std::string& config_path,
+                                  const std::vector<std::string>& classes, const std::vector<std::string>& keep);
+
+// The VAEs compute in f32 (their kernels take f32): bf16 and f16 checkpoints are widened once at
+// load. A VAE's weights are small beside its activations (FLUX.1's: 84 M values).
+inline nn::LoadOptions f32_weights() { return {DType::f32}; }
+
+// inputs["latents"], or a one-line error naming `model` when the inputs lack it.
+Tensor latents_input(const nn::TensorMap& inputs, const char* model);
+
+}  // namespace cpdit::models::vae::detail

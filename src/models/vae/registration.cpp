@@ -1,0 +1,43 @@
+// The VAEs in the model registry: AutoencoderKL, and AutoencoderKLWan with AutoencoderKLQwenImage
+// (the same architecture). A VAE is told by its config.json only (its tensors do not give the
+// config). Its forward decodes `latents` into `sample`.
+#include "models/entries.hpp"
+
+#include <cpdit/models/vae/autoencoder_kl.hpp>
+#include <cpdit/models/vae/autoencoder_kl_wan.hpp>
+
+namespace cpdit::models::vae {
+namespace {
+
+// The first model's parameters are shared by every replica.
+template <class Vae>
+LoadedModel share_vae(std::string class_name, std::unique_ptr<Vae> first) {
+  auto state = std::make_shared<nn::StateDict>(nn::parameters_of(*first));
+  LoadedModel model;
+  model.class_name = std::move(class_name);
+  model.heads = 1;  // the mid-block attention: one head, so a parallel decode runs on the ring
+  model.config = first->config();
+  model.replica = [state, config = first->config()]() -> std::unique_ptr<nn::Model> {
+    auto m = std::make_unique<Vae>(config);
+    nn::load_state_dict(*m, *state);
+    return m;
+  };
+  return model;
+}
+
+ModelEntry entry(const std::string& class_name, bool wan) {
+  return {class_name, [](const io::Checkpoint&) { return false; },
+          [class_name, wan](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions&) {
+            const std::string config_path = config.value_or("");
+            return wan ? share_vae(class_name, load_autoencoder_kl_wan(path, config_path))
+                       : share_vae(class_name, load_autoencoder_kl(path, config_path));
+          }};
+}
+
+}  // namespace
+
+ModelEntry autoencoder_kl_registry_entry() { return entry("AutoencoderKL", false); }
+ModelEntry autoencoder_kl_wan_registry_entry() { return entry("AutoencoderKLWan", true); }
+ModelEntry autoencoder_kl_qwenimage_registry_entry() { return entry("AutoencoderKLQwenImage", true); }
+
+}  // namespace cpdit::models::vae

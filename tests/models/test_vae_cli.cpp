@@ -1,0 +1,113 @@
+// `cpdit forward` on the VAE fixtures: config.json's _class_name picks the decoder, an input
+// `latents` is decoded on one rank or split by rows over several, and bad input is one line, exit 2.
+#include "models/vae_fixture.hpp"
+#include "support/run_cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+namespace cpdit::models::vae {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::fixture_config;
+using testing::fixture_dir;
+using testing::fixture_file;
+using testing::fixture_weights;
+using testing::relative_to_range;
+
+std::string model_args(const std::string& fixture) {
+  return " --model " + fixture_weights(fixture) + " --config " + fixture_config(fixture);
+}
+
+void expect_decodes(const std::string& fixture, std::initializer_list<int> rank_counts) {
+  cpdit::testing::TempDir dir("vae_cli");
+  const Tensor expected = fixture_file(fixture, "expected").at("sample");
+  for (int ranks : rank_counts) {
+    const std::string out = dir.file("sample" + std::to_string(ranks) + ".safetensors");
+    const auto r = cpdit::testing::run_cli("forward" + model_args(fixture) + " --inputs " + fixture_dir(fixture) +
+                                           "/inputs.safetensors --threads 1 --ranks " + std::to_string(ranks) +
+                                           " --output " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    // As the in-process tests: within 1e-5 of the range (README of the fixtures).
+    EXPECT_LE(relative_to_range(io::load_safetensors(out).at("sample"), expected), 1e-5) << ranks << " ranks";
+  }
+}
+
+TEST(VaeCli, ForwardDecodesAutoencoderKLLatents) { expect_decodes("vae_kl_tiny", {1, 2, 3, 4}); }  // 4 latent rows
+TEST(VaeCli, ForwardDecodesAutoencoderKLWanLatents) { expect_decodes("vae_wan_tiny", {1, 2, 3}); }  // 3 latent rows
+
+TEST(VaeCli, BadInputIsOneLineAndWritesNothing) {
+  cpdit::testing::TempDir dir("vae_cli_bad");
+  const std::string out = dir.file("sample.safetensors");
+  const std::string kl = "forward" + model_args("vae_kl_tiny") + " --output " + out;
+  for (const std::string& args :
+       {kl + " --inputs " + fixture_dir("vae_wan_tiny") + "/inputs.safetensors",         // 5-D latents
+        kl + " --inputs " + fixture_dir("vae_kl_tiny") + "/expected.safetensors",         // no `latents`
+        kl + " --inputs " + fixture_dir("vae_kl_tiny") + "/inputs.safetensors --ranks 5"}) {  // 4 rows, 5 ranks
+    const auto r = cpdit::testing::run_cli(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(out)) << args;
+  }
+}
+
+// A diffusers pipeline folder whose vae/ is the vae_kl_tiny fixture, and latents as FLUX.1's
+// generate writes them (scaled: (z - shift_factor) * scaling_factor).
+class PipelineFolder {
+ public:
+  PipelineFolder() {
+    fs::create_directories(dir_.file("pipeline/vae"));
+    fs::copy_file(fixture_config("vae_kl_tiny"), dir_.file("pipeline/vae/config.json"));
+    fs::copy_file(fixture_weights("vae_kl_tiny"), dir_.file("pipeline/vae/diffusion_pytorch_model.safetensors"));
+    const Tensor z = fixture_file("vae_kl_tiny", "inputs").at("latents");
+    const float* p = z.data<float>();
+    std::vector<float> scaled(p, p + z.numel());
+    for (float& v : scaled) v = (v - 0.1159f) * 0.3611f;
+    io::save_safetensors(latents(), {{"latents", Tensor::from_vector(scaled, z.shape())}});
+  }
+  std::string model() const { return dir_.file("pipeline"); }
+  std::string latents() const { return dir_.file("latents.safetensors"); }
+  std::string file(const std::string& name) const { return dir_.file(name); }
+
+ private:
+  cpdit::testing::TempDir dir_{"vae_decode_cli"};
+};
+
+TEST(VaeCli, DecodeUnscalesFluxLatentsOnOneOrTwoRanks) {
+  PipelineFolder dir;
+  const std::string out = dir.file("sample.safetensors");
+  for (const char* ranks : {"1", "2"}) {
+    const auto r = cpdit::testing::run_cli("decode --model " + dir.model() + " --latents " + dir.latents() +
+                                           " --threads 1 --out " + out + " --ranks " + ranks);
+    ASSERT_EQ(r.code, 0) << r.err;
+    // The scaling round trip adds a rounding of the latents (~1e-7): far below 1e-5 of the range.
+    EXPECT_LE(relative_to_range(io::load_safetensors(out).at("sample"), fixture_file("vae_kl_tiny", "expected").at("sample")),
+              1e-5);
+  }
+}
+
+TEST(VaeCli, DecodeWritesAPngOfTheImageSize) {
+  PipelineFolder dir;
+  const std::string png = dir.file("image.png");
+  const auto r = cpdit::testing::run_cli("decode --model " + dir.model() + " --latents " + dir.latents() + " --out " + png);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(png, std::ios::binary);
+  std::vector<unsigned char> head(24);
+  in.read(reinterpret_cast<char*>(head.data()), 24);
+  ASSERT_TRUE(in) << png;
+  EXPECT_EQ(std::vector<unsigned char>(head.begin() + 1, head.begin() + 4), (std::vector<unsigned char>{'P', 'N', 'G'}));
+  auto be32 = [&](int at) { return (head[at] << 24) | (head[at + 1] << 16) | (head[at + 2] << 8) | head[at + 3]; };
+  EXPECT_EQ(be32(16), 6);  // IHDR width, height: the 8 x 6 sample
+  EXPECT_EQ(be32(20), 8);
+  const auto bad = cpdit::testing::run_cli("decode --model " + dir.model() + " --latents " + dir.latents() +
+                                           " --out " + dir.file("image.jpg"));
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_FALSE(fs::exists(dir.file("image.jpg")));
+}
+
+}  // namespace
+}  // namespace cpdit::models::vae

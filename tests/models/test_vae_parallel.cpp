@@ -1,0 +1,87 @@
+// Parallel decode (the plan splits rows over the ranks; halo exchange, summed GroupNorm statistics,
+// ring attention in the mid block) equals the one-rank decode, for row counts that no
+// rank count divides.
+#include "models/vae_fixture.hpp"
+
+#include <cpdit/comm/local.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/models/vae/autoencoder_kl.hpp>
+#include <cpdit/models/vae/autoencoder_kl_wan.hpp>
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <random>
+
+namespace cpdit::models::vae {
+namespace {
+
+using testing::fixture_config;
+using testing::fixture_weights;
+using testing::relative_to_range;
+
+// Each output pixel is computed from the same numbers in the same order on P ranks as on one,
+// except the GroupNorm sums (another order, in double) and the attention softmax (merged across
+// ring chunks by LSE): both move the output by float32 rounding, far below this.
+constexpr double kTolerance = 1e-5;
+
+Tensor random_latents(const Shape& shape, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(size_t(shape_numel(shape)));
+  for (float& x : v) x = normal(rng);
+  return Tensor::from_vector(v, shape);
+}
+
+// The error of every rank's gathered decode against `want` (only numbers leave the rank threads).
+struct Degrees {
+  int ring, ulysses;
+};
+// The mid-block attention has one head, so the ranks form a ring (Ulysses is refused at setup).
+const Degrees kDegrees[] = {{2, 1}, {3, 1}, {4, 1}};
+
+template <class Load>
+std::vector<double> parallel_errors(Degrees d, const Load& load, const Tensor& latents, const Tensor& want) {
+  const int ranks = d.ring * d.ulysses;
+  std::vector<double> errors(size_t(ranks), -1.0);
+  std::mutex mutex;
+  comm::LocalOptions one_thread_each;
+  one_thread_each.threads_per_rank = 1;
+  comm::run_local(ranks, [&](comm::Communicator& comm) {
+    auto vae = load();
+    vae->enable_parallelism(std::shared_ptr<comm::Communicator>(&comm, [](comm::Communicator*) {}),
+                            parallel::ContextParallelConfig{d.ring, d.ulysses});
+    const Tensor sample = vae->decode(latents);
+    const double error = relative_to_range(sample, want);
+    std::lock_guard lock(mutex);
+    errors[size_t(comm.rank())] = error;
+  }, one_thread_each);
+  return errors;
+}
+
+TEST(VaeParallel, AutoencoderKLRowsThatNoRankCountDivides) {
+  auto load = [] { return load_autoencoder_kl(fixture_weights("vae_kl_tiny"), fixture_config("vae_kl_tiny")); };
+  const Tensor latents = random_latents({1, 4, 7, 5}, 1);  // 7 latent rows -> 14 image rows
+  const Tensor want = load()->decode(latents);
+  for (Degrees d : kDegrees)
+    for (double error : parallel_errors(d, load, latents, want))
+      EXPECT_LE(error, kTolerance) << "ring " << d.ring << " x ulysses " << d.ulysses;
+}
+
+TEST(VaeParallel, AutoencoderKLWanRowsThatNoRankCountDivides) {
+  auto load = [] { return load_autoencoder_kl_wan(fixture_weights("vae_wan_tiny"), fixture_config("vae_wan_tiny")); };
+  const Tensor latents = random_latents({1, 4, 3, 7, 4}, 2);  // 3 latent frames -> 9 video frames
+  const Tensor want = load()->decode(latents);
+  for (Degrees d : kDegrees)
+    for (double error : parallel_errors(d, load, latents, want))
+      EXPECT_LE(error, kTolerance) << "ring " << d.ring << " x ulysses " << d.ulysses;
+}
+
+TEST(VaeParallel, RefusesFewerLatentRowsThanRanks) {
+  auto load = [] { return load_autoencoder_kl(fixture_weights("vae_kl_tiny"), fixture_config("vae_kl_tiny")); };
+  const Tensor latents = random_latents({1, 4, 3, 5}, 3);
+  EXPECT_THROW(parallel_errors({4, 1}, load, latents, Tensor::zeros({1, 3, 6, 10})), Error);
+}
+
+}  // namespace
+}  // namespace cpdit::models::vae
