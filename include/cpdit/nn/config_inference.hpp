@@ -3,6 +3,8 @@
 // from a state dict's tensor names and shapes.
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
+#include <cpdit/io/model_files.hpp>
+#include <cpdit/io/safetensors.hpp>
 #include <cpdit/nn/load.hpp>
 
 #include <nlohmann/json.hpp>
@@ -71,5 +73,18 @@ Config read_config(const StateDict& state, const std::optional<std::string>& con
 
 // 1 + the largest i among "<prefix>.i.*" keys; 0 when there are none.
 int64_t count_blocks(const StateDict& state, const std::string& prefix);
+
+// A transformer's config and state dict read from `path` as io::resolve_model finds its
+// `transformer`, the keys put in the model's own layout by `to_layout` when it reads other layouts.
+template <class Checkpoint>
+Checkpoint read_transformer_checkpoint(const std::string& path, const std::optional<std::string>& config_path,
+                                       StateDict (*to_layout)(const StateDict&) = nullptr) {
+  const io::ModelFiles files = io::resolve_model(path, "transformer", config_path);
+  Checkpoint result;
+  result.state = read_state_dict(io::Checkpoint::open(files.weights));
+  if (to_layout) result.state = to_layout(result.state);
+  result.config = read_config<decltype(result.config)>(result.state, files.config);
+  return result;
+}
 
 }  // namespace cpdit::nn

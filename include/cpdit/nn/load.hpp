@@ -4,6 +4,7 @@
 #include <cpdit/nn/module.hpp>
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -39,5 +40,14 @@ void load_state_dict(Module& root, const StateDict& state, const LoadOptions& op
 // The bound parameter values of a loaded module (dense). Loading another replica from them shares
 // every weight (no conversion is left to do): ranks as threads load once and share.
 StateDict parameters_of(Module& root);
+
+// A model of class M built from a checkpoint's config and bound to its state dict (weights already
+// in the target dtype are shared with the state dict, so models built from one checkpoint share them).
+template <class M, class Checkpoint>
+std::unique_ptr<M> load_model(const Checkpoint& checkpoint, const LoadOptions& options = {}) {
+  auto model = std::make_unique<M>(checkpoint.config);
+  load_state_dict(*model, checkpoint.state, options);
+  return model;
+}
 
 }  // namespace cpdit::nn

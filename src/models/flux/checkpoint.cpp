@@ -1,6 +1,4 @@
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/model_files.hpp>
-#include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/flux/checkpoint.hpp>
 #include <cpdit/nn/config_inference.hpp>
 
@@ -126,17 +124,11 @@ nn::StateDict to_diffusers_layout(const nn::StateDict& input) {
 }
 
 FluxCheckpoint read_flux_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
-  const io::ModelFiles files = io::resolve_model(path, "transformer", config_path);
-  FluxCheckpoint result;
-  result.state = to_diffusers_layout(nn::read_state_dict(io::Checkpoint::open(files.weights)));
-  result.config = nn::read_config<FluxConfig>(result.state, files.config);
-  return result;
+  return nn::read_transformer_checkpoint<FluxCheckpoint>(path, config_path, to_diffusers_layout);
 }
 
 std::unique_ptr<FluxTransformer2DModel> load_flux(const FluxCheckpoint& checkpoint, const nn::LoadOptions& options) {
-  auto model = std::make_unique<FluxTransformer2DModel>(checkpoint.config);
-  nn::load_state_dict(*model, checkpoint.state, options);
-  return model;
+  return nn::load_model<FluxTransformer2DModel>(checkpoint, options);
 }
 
 }  // namespace cpdit::models::flux

@@ -56,15 +56,11 @@ ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std:
 }
 
 std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options) {
-  auto model = std::make_unique<T5EncoderModel>(checkpoint.config);
-  nn::load_state_dict(*model, checkpoint.state, options);
-  return model;
+  return nn::load_model<T5EncoderModel>(checkpoint, options);
 }
 
 std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint, const nn::LoadOptions& options) {
-  auto model = std::make_unique<CLIPTextModel>(checkpoint.config);
-  nn::load_state_dict(*model, checkpoint.state, options);
-  return model;
+  return nn::load_model<CLIPTextModel>(checkpoint, options);
 }
 
 }  // namespace cpdit::models::text
