@@ -35,7 +35,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct GenerateArgs {
-  std::string model, preset, config, scheduler_config, embeddings, out, preview, dtype = "auto";
+  std::string model, preset, config, scheduler_config, embeddings, latents, out, preview, dtype = "auto";
   int steps = 0;
   int64_t height = 0, width = 0, frames = 0, text_tokens = 512;
   uint64_t seed = 0;
@@ -47,6 +47,7 @@ struct GenerateArgs {
 // The transformer, the pipeline that runs its class, its scheduler, and where they came from.
 struct Source {
   models::LoadedModel model;
+  int64_t vae_scale_factor = 8;  // pixels per latent, from the pipeline folder's vae/ when it has one
   pipeline::PipelineKind pipeline = pipeline::PipelineKind::flux;
   pipeline::FlowMatchEulerConfig flux_scheduler;
   pipeline::UniPCConfig wan_scheduler;
@@ -81,7 +82,18 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   else
     s.flux_scheduler = has_scheduler ? pipeline::FlowMatchEulerConfig::from_file(scheduler.string())
                                      : pipeline::FlowMatchEulerConfig::flux_dev();
+  const fs::path vae_config = root / "vae" / "config.json";
+  if (s.pipeline == pipeline::PipelineKind::flux && fs::is_regular_file(vae_config))
+    s.vae_scale_factor = pipeline::kl_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
   return s;
+}
+
+// The initial noise of --latents: its tensor `latents`, in the pipeline's own layout (the loop checks
+// the shape).
+Tensor read_latents(const std::string& path) {
+  io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  CPDIT_CHECK(file.contains("latents"), invalid_argument, path, " has no tensor 'latents' (the initial noise)");
+  return file.get("latents").to(DType::f32);
 }
 
 void check_output_path(const std::string& path, const char* flag) {
@@ -171,7 +183,8 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
   auto conditioning = std::make_shared<pipeline::FluxConditioning>(
       args.embeddings.empty() ? pipeline::random_flux_conditioning(config, 1, args.text_tokens, args.seed)
                               : pipeline::read_flux_conditioning(args.embeddings, config));
-  return [&args, &source, &layout, &config, conditioning](comm::Communicator& world, Progress& progress) {
+  auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
     auto model = source.model.replica();
     if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
@@ -183,6 +196,8 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     options.width = args.width;
     options.seed = args.seed;
     options.guidance = args.guidance;
+    options.vae_scale_factor = source.vae_scale_factor;
+    options.initial_latents = *initial;
     options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
     pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, config, scheduler, *conditioning, options, group.get());
     return std::make_pair(r.latents, LoopStats{r.step_seconds, true, r.gather_seconds, r.gather_bytes});
@@ -231,7 +246,7 @@ void run(GenerateArgs args) {
     pipeline::wan_latent_shape(pipeline::config_of<models::wan::WanConfig>(source.model), 1, args.frames, args.height,
                                args.width);
   else
-    pipeline::flux_latent_shape(args.height, args.width);
+    pipeline::flux_latent_shape(args.height, args.width, 16, 1, source.vae_scale_factor);
 
   const RankLayout layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
   const RankLoop loop = wan ? wan_loop(args, source, layout) : flux_loop(args, source, layout);
@@ -304,6 +319,9 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--seed", args->seed, "seed of the initial noise (and of the random embeddings)");
   cmd->add_option("--guidance", args->guidance, "guidance scale, for models with a guidance embedder (FLUX.1-dev)");
   cmd->add_option("--embeddings", args->embeddings, "safetensors with prompt_embeds (B, L, 4096) [and, for FLUX.1, pooled_prompt_embeds (B, 768)]");
+  cmd->add_option("--latents", args->latents,
+                  "safetensors whose `latents` is the initial noise in the pipeline's layout (FLUX.1: packed (B, tokens, "
+                  "in_channels)), as diffusers' latents= argument; may be the --embeddings file");
   cmd->add_option("--text-tokens", args->text_tokens, "length of the random text embeddings when --embeddings is not given")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out", args->out, "write the final latents (B, 16, H/8, W/8) here (safetensors, atomically)");
