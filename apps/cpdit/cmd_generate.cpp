@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -39,7 +40,7 @@ struct GenerateArgs {
   int steps = 0;
   int64_t height = 0, width = 0, frames = 0, text_tokens = 512;
   uint64_t seed = 0;
-  float guidance = 3.5f;
+  float guidance = std::nanf("");  // unset: the pipeline's default
   bool json = false;
   ParallelFlags parallel;
 };
@@ -195,7 +196,7 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     options.height = args.height;
     options.width = args.width;
     options.seed = args.seed;
-    options.guidance = args.guidance;
+    options.guidance = std::isnan(args.guidance) ? 3.5f : args.guidance;  // FluxPipeline's default
     options.vae_scale_factor = source.vae_scale_factor;
     options.initial_latents = *initial;
     options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
@@ -209,7 +210,12 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
   auto embeds = std::make_shared<Tensor>(
       args.embeddings.empty() ? pipeline::random_wan_prompt_embeds(config, 1, args.text_tokens, args.seed)
                               : pipeline::read_wan_prompt_embeds(args.embeddings, config));
-  return [&args, &source, &layout, &config, embeds](comm::Communicator& world, Progress& progress) {
+  // Guidance needs the negative prompt's embeddings; without them the loop runs unguided.
+  auto negative = std::make_shared<Tensor>();
+  if (!args.embeddings.empty() && io::SafetensorsFile::open(args.embeddings).contains("negative_prompt_embeds"))
+    *negative = pipeline::read_wan_prompt_embeds(args.embeddings, config, "negative_prompt_embeds");
+  auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  return [&args, &source, &layout, &config, embeds, negative, initial](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
     auto model = source.model.replica();
     if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
@@ -221,6 +227,9 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
     options.height = args.height;
     options.width = args.width;
     options.seed = args.seed;
+    options.guidance_scale = std::isnan(args.guidance) ? 5.0f : args.guidance;  // WanPipeline's default
+    options.negative_prompt_embeds = *negative;
+    options.initial_latents = *initial;
     options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
     pipeline::WanGenerateResult r = pipeline::generate_wan(*model, config, scheduler, *embeds, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
@@ -317,11 +326,13 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--width", args->width, "width in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 832 for Wan)");
   cmd->add_option("--frames", args->frames, "Wan: frames of the clip, 4k + 1 (default: 5 for presets, 81 otherwise)");
   cmd->add_option("--seed", args->seed, "seed of the initial noise (and of the random embeddings)");
-  cmd->add_option("--guidance", args->guidance, "guidance scale, for models with a guidance embedder (FLUX.1-dev)");
-  cmd->add_option("--embeddings", args->embeddings, "safetensors with prompt_embeds (B, L, 4096) [and, for FLUX.1, pooled_prompt_embeds (B, 768)]");
+  cmd->add_option("--guidance", args->guidance,
+                  "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5), Wan's classifier-free "
+                  "guidance (default 5.0; runs when --embeddings holds negative_prompt_embeds)");
+  cmd->add_option("--embeddings", args->embeddings, "safetensors with prompt_embeds (B, L, D) [FLUX.1: and pooled_prompt_embeds (B, P); Wan: and negative_prompt_embeds for guidance]");
   cmd->add_option("--latents", args->latents,
                   "safetensors whose `latents` is the initial noise in the pipeline's layout (FLUX.1: packed (B, tokens, "
-                  "in_channels)), as diffusers' latents= argument; may be the --embeddings file");
+                  "in_channels); Wan: (B, C, F', h, w)), as diffusers' latents= argument; may be the --embeddings file");
   cmd->add_option("--text-tokens", args->text_tokens, "length of the random text embeddings when --embeddings is not given")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out", args->out, "write the final latents (B, 16, H/8, W/8) here (safetensors, atomically)");

@@ -1,5 +1,6 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/kernels/cpu.hpp>
 #include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
@@ -13,13 +14,13 @@ namespace {
 constexpr int64_t kSpatialFactor = 8, kTemporalFactor = 4;  // Wan 2.1's VAE
 }
 
-Tensor read_wan_prompt_embeds(const std::string& path, const WanConfig& config) {
+Tensor read_wan_prompt_embeds(const std::string& path, const WanConfig& config, const std::string& name) {
   io::SafetensorsFile file = io::SafetensorsFile::open(path);
-  CPDIT_CHECK(file.contains("prompt_embeds"), invalid_argument, path,
-              " has no tensor 'prompt_embeds' (a Wan text-encoder stage writes (B, L, ", config.text_dim, "))");
-  Tensor p = file.get("prompt_embeds").to(DType::f32);
-  CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.text_dim && p.size(1) > 0, invalid_argument, path,
-              ": prompt_embeds is ", p.describe(), ", the model needs (B, L, ", config.text_dim, ")");
+  CPDIT_CHECK(file.contains(name), invalid_argument, path, " has no tensor '", name,
+              "' (a Wan text-encoder stage writes (B, L, ", config.text_dim, "))");
+  Tensor p = file.get(name).to(DType::f32);
+  CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.text_dim && p.size(1) > 0, invalid_argument, path, ": ", name,
+              " is ", p.describe(), ", the model needs (B, L, ", config.text_dim, ")");
   return p;
 }
 
@@ -47,17 +48,37 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
                                const WanGenerateOptions& options) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
   const int64_t batch = prompt_embeds.size(0);
-  Tensor latents =
-      randn(wan_latent_shape(config, batch, options.frames, options.height, options.width), options.seed);
+  const Shape shape = wan_latent_shape(config, batch, options.frames, options.height, options.width);
+  Tensor latents;
+  if (options.initial_latents.defined()) {
+    CPDIT_CHECK(options.initial_latents.shape() == shape, invalid_argument, "the initial latents are ",
+                options.initial_latents.describe(), "; ", options.frames, " frames of ", options.height, "x",
+                options.width, " on this model need ", shape_string(shape));
+    latents = options.initial_latents.to(DType::f32).contiguous();
+  } else {
+    latents = randn(shape, options.seed);
+  }
+  const Tensor& negative = options.negative_prompt_embeds;
+  const bool guided = negative.defined() && options.guidance_scale > 1.0f;
+  CPDIT_CHECK(!negative.defined() || negative.size(0) == batch, invalid_argument, "negative_prompt_embeds has batch ",
+              negative.size(0), ", prompt_embeds ", batch);
+  const Tensor guidance = Tensor::full({1}, double(options.guidance_scale)), minus_one = Tensor::full({1}, -1.0);
   scheduler.set_timesteps(options.steps);
   WanGenerateResult result;
   for (int i = 0; i < options.steps; ++i) {
     auto start = std::chrono::steady_clock::now();
     // WanPipeline feeds the integer timestep, expanded over the batch, unscaled.
     Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
-    Tensor velocity = model.forward(
-        {{"hidden_states", latents}, {"timestep", timestep}, {"encoder_hidden_states", prompt_embeds}})
-                           .at("sample");
+    auto predict = [&](const Tensor& text) {
+      return model.forward({{"hidden_states", latents}, {"timestep", timestep}, {"encoder_hidden_states", text}})
+          .at("sample");
+    };
+    Tensor velocity = predict(prompt_embeds);
+    if (guided) {  // one f32 rounding per op, in diffusers' order
+      const Tensor uncond = predict(negative);
+      const Tensor difference = kernels::add(velocity, kernels::mul(uncond, minus_one));  // negation is exact
+      velocity = kernels::add(uncond, kernels::mul(difference, guidance));
+    }
     latents = scheduler.step(velocity, latents);
     result.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
