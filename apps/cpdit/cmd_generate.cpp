@@ -48,7 +48,9 @@ struct GenerateArgs {
 // The transformer, the pipeline that runs its class, its scheduler, and where they came from.
 struct Source {
   models::LoadedModel model;
-  int64_t vae_scale_factor = 8;  // pixels per latent, from the pipeline folder's vae/ when it has one
+  // Pixels (and Wan frames) per latent, from the pipeline folder's vae/ when it has one.
+  int64_t vae_scale_factor = 8;
+  pipeline::WanVaeFactors wan_vae;
   pipeline::PipelineKind pipeline = pipeline::PipelineKind::flux;
   pipeline::FlowMatchEulerConfig flux_scheduler;
   pipeline::UniPCConfig wan_scheduler;
@@ -86,6 +88,8 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   const fs::path vae_config = root / "vae" / "config.json";
   if (s.pipeline == pipeline::PipelineKind::flux && fs::is_regular_file(vae_config))
     s.vae_scale_factor = pipeline::kl_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
+  if (s.pipeline == pipeline::PipelineKind::wan && fs::is_regular_file(vae_config))
+    s.wan_vae = pipeline::WanVaeFactors::from_json(io::read_json(vae_config.string()));
   return s;
 }
 
@@ -230,6 +234,7 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
     options.guidance_scale = std::isnan(args.guidance) ? 5.0f : args.guidance;  // WanPipeline's default
     options.negative_prompt_embeds = *negative;
     options.initial_latents = *initial;
+    options.vae = source.wan_vae;
     options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
     pipeline::WanGenerateResult r = pipeline::generate_wan(*model, config, scheduler, *embeds, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
@@ -253,7 +258,7 @@ void run(GenerateArgs args) {
   // Sizes are refused here, before any rank starts.
   if (wan)
     pipeline::wan_latent_shape(pipeline::config_of<models::wan::WanConfig>(source.model), 1, args.frames, args.height,
-                               args.width);
+                               args.width, source.wan_vae);
   else
     pipeline::flux_latent_shape(args.height, args.width, 16, 1, source.vae_scale_factor);
 

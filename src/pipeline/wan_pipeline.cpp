@@ -10,8 +10,14 @@ namespace cpdit::pipeline {
 
 using models::wan::WanConfig;
 
-namespace {
-constexpr int64_t kSpatialFactor = 8, kTemporalFactor = 4;  // Wan 2.1's VAE
+WanVaeFactors WanVaeFactors::from_json(const nlohmann::json& j) {
+  WanVaeFactors f;
+  if (j.contains("scale_factor_spatial") && !j["scale_factor_spatial"].is_null()) f.spatial = j["scale_factor_spatial"].get<int64_t>();
+  if (j.contains("scale_factor_temporal") && !j["scale_factor_temporal"].is_null())
+    f.temporal = j["scale_factor_temporal"].get<int64_t>();
+  CPDIT_CHECK(f.spatial >= 1 && f.temporal >= 1, invalid_argument, "the VAE's scale_factor_spatial ", f.spatial,
+              " and scale_factor_temporal ", f.temporal, " must be positive");
+  return f;
 }
 
 Tensor read_wan_prompt_embeds(const std::string& path, const WanConfig& config, const std::string& name) {
@@ -32,15 +38,14 @@ Tensor random_wan_prompt_embeds(const WanConfig& config, int64_t batch, int64_t 
   return t;
 }
 
-Shape wan_latent_shape(const WanConfig& config, int64_t batch, int64_t frames, int64_t height, int64_t width) {
-  const int64_t size_unit = kSpatialFactor * config.patch_size[1];
+Shape wan_latent_shape(const WanConfig& config, int64_t batch, int64_t frames, int64_t height, int64_t width,
+                       const WanVaeFactors& vae) {
+  const int64_t size_unit = vae.spatial * config.patch_size[1], t = vae.temporal;
   CPDIT_CHECK(height > 0 && width > 0 && height % size_unit == 0 && width % size_unit == 0, invalid_argument,
               "height and width must be positive multiples of ", size_unit, ", got ", height, "x", width);
-  CPDIT_CHECK(frames >= 1 && (frames - 1) % kTemporalFactor == 0, invalid_argument, "frames must be 4k + 1 (1, 5, 9, 13, 17, ...), got ",
-              frames, "; the nearest are ", std::max<int64_t>(1, (frames - 1) / 4 * 4 + 1), " and ",
-              (frames + 2) / 4 * 4 + 1);
-  return {batch, config.in_channels, (frames - 1) / kTemporalFactor + 1, height / kSpatialFactor,
-          width / kSpatialFactor};
+  CPDIT_CHECK(frames >= 1 && (frames - 1) % t == 0, invalid_argument, "frames must be ", t, "k + 1, got ", frames,
+              "; the nearest are ", std::max<int64_t>(1, (frames - 1) / t * t + 1), " and ", ((frames - 1) / t + 1) * t + 1);
+  return {batch, config.in_channels, (frames - 1) / t + 1, height / vae.spatial, width / vae.spatial};
 }
 
 WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanConfig& config,
@@ -48,7 +53,7 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
                                const WanGenerateOptions& options) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
   const int64_t batch = prompt_embeds.size(0);
-  const Shape shape = wan_latent_shape(config, batch, options.frames, options.height, options.width);
+  const Shape shape = wan_latent_shape(config, batch, options.frames, options.height, options.width, options.vae);
   Tensor latents;
   if (options.initial_latents.defined()) {
     CPDIT_CHECK(options.initial_latents.shape() == shape, invalid_argument, "the initial latents are ",
