@@ -26,6 +26,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -36,11 +37,11 @@ namespace {
 namespace fs = std::filesystem;
 
 struct GenerateArgs {
-  std::string model, preset, config, scheduler_config, embeddings, out, preview, dtype = "auto";
+  std::string model, preset, config, scheduler_config, embeddings, latents, out, preview, dtype = "auto";
   int steps = 0;
   int64_t height = 0, width = 0, frames = 0, text_tokens = 512;
   uint64_t seed = 0;
-  float guidance = 3.5f;
+  float guidance = std::nanf("");  // unset: the pipeline's default
   bool json = false;
   ParallelFlags parallel;
 };
@@ -48,6 +49,9 @@ struct GenerateArgs {
 // The transformer, the pipeline that runs its class, its scheduler, and where they came from.
 struct Source {
   models::LoadedModel model;
+  // Pixels (and Wan frames) per latent, from the pipeline folder's vae/ when it has one.
+  int64_t vae_scale_factor = 8;
+  pipeline::WanVaeFactors wan_vae;
   pipeline::PipelineKind pipeline = pipeline::PipelineKind::flux;
   pipeline::FlowMatchEulerConfig flux_scheduler;
   pipeline::UniPCConfig wan_scheduler;
@@ -82,7 +86,20 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   else
     s.flux_scheduler = has_scheduler ? pipeline::FlowMatchEulerConfig::from_file(scheduler.string())
                                      : pipeline::FlowMatchEulerConfig::flux_dev();
+  const fs::path vae_config = root / "vae" / "config.json";
+  if (s.pipeline == pipeline::PipelineKind::flux && fs::is_regular_file(vae_config))
+    s.vae_scale_factor = pipeline::kl_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
+  if (s.pipeline == pipeline::PipelineKind::wan && fs::is_regular_file(vae_config))
+    s.wan_vae = pipeline::WanVaeFactors::from_json(io::read_json(vae_config.string()));
   return s;
+}
+
+// The initial noise of --latents: its tensor `latents`, in the pipeline's own layout (the loop checks
+// the shape).
+Tensor read_latents(const std::string& path) {
+  io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  CPDIT_CHECK(file.contains("latents"), invalid_argument, path, " has no tensor 'latents' (the initial noise)");
+  return file.get("latents").to(DType::f32);
 }
 
 void check_output_path(const std::string& path, const char* flag) {
@@ -172,7 +189,8 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
   auto conditioning = std::make_shared<pipeline::FluxConditioning>(
       args.embeddings.empty() ? pipeline::random_flux_conditioning(config, 1, args.text_tokens, args.seed)
                               : pipeline::read_flux_conditioning(args.embeddings, config));
-  return [&args, &source, &layout, &config, conditioning](comm::Communicator& world, Progress& progress) {
+  auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
     auto model = source.model.replica();
     if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
@@ -183,7 +201,9 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     options.height = args.height;
     options.width = args.width;
     options.seed = args.seed;
-    options.guidance = args.guidance;
+    options.guidance = std::isnan(args.guidance) ? 3.5f : args.guidance;  // FluxPipeline's default
+    options.vae_scale_factor = source.vae_scale_factor;
+    options.initial_latents = *initial;
     options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
     pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, config, scheduler, *conditioning, options, group.get());
     return std::make_pair(r.latents, LoopStats{r.step_seconds, true, r.gather_seconds, r.gather_bytes});
@@ -195,7 +215,12 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
   auto embeds = std::make_shared<Tensor>(
       args.embeddings.empty() ? pipeline::random_wan_prompt_embeds(config, 1, args.text_tokens, args.seed)
                               : pipeline::read_wan_prompt_embeds(args.embeddings, config));
-  return [&args, &source, &layout, &config, embeds](comm::Communicator& world, Progress& progress) {
+  // Guidance needs the negative prompt's embeddings; without them the loop runs unguided.
+  auto negative = std::make_shared<Tensor>();
+  if (!args.embeddings.empty() && io::SafetensorsFile::open(args.embeddings).contains("negative_prompt_embeds"))
+    *negative = pipeline::read_wan_prompt_embeds(args.embeddings, config, "negative_prompt_embeds");
+  auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  return [&args, &source, &layout, &config, embeds, negative, initial](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
     auto model = source.model.replica();
     if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
@@ -207,6 +232,10 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
     options.height = args.height;
     options.width = args.width;
     options.seed = args.seed;
+    options.guidance_scale = std::isnan(args.guidance) ? 5.0f : args.guidance;  // WanPipeline's default
+    options.negative_prompt_embeds = *negative;
+    options.initial_latents = *initial;
+    options.vae = source.wan_vae;
     options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
     pipeline::WanGenerateResult r = pipeline::generate_wan(*model, config, scheduler, *embeds, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
@@ -230,9 +259,9 @@ void run(GenerateArgs args) {
   // Sizes are refused here, before any rank starts.
   if (wan)
     pipeline::wan_latent_shape(pipeline::config_of<models::wan::WanConfig>(source.model), 1, args.frames, args.height,
-                               args.width);
+                               args.width, source.wan_vae);
   else
-    pipeline::flux_latent_shape(args.height, args.width);
+    pipeline::flux_latent_shape(args.height, args.width, 16, 1, source.vae_scale_factor);
 
   const RankLayout layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
   const RankLoop loop = wan ? wan_loop(args, source, layout) : flux_loop(args, source, layout);
@@ -303,8 +332,13 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--width", args->width, "width in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 832 for Wan)");
   cmd->add_option("--frames", args->frames, "Wan: frames of the clip, 4k + 1 (default: 5 for presets, 81 otherwise)");
   cmd->add_option("--seed", args->seed, "seed of the initial noise (and of the random embeddings)");
-  cmd->add_option("--guidance", args->guidance, "guidance scale, for models with a guidance embedder (FLUX.1-dev)");
-  cmd->add_option("--embeddings", args->embeddings, "safetensors with prompt_embeds (B, L, 4096) [and, for FLUX.1, pooled_prompt_embeds (B, 768)]");
+  cmd->add_option("--guidance", args->guidance,
+                  "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5), Wan's classifier-free "
+                  "guidance (default 5.0; runs when --embeddings holds negative_prompt_embeds)");
+  cmd->add_option("--embeddings", args->embeddings, "safetensors with prompt_embeds (B, L, D) [FLUX.1: and pooled_prompt_embeds (B, P); Wan: and negative_prompt_embeds for guidance]");
+  cmd->add_option("--latents", args->latents,
+                  "safetensors whose `latents` is the initial noise in the pipeline's layout (FLUX.1: packed (B, tokens, "
+                  "in_channels); Wan: (B, C, F', h, w)), as diffusers' latents= argument; may be the --embeddings file");
   cmd->add_option("--text-tokens", args->text_tokens, "length of the random text embeddings when --embeddings is not given")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--out", args->out, "write the final latents (B, 16, H/8, W/8) here (safetensors, atomically)");

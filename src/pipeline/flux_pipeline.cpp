@@ -65,7 +65,8 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
               "the FLUX.1 pipeline packs 2x2 latent patches into in_channels = 4 * latent channels; this model has patch_size ",
               config.patch_size, " and in_channels ", config.in_channels);
   const int64_t batch = conditioning.prompt_embeds.size(0);
-  FluxLatentShape shape = flux_latent_shape(options.height, options.width, config.in_channels / 4, batch);
+  FluxLatentShape shape =
+      flux_latent_shape(options.height, options.width, config.in_channels / 4, batch, options.vae_scale_factor);
 
   // This rank's image tokens, by the same tensor_split rule the plan uses for the text.
   const int ranks = group ? group->size() : 1;
@@ -74,7 +75,16 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
   const int64_t begin = split_offset(tokens, ranks, rank);
   const int64_t count = split_sizes(tokens, ranks)[size_t(rank)];
 
-  Tensor latents = flux_packed_noise(shape, options.seed, begin, count);
+  Tensor latents;
+  if (options.initial_latents.defined()) {
+    const Tensor& given = options.initial_latents;
+    CPDIT_CHECK(given.shape() == shape.packed(), invalid_argument, "the initial latents are ", given.describe(),
+                "; a ", options.height, "x", options.width, " image on this model needs them packed as ",
+                shape_string(shape.packed()));
+    latents = given.to(DType::f32).narrow(1, begin, count).contiguous();
+  } else {
+    latents = flux_packed_noise(shape, options.seed, begin, count);
+  }
   Tensor img_ids = flux_image_ids(shape.height / 2, shape.width / 2).narrow(0, begin, count).contiguous();
   Tensor txt_ids = flux_text_ids(conditioning.prompt_embeds.size(1));
 

@@ -8,14 +8,15 @@ namespace cpdit::pipeline {
 
 namespace {
 
-void check_image_side(const char* name, int64_t pixels) {
-  if (pixels > 0 && pixels % 16 == 0) return;
-  const int64_t below = pixels / 16 * 16;
+// A side must be a multiple of the VAE factor times the 2x2 packing (16 for FLUX.1's VAE).
+void check_image_side(const char* name, int64_t pixels, int64_t vae_scale_factor) {
+  const int64_t step = 2 * vae_scale_factor;
+  if (pixels > 0 && pixels % step == 0) return;
+  const int64_t below = pixels / step * step;
   const std::string nearest =
-      below > 0 ? std::to_string(below) + " or " + std::to_string(below + 16) : "16";
-  fail(ErrorKind::invalid_argument, name, " ", pixels,
-       " is not a positive multiple of 16 (FLUX.1 latents are 1/8 of the image, packed 2x2); use ",
-       nearest);
+      below > 0 ? std::to_string(below) + " or " + std::to_string(below + step) : std::to_string(step);
+  fail(ErrorKind::invalid_argument, name, " ", pixels, " is not a positive multiple of ", step,
+       " (FLUX.1 latents are 1/", vae_scale_factor, " of the image, packed 2x2); use ", nearest);
 }
 
 void check_even(const char* what, int64_t height, int64_t width) {
@@ -26,12 +27,21 @@ void check_even(const char* what, int64_t height, int64_t width) {
 }  // namespace
 
 FluxLatentShape flux_latent_shape(int64_t height_px, int64_t width_px, int64_t channels,
-                                  int64_t batch) {
-  check_image_side("height", height_px);
-  check_image_side("width", width_px);
+                                  int64_t batch, int64_t vae_scale_factor) {
+  CPDIT_CHECK(vae_scale_factor >= 1, invalid_argument, "flux_latent_shape: VAE scale factor ", vae_scale_factor,
+              " must be positive");
+  check_image_side("height", height_px, vae_scale_factor);
+  check_image_side("width", width_px, vae_scale_factor);
   CPDIT_CHECK(channels > 0 && batch > 0, invalid_argument, "flux_latent_shape: channels ", channels,
               " and batch ", batch, " must be positive");
-  return {batch, channels, height_px / 8, width_px / 8};
+  return {batch, channels, height_px / vae_scale_factor, width_px / vae_scale_factor};
+}
+
+int64_t kl_vae_scale_factor(const nlohmann::json& vae_config, const std::string& source) {
+  const auto it = vae_config.find("block_out_channels");
+  CPDIT_CHECK(it != vae_config.end() && it->is_array() && !it->empty() && it->size() <= 8, invalid_argument, source,
+              ": block_out_channels must be a list of 1 to 8 widths (the VAE's scale factor is 2^(its length - 1))");
+  return int64_t(1) << (it->size() - 1);
 }
 
 Tensor flux_pack(const Tensor& latents) {

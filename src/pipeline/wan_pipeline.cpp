@@ -1,5 +1,6 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/kernels/cpu.hpp>
 #include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
@@ -9,17 +10,23 @@ namespace cpdit::pipeline {
 
 using models::wan::WanConfig;
 
-namespace {
-constexpr int64_t kSpatialFactor = 8, kTemporalFactor = 4;  // Wan 2.1's VAE
+WanVaeFactors WanVaeFactors::from_json(const nlohmann::json& j) {
+  WanVaeFactors f;
+  if (j.contains("scale_factor_spatial") && !j["scale_factor_spatial"].is_null()) f.spatial = j["scale_factor_spatial"].get<int64_t>();
+  if (j.contains("scale_factor_temporal") && !j["scale_factor_temporal"].is_null())
+    f.temporal = j["scale_factor_temporal"].get<int64_t>();
+  CPDIT_CHECK(f.spatial >= 1 && f.temporal >= 1, invalid_argument, "the VAE's scale_factor_spatial ", f.spatial,
+              " and scale_factor_temporal ", f.temporal, " must be positive");
+  return f;
 }
 
-Tensor read_wan_prompt_embeds(const std::string& path, const WanConfig& config) {
+Tensor read_wan_prompt_embeds(const std::string& path, const WanConfig& config, const std::string& name) {
   io::SafetensorsFile file = io::SafetensorsFile::open(path);
-  CPDIT_CHECK(file.contains("prompt_embeds"), invalid_argument, path,
-              " has no tensor 'prompt_embeds' (a Wan text-encoder stage writes (B, L, ", config.text_dim, "))");
-  Tensor p = file.get("prompt_embeds").to(DType::f32);
-  CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.text_dim && p.size(1) > 0, invalid_argument, path,
-              ": prompt_embeds is ", p.describe(), ", the model needs (B, L, ", config.text_dim, ")");
+  CPDIT_CHECK(file.contains(name), invalid_argument, path, " has no tensor '", name,
+              "' (a Wan text-encoder stage writes (B, L, ", config.text_dim, "))");
+  Tensor p = file.get(name).to(DType::f32);
+  CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.text_dim && p.size(1) > 0, invalid_argument, path, ": ", name,
+              " is ", p.describe(), ", the model needs (B, L, ", config.text_dim, ")");
   return p;
 }
 
@@ -31,15 +38,14 @@ Tensor random_wan_prompt_embeds(const WanConfig& config, int64_t batch, int64_t 
   return t;
 }
 
-Shape wan_latent_shape(const WanConfig& config, int64_t batch, int64_t frames, int64_t height, int64_t width) {
-  const int64_t size_unit = kSpatialFactor * config.patch_size[1];
+Shape wan_latent_shape(const WanConfig& config, int64_t batch, int64_t frames, int64_t height, int64_t width,
+                       const WanVaeFactors& vae) {
+  const int64_t size_unit = vae.spatial * config.patch_size[1], t = vae.temporal;
   CPDIT_CHECK(height > 0 && width > 0 && height % size_unit == 0 && width % size_unit == 0, invalid_argument,
               "height and width must be positive multiples of ", size_unit, ", got ", height, "x", width);
-  CPDIT_CHECK(frames >= 1 && (frames - 1) % kTemporalFactor == 0, invalid_argument, "frames must be 4k + 1 (1, 5, 9, 13, 17, ...), got ",
-              frames, "; the nearest are ", std::max<int64_t>(1, (frames - 1) / 4 * 4 + 1), " and ",
-              (frames + 2) / 4 * 4 + 1);
-  return {batch, config.in_channels, (frames - 1) / kTemporalFactor + 1, height / kSpatialFactor,
-          width / kSpatialFactor};
+  CPDIT_CHECK(frames >= 1 && (frames - 1) % t == 0, invalid_argument, "frames must be ", t, "k + 1, got ", frames,
+              "; the nearest are ", std::max<int64_t>(1, (frames - 1) / t * t + 1), " and ", ((frames - 1) / t + 1) * t + 1);
+  return {batch, config.in_channels, (frames - 1) / t + 1, height / vae.spatial, width / vae.spatial};
 }
 
 WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanConfig& config,
@@ -47,17 +53,37 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
                                const WanGenerateOptions& options) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
   const int64_t batch = prompt_embeds.size(0);
-  Tensor latents =
-      randn(wan_latent_shape(config, batch, options.frames, options.height, options.width), options.seed);
+  const Shape shape = wan_latent_shape(config, batch, options.frames, options.height, options.width, options.vae);
+  Tensor latents;
+  if (options.initial_latents.defined()) {
+    CPDIT_CHECK(options.initial_latents.shape() == shape, invalid_argument, "the initial latents are ",
+                options.initial_latents.describe(), "; ", options.frames, " frames of ", options.height, "x",
+                options.width, " on this model need ", shape_string(shape));
+    latents = options.initial_latents.to(DType::f32).contiguous();
+  } else {
+    latents = randn(shape, options.seed);
+  }
+  const Tensor& negative = options.negative_prompt_embeds;
+  const bool guided = negative.defined() && options.guidance_scale > 1.0f;
+  CPDIT_CHECK(!negative.defined() || negative.size(0) == batch, invalid_argument, "negative_prompt_embeds has batch ",
+              negative.size(0), ", prompt_embeds ", batch);
+  const Tensor guidance = Tensor::full({1}, double(options.guidance_scale)), minus_one = Tensor::full({1}, -1.0);
   scheduler.set_timesteps(options.steps);
   WanGenerateResult result;
   for (int i = 0; i < options.steps; ++i) {
     auto start = std::chrono::steady_clock::now();
     // WanPipeline feeds the integer timestep, expanded over the batch, unscaled.
     Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
-    Tensor velocity = model.forward(
-        {{"hidden_states", latents}, {"timestep", timestep}, {"encoder_hidden_states", prompt_embeds}})
-                           .at("sample");
+    auto predict = [&](const Tensor& text) {
+      return model.forward({{"hidden_states", latents}, {"timestep", timestep}, {"encoder_hidden_states", text}})
+          .at("sample");
+    };
+    Tensor velocity = predict(prompt_embeds);
+    if (guided) {  // one f32 rounding per op, in diffusers' order
+      const Tensor uncond = predict(negative);
+      const Tensor difference = kernels::add(velocity, kernels::mul(uncond, minus_one));  // negation is exact
+      velocity = kernels::add(uncond, kernels::mul(difference, guidance));
+    }
     latents = scheduler.step(velocity, latents);
     result.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

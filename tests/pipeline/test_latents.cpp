@@ -67,6 +67,18 @@ TEST(Latents, ShapeFromImageSize) {
   }
 }
 
+// A VAE with two blocks halves the image once (factor 2^(2 - 1)): sides are multiples of 4.
+TEST(Latents, ShapeFollowsTheVaeScaleFactor) {
+  EXPECT_EQ(kl_vae_scale_factor(nlohmann::json::parse(R"({"block_out_channels": [8, 16]})"), "vae"), 2);
+  EXPECT_EQ(kl_vae_scale_factor(nlohmann::json::parse(R"({"block_out_channels": [128, 256, 512, 512]})"), "vae"), 8);
+  EXPECT_THROW(kl_vae_scale_factor(nlohmann::json::parse(R"({"block_out_channels": []})"), "vae"), Error);
+  EXPECT_THROW(kl_vae_scale_factor(nlohmann::json::parse("{}"), "vae"), Error);
+  const FluxLatentShape s = flux_latent_shape(32, 36, 4, 1, 2);
+  EXPECT_EQ(s.unpacked(), (Shape{1, 4, 16, 18}));
+  EXPECT_EQ(s.packed(), (Shape{1, 72, 16}));
+  EXPECT_THROW(flux_latent_shape(32, 34, 4, 1, 2), Error);
+}
+
 TEST(Latents, IdsAreRowColumnOverThePackedGrid) {
   const Tensor ids = flux_image_ids(3, 4);
   ASSERT_EQ(ids.shape(), (Shape{12, 3}));

@@ -36,6 +36,10 @@ struct FluxGenerateOptions {
   int64_t height = 256, width = 256;  // pixels, multiples of 16
   uint64_t seed = 0;
   float guidance = 3.5f;  // used when the model has a guidance embedder (FLUX.1-dev), else ignored
+  int64_t vae_scale_factor = 8;  // 2^(len(block_out_channels) - 1) of the pipeline's VAE
+  // The initial noise in the pipeline's packed layout (B, tokens, in_channels), as diffusers'
+  // `latents=` argument; undefined: seeded noise. Every rank passes the whole tensor and keeps its shard.
+  Tensor initial_latents;
   // Called on every rank after each step with (step index, steps, seconds of that step).
   std::function<void(int, int, double)> on_step;
 };

@@ -1,11 +1,14 @@
 #pragma once
 // FLUX.1 latents as the diffusers Flux pipeline lays them out: VAE latents (B, C, h, w) with
-// h = H_px/8, w = W_px/8, packed into 2×2 patches as tokens (B, (h/2)·(w/2), 4C) with token
+// h = H_px/f, w = W_px/f (f the VAE scale factor, 8 for FLUX.1), packed into 2×2 patches as tokens (B, (h/2)·(w/2), 4C) with token
 // channel index c·4 + dy·2 + dx, row-major over the (h/2) × (w/2) token grid; and the position ids
 // that go with them.
 #include <cpdit/core/tensor.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <cstdint>
+#include <string>
 
 namespace cpdit::pipeline {
 
@@ -16,10 +19,15 @@ struct FluxLatentShape {
   Shape packed() const { return {batch, tokens(), channels * 4}; }
 };
 
-// The latent shape for an image of height × width pixels; both must be positive multiples of 16
-// (VAE factor 8 times the 2×2 packing), otherwise an invalid_argument error names the nearest sizes.
+// The latent shape for an image of height × width pixels; both must be positive multiples of
+// 2 · vae_scale_factor (the VAE's factor, 2^(len(block_out_channels) - 1), 8 for FLUX.1's, times the
+// 2×2 packing), otherwise an invalid_argument error names the nearest sizes.
 FluxLatentShape flux_latent_shape(int64_t height_px, int64_t width_px, int64_t channels = 16,
-                                  int64_t batch = 1);
+                                  int64_t batch = 1, int64_t vae_scale_factor = 8);
+
+// Pixels per latent of an AutoencoderKL, from its config as diffusers derives it:
+// 2^(len(block_out_channels) - 1). `source` names the file in errors.
+int64_t kl_vae_scale_factor(const nlohmann::json& vae_config, const std::string& source);
 
 // (B, C, h, w) → (B, (h/2)·(w/2), 4C), and back. h and w must be even.
 Tensor flux_pack(const Tensor& latents);

@@ -1,7 +1,7 @@
 #pragma once
-// The Wan 2.x text-to-video denoising loop (diffusers' WanPipeline without classifier-free
-// guidance): seeded noise latents (B, 16, F, H/8, W/8), the UniPC flow-prediction schedule, one
-// transformer call and one UniPC step per timestep.
+// The Wan 2.x text-to-video denoising loop (diffusers' WanPipeline): seeded noise latents
+// (B, 16, F, H/8, W/8), the UniPC flow-prediction schedule, one transformer call (two with
+// classifier-free guidance) and one UniPC step per timestep.
 //
 // Under context parallelism the model splits the tokens after its patch embedding and gathers its
 // output (the Wan plan), so every rank steps the same full latents; UniPC's multistep state is
@@ -10,17 +10,33 @@
 #include <cpdit/models/wan/model.hpp>
 #include <cpdit/pipeline/unipc.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace cpdit::pipeline {
 
+// Pixels and frames per latent, from the VAE config's scale_factor_spatial / scale_factor_temporal
+// as WanPipeline reads them (Wan 2.1's VAE: 8 and 4).
+struct WanVaeFactors {
+  int64_t spatial = 8, temporal = 4;
+  static WanVaeFactors from_json(const nlohmann::json& vae_config);  // absent fields keep the defaults
+};
+
 struct WanGenerateOptions {
   int steps = 4;
   int64_t frames = 17;                // (frames - 1) divisible by 4: the VAE's temporal factor
   int64_t height = 256, width = 256;  // pixels, multiples of 16
   uint64_t seed = 0;
+  WanVaeFactors vae;
+  // Classifier-free guidance runs when negative_prompt_embeds is given and guidance_scale > 1, as
+  // WanPipeline: noise_uncond + guidance_scale * (noise_cond - noise_uncond).
+  float guidance_scale = 5.0f;
+  Tensor negative_prompt_embeds;  // (B, L', text_dim)
+  // The initial latents (B, C, F', h, w), as diffusers' `latents=` argument; undefined: seeded noise.
+  Tensor initial_latents;
   std::function<void(int, int, double)> on_step;  // (step index, steps, seconds of that step)
 };
 
@@ -29,16 +45,17 @@ struct WanGenerateResult {
   std::vector<double> step_seconds;
 };
 
-// prompt_embeds (B, L, text_dim) from a safetensors file (what a UMT5 text-encoder stage writes),
-// or deterministic random ones for demos.
-Tensor read_wan_prompt_embeds(const std::string& path, const models::wan::WanConfig& config);
+// `name` (B, L, text_dim) from a safetensors file (what a UMT5 text-encoder stage writes:
+// prompt_embeds, negative_prompt_embeds), or deterministic random ones for demos.
+Tensor read_wan_prompt_embeds(const std::string& path, const models::wan::WanConfig& config,
+                              const std::string& name = "prompt_embeds");
 Tensor random_wan_prompt_embeds(const models::wan::WanConfig& config, int64_t batch, int64_t text_tokens,
                                 uint64_t seed);
 
-// The latent shape for a clip: refuses sizes that are not multiples of 16 and frame counts that are
-// not 4k + 1, naming the nearest valid ones.
+// The latent shape for a clip: refuses sizes that are not multiples of the spatial factor times the
+// patch (16 for Wan 2.1) and frame counts that are not temporal·k + 1, naming the nearest valid ones.
 Shape wan_latent_shape(const models::wan::WanConfig& config, int64_t batch, int64_t frames, int64_t height,
-                       int64_t width);
+                       int64_t width, const WanVaeFactors& vae = {});
 
 // Every rank of the model's context-parallel group calls it (the model gathers its own output).
 // `model` is a WanTransformer3DModel of `config`.
