@@ -4,6 +4,7 @@
 #include "models/qwenimage_fixture.hpp"
 
 #include <cpdit/comm/local.hpp>
+#include <cpdit/pipeline/presets.hpp>
 
 #include <gtest/gtest.h>
 
@@ -44,11 +45,12 @@ std::vector<double> parallel_errors(const QwenImageCheckpoint& ck, const nn::Ten
   return errors;
 }
 
-void expect_every_mix_matches(const nn::TensorMap& inputs, const std::string& what) {
-  const QwenImageCheckpoint ck = fixture_checkpoint();
+void expect_every_mix_matches(const nn::TensorMap& inputs, const std::string& what,
+                              const QwenImageCheckpoint& ck = fixture_checkpoint(),
+                              const std::vector<Degrees>& degrees = {std::begin(kDegrees), std::end(kDegrees)}) {
   const Tensor want = load_qwenimage(ck)->forward(inputs).at("sample");
   for (auto rotation : {parallel::RotateMethod::p2p, parallel::RotateMethod::allgather})
-    for (Degrees d : kDegrees)
+    for (Degrees d : degrees)
       for (double error : parallel_errors(ck, inputs, want, d, rotation))
         EXPECT_LT(error, kRelativeTolerance) << what << ", ring " << d.ring << " x ulysses " << d.ulysses
                                              << (rotation == parallel::RotateMethod::p2p ? ", p2p" : ", allgather");
@@ -65,6 +67,23 @@ TEST(QwenImageParallel, TwoImageSegments) {
   // The image and a condition image of another size, 4 x 6 + 3 x 5 = 39 tokens, 8 text (2 padded).
   expect_every_mix_matches(random_inputs(fixture_checkpoint().config, {{1, 4, 6}, {1, 3, 5}}, 8, 2, 11),
                            "two segments");
+}
+
+}  // namespace
+}  // namespace cpdit::models::qwenimage
+
+namespace cpdit::models::qwenimage {
+namespace {
+
+// Ulysses 3 needs at least 3 heads: the fixture's widths with 4 heads of 16, seeded random weights.
+TEST(QwenImageParallel, UlyssesThreeOnFourHeads) {
+  QwenImageCheckpoint ck;
+  ck.config = fixture_checkpoint().config;
+  ck.config.num_attention_heads = 4;
+  QwenImageTransformer2DModel shape(ck.config);
+  ck.state = pipeline::random_state_dict(shape, 3);
+  expect_every_mix_matches(random_inputs(ck.config, {{1, 5, 7}}, 11, 3, 13), "4 heads, padded text", ck,
+                           {{1, 3}, {3, 1}, {2, 2}});
 }
 
 }  // namespace
