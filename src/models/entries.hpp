@@ -11,6 +11,9 @@ ModelEntry registry_entry();
 namespace wan {
 ModelEntry registry_entry();
 }
+namespace qwenimage {
+ModelEntry registry_entry();
+}
 namespace text {
 ModelEntry t5_registry_entry();
 ModelEntry umt5_registry_entry();

@@ -7,7 +7,9 @@ namespace cpdit::models {
 
 namespace {
 const std::vector<ModelEntry>& entries() {
-  static const std::vector<ModelEntry> all = {flux::registry_entry(),
+  // Qwen-Image before FLUX.1: both hold img_in.weight, only Qwen-Image a txt_norm.
+  static const std::vector<ModelEntry> all = {qwenimage::registry_entry(),
+                                              flux::registry_entry(),
                                               wan::registry_entry(),
                                               text::t5_registry_entry(),
                                               text::umt5_registry_entry(),

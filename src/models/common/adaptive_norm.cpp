@@ -20,8 +20,8 @@ std::vector<Tensor> chunked(const nn::Linear& linear, const Tensor& emb, int chu
 }
 }  // namespace
 
-AdaLayerNormZero::AdaLayerNormZero(int64_t dim, int chunks)
-    : linear_(add_module<nn::Linear>("linear", dim, chunks * dim)), chunks_(chunks) {}
+AdaLayerNormZero::AdaLayerNormZero(int64_t dim, int chunks, const std::string& linear_name)
+    : linear_(add_module<nn::Linear>(linear_name, dim, chunks * dim)), chunks_(chunks) {}
 
 std::vector<Tensor> AdaLayerNormZero::forward(const Tensor& emb) const {
   return with_hooks({{"emb", emb}}, [&](const nn::TensorMap& in) { return chunked(linear_, in.at("emb"), chunks_); });

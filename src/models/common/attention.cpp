@@ -29,9 +29,10 @@ void rotate(Qkv& qkv, const Tensor& cos, const Tensor& sin) {
 }
 
 // softmax(q kᵀ / √Dh) v over the heads, back to (B, S, H·Dh).
-Tensor attend(const Qkv& qkv, attention::KvPlacement kv) {
+Tensor attend(const Qkv& qkv, attention::KvPlacement kv, attention::Mask mask = {}) {
   attention::Options options;
   options.kv = kv;
+  options.mask = std::move(mask);
   Tensor o = attention::dispatch(qkv.q, qkv.k, qkv.v, options).out;
   return o.reshape({o.size(0), o.size(1), o.size(2) * o.size(3)});
 }
@@ -79,9 +80,9 @@ JointAttention::JointAttention(const AttentionShape& shape)
       to_add_out_(add_module<nn::Linear>("to_add_out", inner(shape), shape.dim)) {}
 
 std::vector<Tensor> JointAttention::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states,
-                                            const Tensor& cos, const Tensor& sin) const {
+                                            const Tensor& cos, const Tensor& sin, const Tensor& text_keep) const {
   nn::TensorMap args{{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states},
-                     {"cos", cos}, {"sin", sin}};
+                     {"cos", cos}, {"sin", sin}, {"text_keep", text_keep}};
   return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
     const Tensor &x = in.at("hidden_states"), &c = in.at("encoder_hidden_states");
     CPDIT_CHECK(c.defined(), invalid_argument, "joint attention needs encoder_hidden_states");
@@ -89,8 +90,15 @@ std::vector<Tensor> JointAttention::forward(const Tensor& hidden_states, const T
     const Qkv text = project(text_, shape_, c, c), image = project(image_, shape_, x, x);
     Qkv joint{cat({text.q, image.q}, 1), cat({text.k, image.k}, 1), cat({text.v, image.v}, 1)};
     rotate(joint, in.at("cos"), in.at("sin"));
-    const Tensor o = attend(joint, attention::KvPlacement::sharded);
     const int64_t n_text = c.size(1);
+    attention::Mask mask;
+    if (const Tensor& keep = in.at("text_keep"); keep.defined()) {
+      CPDIT_CHECK(keep.dim() == 2 && keep.size(0) == c.size(0) && keep.size(1) == n_text, invalid_argument,
+                  "joint attention: the text mask must be (", c.size(0), ", ", n_text, "), got ", keep.describe());
+      mask = attention::Mask::key_padding(
+          cat({keep.to(DType::boolean), Tensor::full({x.size(0), x.size(1)}, 1.0, DType::boolean)}, 1));
+    }
+    const Tensor o = attend(joint, attention::KvPlacement::sharded, std::move(mask));
     return std::vector<Tensor>{to_out_.forward(o.narrow(1, n_text, o.size(1) - n_text)),
                                to_add_out_.forward(o.narrow(1, 0, n_text))};
   });

@@ -7,16 +7,18 @@
 #include <cpdit/models/common/embeddings.hpp>
 #include <cpdit/nn/layers.hpp>
 
+#include <string>
 #include <vector>
 
 namespace cpdit::models::common {
 
 // AdaLayerNormZero (chunks 6: shift_msa, scale_msa, gate_msa, shift_mlp, scale_mlp, gate_mlp) and
 // AdaLayerNormZeroSingle (chunks 3: shift, scale, gate): `linear` (D -> chunks·D) of SiLU(emb).
-// forward(emb (B, D)) returns the chunks, each (B, D), in that order.
+// forward(emb (B, D)) returns the chunks, each (B, D), in that order. Qwen-Image holds the same
+// projection as `img_mod` = Sequential(SiLU, Linear), so its linear is named "1" there.
 class AdaLayerNormZero : public nn::Module {
  public:
-  AdaLayerNormZero(int64_t dim, int chunks);
+  AdaLayerNormZero(int64_t dim, int chunks, const std::string& linear_name = "linear");
   std::vector<Tensor> forward(const Tensor& emb) const;
 
  private:

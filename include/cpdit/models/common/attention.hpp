@@ -47,12 +47,14 @@ class Attention : public nn::Module {
 // Joint attention over [text; image] (FLUX.1 double blocks, Qwen-Image): each stream has its own
 // projections and q/k norms, one attention runs over both (text first,
 // keys sharded), and each stream's output goes through its own projection. forward returns
-// (image output, text output).
+// (image output, text output). text_keep (B, L) bool, when given, hides the padded text keys (true =
+// attend; every image key is kept); under context parallelism it is this rank's share of the text,
+// so the key mask follows the keys it belongs to.
 class JointAttention : public nn::Module {
  public:
   explicit JointAttention(const AttentionShape& shape);
   std::vector<Tensor> forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
-                              const Tensor& sin) const;
+                              const Tensor& sin, const Tensor& text_keep = {}) const;
 
  private:
   AttentionShape shape_;

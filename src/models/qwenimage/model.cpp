@@ -1,0 +1,110 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/models/qwenimage/model.hpp>
+
+#include <set>
+
+namespace cpdit::models::qwenimage {
+
+parallel::ContextParallelPlan qwenimage_plan() {
+  using parallel::ContextParallelInput, parallel::ContextParallelOutput;
+  parallel::ModulePlan pos_embed;  // image cos, image sin, text cos, text sin: (S, head_dim) each
+  for (int i = 0; i < 4; ++i) pos_embed.outputs[i] = ContextParallelInput{0, 2, /*split_output=*/true};
+  parallel::ModulePlan first_block;
+  first_block.inputs = {{"hidden_states", ContextParallelInput{1, 3}},
+                        {"encoder_hidden_states", ContextParallelInput{1, 3}}};
+  parallel::ModulePlan every_block;
+  every_block.inputs = {{"encoder_hidden_states_mask", ContextParallelInput{1, 2}}};
+  parallel::ModulePlan proj_out;
+  proj_out.gathers = {{0, ContextParallelOutput{1, 3}}};
+  return {{"pos_embed", pos_embed},
+          {"transformer_blocks.0", first_block},
+          {"transformer_blocks.*", every_block},
+          {"proj_out", proj_out}};
+}
+
+QwenImageTransformer2DModel::QwenImageTransformer2DModel(const QwenImageConfig& config)
+    : config_((config.validate(), config)),
+      img_in_(add_module<nn::Linear>("img_in", config.in_channels, config.inner_dim())),
+      txt_norm_(add_module<nn::RMSNorm>("txt_norm", config.joint_attention_dim, 1e-6f)),
+      txt_in_(add_module<nn::Linear>("txt_in", config.joint_attention_dim, config.inner_dim())),
+      time_text_embed_(add_module<TimestepProjEmbeddings>("time_text_embed", config.inner_dim())),
+      pos_embed_(add_module<PosEmbed>("pos_embed", config.axes_dims_rope)),
+      transformer_blocks_(add_module<nn::ModuleList<TransformerBlock>>("transformer_blocks")),
+      norm_out_(add_module<common::AdaLayerNormContinuous>("norm_out", config.inner_dim(), config.inner_dim(), 1e-6f)),
+      proj_out_(add_module<nn::Linear>("proj_out", config.inner_dim(),
+                                       config.patch_size * config.patch_size * config.output_channels())) {
+  for (int64_t i = 0; i < config.num_layers; ++i)
+    transformer_blocks_.append(config.inner_dim(), config.num_attention_heads, config.attention_head_dim);
+}
+
+namespace {
+const std::set<std::string> kInputNames{"hidden_states", "encoder_hidden_states", "encoder_hidden_states_mask",
+                                        "timestep", "img_shapes"};
+
+// The image tokens img_shapes' first item describes (diffusers reads only that one).
+int64_t image_tokens(const Tensor& img_shapes) {
+  CPDIT_CHECK(img_shapes.dim() == 3 && img_shapes.size(2) == 3, invalid_argument,
+              "Qwen-Image img_shapes must be I64 (B, K, 3), got ", img_shapes.describe());
+  const Tensor v = img_shapes.to(DType::i64).contiguous();
+  int64_t n = 0;
+  for (int64_t k = 0; k < v.size(1); ++k) {
+    const int64_t* s = v.data<int64_t>() + 3 * k;
+    CPDIT_CHECK(s[0] > 0 && s[1] > 0 && s[2] > 0, invalid_argument, "Qwen-Image img_shapes: segment ", k,
+                " must have positive (frames, h, w)");
+    n += s[0] * s[1] * s[2];
+  }
+  return n;
+}
+}  // namespace
+
+nn::TensorMap QwenImageTransformer2DModel::forward(const nn::TensorMap& inputs) const {
+  for (const auto& [name, t] : inputs)
+    CPDIT_CHECK(kInputNames.count(name), invalid_argument, "Qwen-Image forward takes no input '", name,
+                "' (it takes hidden_states, encoder_hidden_states, encoder_hidden_states_mask, timestep, img_shapes)");
+  nn::TensorMap args;
+  for (const auto& name : kInputNames) {
+    auto it = inputs.find(name);
+    args[name] = it == inputs.end() ? Tensor() : it->second;
+    CPDIT_CHECK(name == "encoder_hidden_states_mask" || args[name].defined(), invalid_argument,
+                "Qwen-Image forward needs the input '", name, "'");
+  }
+
+  ForwardScope scope(*this);
+  return {{"sample", with_hooks(std::move(args), [&](const nn::TensorMap& in) {
+    const Tensor& latent = in.at("hidden_states");
+    const Tensor& text = in.at("encoder_hidden_states");
+    CPDIT_CHECK(latent.dim() == 3 && latent.size(2) == config_.in_channels, invalid_argument,
+                "Qwen-Image hidden_states must be (B, N, ", config_.in_channels, "), got ", latent.describe());
+    const int64_t batch = latent.size(0);
+    CPDIT_CHECK(text.dim() == 3 && text.size(0) == batch && text.size(2) == config_.joint_attention_dim,
+                invalid_argument, "Qwen-Image encoder_hidden_states must be (", batch, ", L, ",
+                config_.joint_attention_dim, "), got ", text.describe());
+    CPDIT_CHECK(image_tokens(in.at("img_shapes")) == latent.size(1), invalid_argument, "Qwen-Image img_shapes ",
+                "describe ", image_tokens(in.at("img_shapes")), " image tokens, hidden_states has ", latent.size(1));
+    Tensor mask = in.at("encoder_hidden_states_mask");
+    if (mask.defined()) {
+      CPDIT_CHECK(mask.dim() == 2 && mask.size(0) == batch && mask.size(1) == text.size(1), invalid_argument,
+                  "Qwen-Image encoder_hidden_states_mask must be (", batch, ", ", text.size(1), "), got ",
+                  mask.describe());
+      mask = mask.to(DType::boolean);
+    }
+    const Tensor& timestep = in.at("timestep");
+    CPDIT_CHECK(timestep.numel() == batch, invalid_argument, "Qwen-Image timestep must be (", batch, ",), got ",
+                timestep.describe());
+
+    Tensor x = img_in_.forward(latent.to(DType::f32));
+    Tensor c = txt_in_.forward(txt_norm_.forward(text.to(DType::f32)));
+    const Tensor temb = time_text_embed_.forward(timestep);
+    auto rope = pos_embed_.forward(in.at("img_shapes"), text.size(1));
+    // The joint attention sees [text; image]: its tables likewise (this rank's share of each).
+    const Tensor cos = cat({rope[2], rope[0]}, 0), sin = cat({rope[3], rope[1]}, 0);
+    for (TransformerBlock* block : transformer_blocks_) {
+      auto out = block->forward(x, c, mask, temb, cos, sin);
+      c = out[0];
+      x = out[1];
+    }
+    return std::vector<Tensor>{proj_out_.forward(norm_out_.forward(x, temb))};
+  })[0]}};
+}
+
+}  // namespace cpdit::models::qwenimage

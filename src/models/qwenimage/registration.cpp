@@ -1,0 +1,17 @@
+// QwenImageTransformer2DModel in the model registry.
+#include "models/entries.hpp"
+
+#include <cpdit/models/qwenimage/checkpoint.hpp>
+
+namespace cpdit::models::qwenimage {
+
+ModelEntry registry_entry() {
+  return {"QwenImageTransformer2DModel",
+          [](const io::Checkpoint& c) { return c.contains("txt_norm.weight") && c.contains("img_in.weight"); },
+          [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
+            return share_weights("QwenImageTransformer2DModel", read_qwenimage_checkpoint(path, config),
+                                 load_qwenimage, load);
+          }};
+}
+
+}  // namespace cpdit::models::qwenimage
