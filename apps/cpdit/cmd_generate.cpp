@@ -86,7 +86,8 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   else
     s.flux_scheduler = has_scheduler ? pipeline::FlowMatchEulerConfig::from_file(scheduler.string())
                                      : pipeline::FlowMatchEulerConfig::flux_dev();
-  const fs::path vae_config = root / "vae" / "config.json";
+  const std::optional<std::string> vae_folder = io::pipeline_component(args.model, "vae");
+  const fs::path vae_config = vae_folder ? fs::path(*vae_folder) / "config.json" : fs::path();
   if (s.pipeline == pipeline::PipelineKind::flux && fs::is_regular_file(vae_config))
     s.vae_scale_factor = pipeline::kl_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
   if (s.pipeline == pipeline::PipelineKind::wan && fs::is_regular_file(vae_config))
