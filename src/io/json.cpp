@@ -22,8 +22,9 @@ std::string read_text(const std::string& path) {
 nlohmann::json parse_json(std::string_view text, const std::string& source) {
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // e.what() reads "[json.exception.parse_error.101] parse error at line 3, column 7: ...".
+  } catch (const nlohmann::json::exception& e) {
+    // e.what() reads "[json.exception.parse_error.101] parse error at line 3, column 7: ..."; a number
+    // too large for a double is an out_of_range error ("number overflow parsing '44E777'").
     std::string what = e.what();
     size_t tag_end = what.find("] ");
     fail(ErrorKind::format, source, ": invalid JSON: ",

@@ -30,3 +30,15 @@ TEST(Json, MissingFileOrFolderIsAnIoError) {
   expect_error([&] { read_json(dir.file("none.json")); }, {"none.json", "No such file"});
   expect_error([&] { read_json(dir.path().string()); }, {"is a folder"});
 }
+
+// A number too large for a double is nlohmann's out_of_range, not a parse_error: it must become the
+// same one-line format error (the CLIP tokenizer fuzzer found it escaping as an uncaught exception).
+TEST(Json, NumberOverflowIsAFormatError) {
+  try {
+    parse_json("{\"a\": 44E77777555544}", "vocab.json");
+    ADD_FAILURE() << "an overflowing number parsed";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::format);
+    EXPECT_NE(std::string(e.what()).find("vocab.json"), std::string::npos) << e.what();
+  }
+}
