@@ -26,14 +26,7 @@ TEST(Flux, SampleMatchesDiffusers) {
 TEST(Flux, IntermediatesMatchDiffusers) {
   auto model = load_flux(fixture_checkpoint());
   auto expected = io::load_safetensors(fixture_dir() + "/intermediates.safetensors");
-  const cpdit::testing::Recorded recorded = cpdit::testing::record_outputs(*model);
-  std::map<std::string, Tensor>& seen = *recorded;
-  model->forward(fixture_inputs());
-  for (const auto& [name, want] : expected) {
-    ASSERT_TRUE(seen.count(name)) << name;
-    ASSERT_EQ(seen[name].shape(), want.shape()) << name;
-    EXPECT_LT(max_abs_diff(seen[name], want), kTolerance) << name;
-  }
+  cpdit::testing::expect_intermediates(*model, [&] { model->forward(fixture_inputs()); }, expected, max_abs_diff, kTolerance);
 }
 
 TEST(Flux, ConfigIsInferredFromTheTensors) {

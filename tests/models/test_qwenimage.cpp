@@ -45,14 +45,7 @@ TEST(QwenImage, IntermediatesMatchDiffusers) {
     expected["pos_embed." + std::to_string(2 * stream + 1)] = pair_table(polar, 1);
     expected.erase("pos_embed." + std::to_string(stream) + ".real_imag");
   }
-  const cpdit::testing::Recorded recorded = cpdit::testing::record_outputs(*model);
-  std::map<std::string, Tensor>& seen = *recorded;
-  model->forward(fixture_inputs());
-  for (const auto& [name, want] : expected) {
-    ASSERT_TRUE(seen.count(name)) << name;
-    ASSERT_EQ(seen[name].shape(), want.shape()) << name;
-    EXPECT_LT(relative_error(seen[name], want), kRelativeTolerance) << name;
-  }
+  cpdit::testing::expect_intermediates(*model, [&] { model->forward(fixture_inputs()); }, expected, relative_error, kRelativeTolerance);
 }
 
 TEST(QwenImage, ConfigIsInferredFromTheTensors) {

@@ -29,14 +29,8 @@ std::unique_ptr<T5EncoderModel> fixture_t5(const std::string& name, bool umt5) {
 // Every recorded intermediate of the fixture, within the tolerance.
 void expect_intermediates(nn::Model& model, const nn::TensorMap& inputs, const std::string& name) {
   const auto expected = io::load_safetensors(fixture_dir(name) + "/intermediates.safetensors");
-  const cpdit::testing::Recorded recorded = cpdit::testing::record_outputs(model);
-  model.forward(inputs);
-  for (const auto& [key, want] : expected) {
-    ASSERT_TRUE(recorded->count(key)) << name << ": no module output " << key;
-    const Tensor& got = recorded->at(key);
-    ASSERT_EQ(got.shape(), want.shape()) << name << " " << key;
-    EXPECT_LT(relative_error(got, want), kRelativeTolerance) << name << " " << key;
-  }
+  SCOPED_TRACE(name);
+  cpdit::testing::expect_intermediates(model, [&] { model.forward(inputs); }, expected, relative_error, kRelativeTolerance);
 }
 
 TEST(T5Encoder, MatchesTransformersWithAndWithoutAttentionMask) {

@@ -3,6 +3,10 @@
 // single result, "pos_embed.0", "pos_embed.1" for several — the names the fixtures' intermediates use.
 #include <cpdit/nn/module.hpp>
 
+#include <gtest/gtest.h>
+
+#include <functional>
+
 #include <map>
 #include <memory>
 #include <string>
@@ -20,6 +24,21 @@ inline Recorded record_outputs(nn::Module& root) {
     });
   }
   return seen;
+}
+
+// Runs `forward` with every module's output recorded, then checks each tensor of `expected` by
+// module path: recorded, of the same shape, and error(got, want) below `tolerance`.
+inline void expect_intermediates(nn::Module& root, const std::function<void()>& forward,
+                                 const std::map<std::string, Tensor>& expected,
+                                 const std::function<double(const Tensor&, const Tensor&)>& error, double tolerance) {
+  const Recorded recorded = record_outputs(root);
+  forward();
+  for (const auto& [name, want] : expected) {
+    ASSERT_TRUE(recorded->count(name)) << "no module output " << name;
+    const Tensor& got = recorded->at(name);
+    ASSERT_EQ(got.shape(), want.shape()) << name;
+    EXPECT_LT(error(got, want), tolerance) << name;
+  }
 }
 
 }  // namespace cpdit::testing
