@@ -37,17 +37,18 @@ Tensor make_mask(const CpCase& c, std::mt19937& rng) {
   // In batch 0 one whole ring chunk (a Ulysses row) is padded: with U = 1 that is rank 1's keys;
   // Ulysses alone pads rank 1's keys.
   const int first = c.ring > 1 ? c.ulysses : 1, count = c.ring > 1 ? c.ulysses : 1;
-  const int64_t pad_begin = split_offset(c.seq, ranks, std::min(first, ranks));
-  const int64_t pad_end = split_offset(c.seq, ranks, std::min(first + count, ranks));
+  const int64_t keys = c.keys();
+  const int64_t pad_begin = split_offset(keys, ranks, std::min(first, ranks));
+  const int64_t pad_end = split_offset(keys, ranks, std::min(first + count, ranks));
   std::bernoulli_distribution keep(0.7);
-  Tensor mask = Tensor::empty({c.batch, c.seq}, DType::boolean);
+  Tensor mask = Tensor::empty({c.batch, keys}, DType::boolean);
   bool* m = mask.data<bool>();
   for (int64_t b = 0; b < c.batch; ++b)
-    for (int64_t j = 0; j < c.seq; ++j) {
+    for (int64_t j = 0; j < keys; ++j) {
       bool attend = keep(rng) || j == 0;
       if (b == 0 && j >= pad_begin && j < pad_end && c.mask == MaskCase::padded) attend = false;
       if (b == 1 && c.mask == MaskCase::all_masked_row) attend = false;
-      m[b * c.seq + j] = attend;
+      m[b * keys + j] = attend;
     }
   return mask;
 }
@@ -89,12 +90,12 @@ struct Reference {
 void float64_reference(const CpCase& c, Reference& r) {
   namespace ref = attention::testing;
   ref::RefInputs in;
-  in.d = {c.batch, c.seq, c.seq, c.heads, c.kv_heads, c.dim};
+  in.d = {c.batch, c.seq, c.keys(), c.heads, c.kv_heads, c.dim};
   in.q = ref::values(r.q), in.k = ref::values(r.k), in.v = ref::values(r.v);
   in.scale = scale_of(c);
   const Mask mask = r.mask;
   const Tensor keep = mask.kind == attention::MaskKind::key_padding ? mask.tensor.contiguous() : Tensor();
-  in.bias = [mask, keep, S = c.seq](int64_t b, int64_t, int64_t i, int64_t j) {
+  in.bias = [mask, keep, S = c.keys()](int64_t b, int64_t, int64_t i, int64_t j) {
     const bool padded = keep.defined() && !keep.data<bool>()[b * S + j];
     const bool hidden = mask.rule == attention::MaskRule::causal ? j > i : j / mask.block > i / mask.block;
     return padded || hidden ? -std::numeric_limits<double>::infinity() : 0.0;
@@ -116,10 +117,10 @@ const Reference& reference(const CpCase& c) {
   if (it != cache.end()) return it->second;
   ScopedMemoryCounter charged(cache_memory);
   Reference r;
-  std::mt19937 rng(unsigned(c.seq * 131 + c.heads * 17 + c.kv_heads));
+  std::mt19937 rng(unsigned(c.seq * 131 + c.heads * 17 + c.kv_heads + c.kv_seq * 7919));
   r.q = random_normal({c.batch, c.seq, c.heads, c.dim}, rng).to(c.dtype);
-  r.k = random_normal({c.batch, c.seq, c.kv_heads, c.dim}, rng).to(c.dtype);
-  r.v = random_normal({c.batch, c.seq, c.kv_heads, c.dim}, rng).to(c.dtype);
+  r.k = random_normal({c.batch, c.keys(), c.kv_heads, c.dim}, rng).to(c.dtype);
+  r.v = random_normal({c.batch, c.keys(), c.kv_heads, c.dim}, rng).to(c.dtype);
   r.dout = random_normal({c.batch, c.seq, c.heads, c.dim}, rng).to(c.dtype);
   r.mask = c.mask == MaskCase::none ? Mask::none() : Mask::key_padding(make_mask(c, rng));
   r.mask.rule = c.rule;
@@ -141,8 +142,9 @@ std::string CpCase::name() const {
   static const char* masks[] = {"nomask", "padded", "maskedrow"};
   // A stream, not a chain of operator+: g++ 12 warns falsely (-Wrestrict) on the chain.
   std::ostringstream n;
-  n << "R" << ring << "U" << ulysses << "_" << rotate_method_name(rotate) << "_S" << seq << "_H" << heads << "kv"
-    << kv_heads << "_" << masks[int(mask)];
+  n << "R" << ring << "U" << ulysses << "_" << rotate_method_name(rotate) << "_S" << seq;
+  if (kv_seq > 0) n << "K" << kv_seq;
+  n << "_H" << heads << "kv" << kv_heads << "_" << masks[int(mask)];
   if (rule == attention::MaskRule::causal) n << "_causal";
   if (rule == attention::MaskRule::block_causal) n << "_block" << block;
   n << "_" << dtype_name(dtype) << (backward ? "" : "_fwd");
@@ -206,6 +208,11 @@ std::vector<CpCase> local_matrix() {
       add({.seq = 50, .heads = 8, .kv_heads = 4, .mask = MaskCase::padded});  // GQA
       add({.seq = 40, .mask = MaskCase::all_masked_row});
       add({.seq = 45, .mask = MaskCase::padded, .dtype = DType::bf16});
+      // Cross-attention to text split with the tokens: fewer keys than queries, more keys than
+      // queries, and fewer keys than ranks; each with its own padded key mask.
+      add({.seq = 97, .kv_seq = 13, .mask = MaskCase::padded});
+      add({.seq = 7, .kv_seq = 30, .mask = MaskCase::padded});
+      add({.seq = 50, .heads = 8, .kv_heads = 4, .kv_seq = 3, .mask = MaskCase::padded});  // GQA
     }
   return cases;
 }

@@ -21,6 +21,9 @@ struct CpCase {
   int ring = 1, ulysses = 1;
   RotateMethod rotate = RotateMethod::p2p;
   int64_t batch = 2, seq = 72, heads = 6, kv_heads = 6, dim = 8;
+  // Keys of another sequence than the queries (cross-attention to text split with the tokens, as
+  // LTX-Video's plan does): its own length, shard layout and key mask. 0: the query sequence.
+  int64_t kv_seq = 0;
   MaskCase mask = MaskCase::none;
   // A position rule on top of `mask` (key padding or none); block = tokens per block-causal block.
   // Cases with a rule are checked against the float64 dense reference instead of flash.
@@ -29,6 +32,7 @@ struct CpCase {
   DType dtype = DType::f32;
   bool backward = true;
 
+  int64_t keys() const { return kv_seq > 0 ? kv_seq : seq; }
   std::string name() const;  // usable as a gtest parameter name
 };
 

@@ -7,7 +7,9 @@
 //
 // Calls with replicated keys (KvPlacement::replicated: cross-attention to text) run locally with no
 // communication (§10). Inputs are this rank's tokens: q (B, s, H, D), k, v (B, s_k, H_kv, D), key
-// mask (B, s_k); lengths may differ between ranks (tensor_split rule, see shard.hpp).
+// mask (B, s_k); lengths may differ between ranks (tensor_split rule, see shard.hpp). The keys may
+// be another sequence than the queries, split on its own (LTX-Video's cross-attention to text that
+// its plan splits with the video tokens): every stage tracks query and key lengths apart.
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/comm/mesh.hpp>
 #include <cpdit/parallel/config.hpp>
