@@ -51,16 +51,25 @@ Attention::Attention(const AttentionShape& shape)
                   : nullptr) {}
 
 Tensor Attention::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
-                          const Tensor& sin) const {
+                          const Tensor& sin, const Tensor& text_keep) const {
   nn::TensorMap args{{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states},
-                     {"cos", cos}, {"sin", sin}};
+                     {"cos", cos}, {"sin", sin}, {"text_keep", text_keep}};
   return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
     const Tensor& x = in.at("hidden_states");
-    const bool cross = in.at("encoder_hidden_states").defined();
-    Qkv qkv = project(projections_, shape_, x, cross ? in.at("encoder_hidden_states") : x);
+    const Tensor& text = in.at("encoder_hidden_states");
+    const bool cross = text.defined();
+    Qkv qkv = project(projections_, shape_, x, cross ? text : x);
     if (!cross) rotate(qkv, in.at("cos"), in.at("sin"));
-    // The text's keys are whole on every rank: attend to them locally, never through the ring.
-    Tensor o = attend(qkv, cross ? attention::KvPlacement::replicated : attention::KvPlacement::sharded);
+    attention::Mask mask;
+    if (const Tensor& keep = in.at("text_keep"); keep.defined()) {
+      CPDIT_CHECK(cross && keep.dim() == 2 && keep.size(0) == text.size(0) && keep.size(1) == text.size(1),
+                  invalid_argument, "cross-attention: the text mask must be (B, L) of encoder_hidden_states ",
+                  cross ? text.describe() : "(none given)", ", got ", keep.describe());
+      mask = attention::Mask::key_padding(keep.to(DType::boolean));
+    }
+    // Replicated text keys are attended locally, never through the ring; sharded ones (and the
+    // tokens' own keys) go to the router with the mask share that follows them.
+    Tensor o = attend(qkv, cross ? shape_.text_keys : attention::KvPlacement::sharded, std::move(mask));
     return std::vector<Tensor>{to_out_ ? to_out_->forward(o) : o};
   })[0];
 }

@@ -4,6 +4,7 @@
 // attention::dispatch and says where its keys live: keys from the tokens being split across ranks
 // are sharded (ring / Ulysses route them), keys from text every rank holds whole are replicated
 // (attended locally). Activations (B, S, D) f32.
+#include <cpdit/attention/attention.hpp>
 #include <cpdit/models/common/qk_norm.hpp>
 #include <cpdit/models/common/rope.hpp>
 #include <cpdit/nn/layers.hpp>
@@ -17,6 +18,10 @@ struct AttentionShape {
   QkNorm qk_norm;
   float eps;                      // of the q/k RMSNorm
   bool output_projection = true;  // to_out.0; false for FLUX.1's single blocks (pre_only)
+  // Where cross-attention's text keys live under the family's plan: whole on every rank (Wan: the
+  // plan splits only the video tokens), or split with the tokens (LTX-Video's plan splits the text
+  // too, so a rank holds a share of the keys, of another length than its queries).
+  attention::KvPlacement text_keys = attention::KvPlacement::replicated;
 };
 
 // One stream's query, key and value projections with their q/k norms (named by the module that
@@ -30,13 +35,15 @@ struct StreamProjections {
 };
 
 // Self-attention (RoPE when tables are given, sharded keys) when encoder_hidden_states is undefined;
-// cross-attention to encoder_hidden_states (no RoPE, replicated keys) otherwise. Returns (B, S, dim),
-// or (B, S, heads·head_dim) without an output projection.
+// cross-attention to encoder_hidden_states (no RoPE, keys placed as shape.text_keys) otherwise.
+// text_keep (B, L) bool, when given, hides the padded text keys of cross-attention (true = attend);
+// it is the share of the mask that belongs to this rank's keys. Returns (B, S, dim), or
+// (B, S, heads·head_dim) without an output projection.
 class Attention : public nn::Module {
  public:
   explicit Attention(const AttentionShape& shape);
   Tensor forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
-                 const Tensor& sin) const;
+                 const Tensor& sin, const Tensor& text_keep = {}) const;
 
  private:
   AttentionShape shape_;
