@@ -14,6 +14,9 @@ ModelEntry registry_entry();
 namespace qwenimage {
 ModelEntry registry_entry();
 }
+namespace ltx_video {
+ModelEntry registry_entry();
+}
 namespace text {
 ModelEntry t5_registry_entry();
 ModelEntry umt5_registry_entry();

@@ -11,6 +11,7 @@ const std::vector<ModelEntry>& entries() {
   static const std::vector<ModelEntry> all = {qwenimage::registry_entry(),
                                               flux::registry_entry(),
                                               wan::registry_entry(),
+                                              ltx_video::registry_entry(),
                                               text::t5_registry_entry(),
                                               text::umt5_registry_entry(),
                                               text::clip_text_registry_entry(),
