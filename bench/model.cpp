@@ -1,6 +1,6 @@
-// `cpdit bench model --model flux|wan`: latency of a model family's blocks at full width on 1 rank
+// `cpdit bench model --model flux|wan|ltx`: latency of a model family's blocks at full width on 1 rank
 // and on 2 ranks (one compute thread each, context parallel: Ulysses, and ring unless --quick), with
-// each rank's peak tensor memory. The families (bench/model_flux.cpp, bench/model_wan.cpp) say what
+// each rank's peak tensor memory. The families (bench/model_flux.cpp, model_wan.cpp, model_ltx.cpp) say what
 // to build; the one loop here times every family the same way. Multi-rank lines carry their
 // speedup over the 1-rank line of the same run in wall time and in CPU time: on a shared,
 // oversubscribed machine wall time includes time spent descheduled, so the process CPU time of
@@ -44,11 +44,15 @@ struct ModelBenchArgs {
 
 // The block benchmark of a registered model class, by the class name or its family's short name.
 BlockBench block_bench(const std::string& model, const nn::LoadOptions& load) {
-  const std::string class_name = model == "flux" ? "FluxTransformer2DModel" : model == "wan" ? "WanTransformer3DModel" : model;
+  const std::string class_name = model == "flux"  ? "FluxTransformer2DModel"
+                                 : model == "wan" ? "WanTransformer3DModel"
+                                 : model == "ltx" ? "LTXVideoTransformer3DModel"
+                                                  : model;
   models::model_entry(class_name);  // a class nobody registered is refused with the known ones
   if (class_name == "FluxTransformer2DModel") return flux_blocks(load);
   if (class_name == "WanTransformer3DModel") return wan_blocks(load);
-  fail(ErrorKind::unsupported, "bench model has no blocks for ", class_name, " (it times flux and wan)");
+  if (class_name == "LTXVideoTransformer3DModel") return ltx_blocks(load);
+  fail(ErrorKind::unsupported, "bench model has no blocks for ", class_name, " (it times flux, wan and ltx)");
 }
 
 struct LayoutRun {
@@ -135,11 +139,12 @@ void add_model_bench(CLI::App& parent) {
   auto args = std::make_shared<ModelBenchArgs>();
   CLI::App* cmd = parent.add_subcommand("model", "per-block latency of a model at full width, 1 and 2 ranks");
   cmd->add_option("--model", args->model,
-                  "flux | wan (Wan 2.1 1.3B block, 1950 / 7800 video tokens), or the registered class name")
+                  "flux | wan (Wan 2.1 1.3B block, 1950 / 7800 video tokens) | ltx (LTX-Video 2B block, 1536 / "
+                  "384 video tokens), or the registered class name")
       ->capture_default_str();
   cmd->add_flag("--quick", args->quick, "the smaller token count, one timed run, no ring layout");
   cmd->add_option("--dtype", args->dtype, "GEMM weights: f32 | bf16")->capture_default_str();
-  cmd->add_option("--image-tokens", args->tokens, "token counts (default flux: 1024 4096 image tokens; wan: 1950 7800 video tokens)");
+  cmd->add_option("--image-tokens", args->tokens, "token counts (default flux: 1024 4096 image tokens; wan: 1950 7800 video tokens; ltx: 1536)");
   cmd->add_option("--repeats", args->repeats, "timed repeats after one warm-up");
   cmd->callback([args] { run_model_bench(*args); });
 }

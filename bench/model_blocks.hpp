@@ -33,6 +33,8 @@ struct BlockBench {
 BlockBench flux_blocks(const nn::LoadOptions& load);
 // A Wan 2.1 T2V-1.3B block (1536 = 12 heads x 128, FFN 8960, 512 text tokens).
 BlockBench wan_blocks(const nn::LoadOptions& load);
+// An LTX-Video 2B block (2048 = 32 heads x 64, FFN 8192, 128 text tokens split with the video).
+BlockBench ltx_blocks(const nn::LoadOptions& load);
 
 // Random weights for `module` (PyTorch's Linear initialisation, from `seed`), converted once to the
 // load dtype and bound to it; blocks loaded from the result share them.
