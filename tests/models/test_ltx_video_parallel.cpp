@@ -4,56 +4,23 @@
 // the fixture, per-token timesteps with padded text and token and text counts no degree divides,
 // and a batch of three with text padded in one item and absent in another.
 #include "models/ltx_video_fixture.hpp"
+#include "support/plan_parity.hpp"
 
-#include <cpdit/comm/local.hpp>
 #include <cpdit/pipeline/presets.hpp>
-
-#include <gtest/gtest.h>
-
-#include <mutex>
 
 namespace cpdit::models::ltx_video {
 namespace {
 
+using cpdit::testing::MeshDegrees;
 using testing::fixture_checkpoint;
-using testing::kRelativeTolerance;
 using testing::random_inputs;
-using testing::relative_error;
-
-struct Degrees {
-  int ring, ulysses;
-};
-const Degrees kDegrees[] = {{2, 1}, {1, 2}, {2, 2}, {3, 1}};
-
-// relative |sample - want| on every rank (each holds the whole sample after proj_out's gather).
-std::vector<double> parallel_errors(const LtxVideoCheckpoint& ck, const nn::TensorMap& inputs, const Tensor& want,
-                                    Degrees d, parallel::RotateMethod rotation) {
-  std::vector<double> errors(size_t(d.ring * d.ulysses), -1.0);
-  std::mutex mutex;
-  comm::LocalOptions one_thread_each;
-  one_thread_each.threads_per_rank = 1;
-  comm::run_local(d.ring * d.ulysses, [&](comm::Communicator& comm) {
-    auto model = load_ltx_video(ck);  // weights shared with ck.state
-    parallel::ContextParallelConfig config{d.ring, d.ulysses};
-    config.rotate_method = rotation;
-    model->enable_parallelism(std::shared_ptr<comm::Communicator>(&comm, [](comm::Communicator*) {}), config);
-    Tensor sample = model->forward(inputs).at("sample");
-    const double error = sample.shape() == want.shape() ? relative_error(sample, want) : 1e30;
-    std::lock_guard lock(mutex);
-    errors[size_t(comm.rank())] = error;
-  }, one_thread_each);
-  return errors;
-}
 
 void expect_every_mix_matches(const nn::TensorMap& inputs, const std::string& what,
                               const LtxVideoCheckpoint& ck = fixture_checkpoint(),
-                              const std::vector<Degrees>& degrees = {std::begin(kDegrees), std::end(kDegrees)}) {
-  const Tensor want = load_ltx_video(ck)->forward(inputs).at("sample");
-  for (auto rotation : {parallel::RotateMethod::p2p, parallel::RotateMethod::allgather})
-    for (Degrees d : degrees)
-      for (double error : parallel_errors(ck, inputs, want, d, rotation))
-        EXPECT_LT(error, kRelativeTolerance) << what << ", ring " << d.ring << " x ulysses " << d.ulysses
-                                             << (rotation == parallel::RotateMethod::p2p ? ", p2p" : ", allgather");
+                              const std::vector<MeshDegrees>& degrees = {{2, 1}, {1, 2}, {2, 2}, {3, 1}}) {
+  cpdit::testing::expect_plan_parity([&] { return load_ltx_video(ck); }, inputs, what, degrees,
+                                     {parallel::RotateMethod::p2p, parallel::RotateMethod::allgather},
+                                     testing::relative_error, testing::kRelativeTolerance);
 }
 
 TEST(LtxVideoParallel, FixtureInputs) { expect_every_mix_matches(testing::fixture_inputs(), "fixture"); }

@@ -1,12 +1,7 @@
 // The Wan plan under every (ring, Ulysses) mix equals the single-rank model: token counts that split
 // evenly and that do not, and per-token timesteps (split with the tokens at the model input).
 #include "models/wan_fixture.hpp"
-
-#include <cpdit/comm/local.hpp>
-
-#include <gtest/gtest.h>
-
-#include <mutex>
+#include "support/plan_parity.hpp"
 
 namespace cpdit::models::wan {
 namespace {
@@ -15,39 +10,14 @@ using testing::fixture_checkpoint;
 using testing::fixture_inputs;
 using testing::random_inputs;
 
-struct Degrees {
-  int ring, ulysses;
-};
-const Degrees kDegrees[] = {{2, 1}, {1, 2}, {2, 2}, {3, 1}, {4, 1}};
-
 constexpr double kTolerance = 1e-5;
-
-// max |sample - want| on every rank (each holds the whole sample after proj_out's gather). Only
-// numbers leave the rank threads: tensors stay charged to the rank that allocated them.
-std::vector<double> parallel_errors(const WanCheckpoint& ck, const nn::TensorMap& inputs, const Tensor& want,
-                                    Degrees d) {
-  std::vector<double> errors(size_t(d.ring * d.ulysses), -1.0);
-  std::mutex mutex;
-  comm::LocalOptions one_thread_each;
-  one_thread_each.threads_per_rank = 1;
-  comm::run_local(d.ring * d.ulysses, [&](comm::Communicator& comm) {
-    auto model = load_wan(ck);  // weights shared with ck.state
-    model->enable_parallelism(std::shared_ptr<comm::Communicator>(&comm, [](comm::Communicator*) {}),
-                              parallel::ContextParallelConfig{d.ring, d.ulysses});
-    Tensor sample = model->forward(inputs).at("sample");
-    const double error = sample.shape() == want.shape() ? max_abs_diff(sample, want) : 1e30;
-    std::lock_guard lock(mutex);
-    errors[size_t(comm.rank())] = error;
-  }, one_thread_each);
-  return errors;
-}
 
 void expect_every_mix_matches(const nn::TensorMap& inputs, const std::string& what) {
   const WanCheckpoint ck = fixture_checkpoint();
-  const Tensor want = load_wan(ck)->forward(inputs).at("sample");
-  for (Degrees d : kDegrees)
-    for (double error : parallel_errors(ck, inputs, want, d))
-      EXPECT_LT(error, kTolerance) << what << ", ring " << d.ring << " x ulysses " << d.ulysses;
+  cpdit::testing::expect_plan_parity([&] { return load_wan(ck); }, inputs, what,
+                                     {{2, 1}, {1, 2}, {2, 2}, {3, 1}, {4, 1}}, {parallel::RotateMethod::p2p},
+                                     [](const Tensor& got, const Tensor& want) { return max_abs_diff(got, want); },
+                                     kTolerance);
 }
 
 TEST(WanParallel, FixtureInputs128Tokens) { expect_every_mix_matches(fixture_inputs(), "2 x 8 x 8 tokens"); }
