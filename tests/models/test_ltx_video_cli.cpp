@@ -1,8 +1,7 @@
 // `cpdit forward` on the ltx_tiny fixture: the class is found in config.json, and the sample is
 // diffusers' on one rank and under context parallelism (the text split with the tokens).
 #include "models/ltx_video_fixture.hpp"
-#include "support/run_cli.hpp"
-#include "support/temp_dir.hpp"
+#include "support/forward_cli.hpp"
 
 #include <gtest/gtest.h>
 
@@ -12,17 +11,8 @@ namespace {
 using testing::fixture_dir;
 
 TEST(LtxVideoCli, ForwardWritesTheSample) {
-  cpdit::testing::TempDir dir("ltx_video_cli");
-  const Tensor expected = testing::fixture_intermediates().at("proj_out");
-  for (std::string layout : {"", " --ring 2 --ulysses 2", " --ring 3 --rotate allgather"}) {
-    const std::string out = dir.file("sample.safetensors");
-    auto r = cpdit::testing::run_cli("forward --model " + fixture_dir() + "/weights.safetensors --config " +
-                                     fixture_dir() + "/config.json --inputs " + fixture_dir() +
-                                     "/inputs.safetensors --threads 1 --output " + out + layout);
-    ASSERT_EQ(r.code, 0) << layout << "\n" << r.err;
-    EXPECT_LT(testing::relative_error(io::load_safetensors(out).at("sample"), expected), testing::kRelativeTolerance)
-        << layout;
-  }
+  cpdit::testing::expect_forward_cli_sample(fixture_dir(), testing::fixture_intermediates().at("proj_out"),
+                                            testing::relative_error, testing::kRelativeTolerance);
 }
 
 TEST(LtxVideoCli, BadInputIsOneLine) {
