@@ -18,3 +18,21 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
     set_tests_properties(models.mpi.${vae_name} PROPERTIES TIMEOUT 300 LABELS "mpi;models")
   endforeach()
 endif()
+
+# LTX-Video with its text split across four Open MPI processes (ring 2 x Ulysses 2), per-token
+# timesteps and padded text, against the same forward on one rank with `cpdit diff` (tolerance:
+# 1e-5 of the sample's range, 4.54).
+if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
+  set(ltx_dir ${CPDIT_TEST_DATA}/fixtures/ltx_video_per_token)
+  set(ltx_mpirun ${MPIEXEC_EXECUTABLE} -np 4 --oversubscribe --allow-run-as-root)
+  list(JOIN ltx_mpirun " " ltx_mpirun)
+  set(ltx_forward $<TARGET_FILE:cpdit_app> forward --model ${CPDIT_TEST_DATA}/fixtures/ltx_tiny/weights.safetensors
+      --config ${CPDIT_TEST_DATA}/fixtures/ltx_tiny/config.json --inputs ${ltx_dir}/inputs.safetensors --threads 1)
+  list(JOIN ltx_forward " " ltx_forward)
+  set(ltx_result ${CMAKE_CURRENT_BINARY_DIR}/models_mpi_ltx_video)
+  add_test(NAME models.mpi.ltx_video_text_split
+           COMMAND sh -c "${ltx_forward} --output ${ltx_result}_one.safetensors \
+&& ${ltx_mpirun} ${ltx_forward} --ring 2 --ulysses 2 --output ${ltx_result}_four.safetensors \
+&& $<TARGET_FILE:cpdit_app> diff ${ltx_result}_one.safetensors ${ltx_result}_four.safetensors --tolerance 4.5e-5")
+  set_tests_properties(models.mpi.ltx_video_text_split PROPERTIES TIMEOUT 300 LABELS "mpi;models")
+endif()
