@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace cpdit::models::ltx_video {
 namespace {
 
@@ -121,6 +123,11 @@ TEST(LtxVideo, RefusesBadInputs) {
   EXPECT_THROW(model->forward(with("rope_interpolation_scale", Tensor::full({2}, 1.0))), Error);
   EXPECT_THROW(model->forward(with("img_shapes", Tensor::full({1}, 1.0))), Error);  // not an LTX input
   EXPECT_THROW(model->forward(with("hidden_states", Tensor::zeros({1, 24, 7}))), Error);
+  EXPECT_THROW(model->forward(with("encoder_hidden_states", Tensor::zeros({1, 0, 12}))), Error);  // no text
+  EXPECT_THROW(model->forward(with("timestep", Tensor::full({1}, std::nan("")))), Error);
+  // 2^40 x 2^40 x 2^40 wraps around in int64; it must not pass for the 24 tokens.
+  EXPECT_THROW(model->forward(with("height", Tensor::full({1}, 1099511627776.0, DType::i64))), Error);
+  EXPECT_THROW(model->forward(with("num_frames", Tensor::full({1}, 2.0))), Error);  // a float, not I64
 }
 
 }  // namespace

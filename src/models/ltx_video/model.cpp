@@ -2,6 +2,8 @@
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/ltx_video/model.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <set>
 
 namespace cpdit::models::ltx_video {
@@ -46,12 +48,11 @@ const std::set<std::string> kInputNames{"hidden_states",      "encoder_hidden_st
 
 int64_t positive_scalar(const nn::TensorMap& inputs, const std::string& name) {
   const Tensor& t = inputs.at(name);
-  CPDIT_CHECK(t.numel() == 1 && (t.dtype() == DType::i64 || t.dtype() == DType::f32), invalid_argument,
-              "LTX-Video ", name, " must be one integer (I64 (1,)), got ", t.describe());
-  const double v = t.to(DType::f32).data<float>()[0];  // an I64 count far below 2^24 is exact in f32
-  CPDIT_CHECK(v >= 1 && v == double(int64_t(v)) && v < (1 << 24), invalid_argument, "LTX-Video ", name,
-              " must be a positive integer, got ", v);
-  return int64_t(v);
+  CPDIT_CHECK(t.numel() == 1 && t.dtype() == DType::i64, invalid_argument, "LTX-Video ", name,
+              " must be one integer, I64 (1,), got ", t.describe());
+  const int64_t v = t.contiguous().data<int64_t>()[0];
+  CPDIT_CHECK(v >= 1, invalid_argument, "LTX-Video ", name, " must be positive, got ", v);
+  return v;
 }
 
 // The text mask as the attention's key mask. diffusers adds −10000 to the logits of padded keys;
@@ -85,10 +86,13 @@ nn::TensorMap LTXVideoTransformer3DModel::forward(const nn::TensorMap& inputs) c
   CPDIT_CHECK(latent.dim() == 3 && latent.size(2) == config_.in_channels && latent.size(0) > 0, invalid_argument,
               "LTX-Video hidden_states must be (B, S, ", config_.in_channels, "), got ", latent.describe());
   const int64_t batch = latent.size(0), tokens = latent.size(1);
-  CPDIT_CHECK(grid[0] * grid[1] * grid[2] == tokens, invalid_argument, "LTX-Video num_frames x height x width = ",
-              grid[0] * grid[1] * grid[2], " latent tokens, hidden_states has ", tokens);
+  // Divisions, not a product: huge sizes must not overflow into a match.
+  CPDIT_CHECK(tokens % grid[0] == 0 && (tokens / grid[0]) % grid[1] == 0 && tokens / grid[0] / grid[1] == grid[2],
+              invalid_argument, "LTX-Video num_frames x height x width = ", grid[0], " x ", grid[1], " x ", grid[2],
+              " latent tokens, but hidden_states has ", tokens);
   const Tensor& text = inputs.at("encoder_hidden_states");
-  CPDIT_CHECK(text.dim() == 3 && text.size(0) == batch && text.size(2) == config_.caption_channels, invalid_argument,
+  CPDIT_CHECK(text.dim() == 3 && text.size(0) == batch && text.size(1) > 0 && text.size(2) == config_.caption_channels,
+              invalid_argument,
               "LTX-Video encoder_hidden_states must be (", batch, ", L, ", config_.caption_channels, "), got ",
               text.describe());
   Tensor mask = optional_input("encoder_attention_mask");
@@ -104,6 +108,12 @@ nn::TensorMap LTXVideoTransformer3DModel::forward(const nn::TensorMap& inputs) c
                    timestep.shape() == Shape{batch, tokens}),
               invalid_argument, "LTX-Video timestep must be (", batch, ",), (", batch, ", 1) or per token (", batch,
               ", ", tokens, "), got ", timestep.describe());
+  {
+    const Tensor values = timestep.to(DType::f32).contiguous();
+    const float* v = values.data<float>();
+    CPDIT_CHECK(std::all_of(v, v + values.numel(), [](float x) { return std::isfinite(x); }), invalid_argument,
+                "LTX-Video timestep holds a NaN or infinite value");
+  }
   if (timestep.dim() == 2 && timestep.size(1) == 1) timestep = timestep.reshape({batch});
   std::optional<std::array<double, 3>> scale;
   if (const Tensor s = optional_input("rope_interpolation_scale"); s.defined()) {
