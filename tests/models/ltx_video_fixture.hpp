@@ -3,6 +3,7 @@
 // timestep / padded text fixture made from it (tools/reference/ltx_video_per_token.py), random
 // inputs of its config, and the tolerance every comparison uses.
 #include "support/random_normal.hpp"
+#include "support/relative_error.hpp"
 
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/ltx_video/checkpoint.hpp>
@@ -30,10 +31,7 @@ inline nn::TensorMap fixture_inputs(const std::string& name = "ltx_tiny") {
 
 inline nn::TensorMap fixture_intermediates() { return io::load_safetensors(fixture_dir() + "/intermediates.safetensors"); }
 
-// max |got - want| / max |want|.
-inline double relative_error(const Tensor& got, const Tensor& want) {
-  return max_abs_diff(got, want) / max_abs_diff(want, Tensor::zeros(want.shape()));
-}
+using cpdit::testing::relative_error;  // max |got - want| / max |want|
 
 // Random inputs of the fixture's config on a (frames, height, width) latent grid, `text` tokens of
 // which the last `padded` are masked out, and a timestep per token (B = 1).

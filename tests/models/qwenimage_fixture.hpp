@@ -2,6 +2,7 @@
 // Shared by the Qwen-Image tests: the qwenimage_tiny fixture (diffusers' own numbers), random inputs
 // of its config, and the tolerance every comparison uses.
 #include "support/random_normal.hpp"
+#include "support/relative_error.hpp"
 
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/qwenimage/checkpoint.hpp>
@@ -28,10 +29,7 @@ inline nn::TensorMap fixture_intermediates() {
   return io::load_safetensors(fixture_dir() + "/intermediates.safetensors");
 }
 
-// max |got - want| / max |want|.
-inline double relative_error(const Tensor& got, const Tensor& want) {
-  return max_abs_diff(got, want) / max_abs_diff(want, Tensor::zeros(want.shape()));
-}
+using cpdit::testing::relative_error;  // max |got - want| / max |want|
 
 // Random inputs of the fixture's config: image segments (frames, h, w) in token units, `text` tokens
 // of which the last `padded` are masked out (no mask at all when padded < 0), timestep 0.4.
