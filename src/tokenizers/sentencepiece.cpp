@@ -9,16 +9,30 @@
 
 namespace cpdit::tokenizers {
 
-SentencePieceTokenizer::SentencePieceTokenizer(const std::string& folder)
-    : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
-  const std::filesystem::path dir(folder);
-  const auto status = processor_->Load((dir / "spiece.model").string());
-  CPDIT_CHECK(status.ok(), format, (dir / "spiece.model").string(), ": not a SentencePiece model (", status.ToString(), ")");
-  CPDIT_CHECK(processor_->eos_id() >= 0, format, (dir / "spiece.model").string(),
-              ": the model has no </s> piece, which T5 appends to every text");
+SentencePieceTokenizer::SentencePieceTokenizer()
+    : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
+
+void SentencePieceTokenizer::take_special_ids(const std::string& source) {
+  CPDIT_CHECK(processor_->eos_id() >= 0, format, source, ": the model has no </s> piece, which T5 appends to every text");
   eos_ = processor_->eos_id();
   // T5 and UMT5 pad with id 0 (<pad>); a model that defines no pad piece still pads with 0.
   pad_ = processor_->pad_id() >= 0 ? processor_->pad_id() : 0;
+}
+
+std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_serialized(const std::string& proto,
+                                                                                const std::string& source) {
+  std::unique_ptr<SentencePieceTokenizer> t(new SentencePieceTokenizer());
+  const auto status = t->processor_->LoadFromSerializedProto(proto);
+  CPDIT_CHECK(status.ok(), format, source, ": not a SentencePiece model (", status.ToString(), ")");
+  t->take_special_ids(source);
+  return t;
+}
+
+SentencePieceTokenizer::SentencePieceTokenizer(const std::string& folder) : SentencePieceTokenizer() {
+  const std::filesystem::path dir(folder);
+  const auto status = processor_->Load((dir / "spiece.model").string());
+  CPDIT_CHECK(status.ok(), format, (dir / "spiece.model").string(), ": not a SentencePiece model (", status.ToString(), ")");
+  take_special_ids((dir / "spiece.model").string());
   if (std::filesystem::exists(dir / "tokenizer_config.json")) {
     const nlohmann::json config = io::read_json((dir / "tokenizer_config.json").string());
     // A config without a real limit writes a huge number (transformers' VERY_LARGE_INTEGER): keep 512.
