@@ -13,37 +13,40 @@ namespace {
 
 namespace fs = std::filesystem;
 
+bool is_flux(const std::string& pipeline_class) { return pipeline_class.rfind("Flux", 0) == 0; }
+bool is_wan(const std::string& pipeline_class) {
+  return pipeline_class.rfind("Wan", 0) == 0 || pipeline_class.rfind("SkyReelsV2", 0) == 0;
+}
+
 // One encoder call on one tokenised text; the encoder is freed on return.
-nn::TensorMap run_encoder(const fs::path& dir, const char* tokenizer, const char* encoder, const std::string& text,
+nn::TensorMap run_encoder(const TextComponents& c, const char* tokenizer, const char* encoder, const std::string& text,
                           int64_t max_length, bool pass_mask, const nn::LoadOptions& load) {
-  const auto tok = tokenizers::load_tokenizer((dir / tokenizer).string());
-  const tokenizers::TokenBatch batch = tokenizers::tokenize(*tok, {text}, max_length);
+  const tokenizers::TokenBatch batch = tokenizers::tokenize(*c.tokenizer(tokenizer), {text}, max_length);
   nn::TensorMap inputs{{"input_ids", batch.input_ids}};
   if (pass_mask) inputs["attention_mask"] = batch.attention_mask;
-  // The folder's config.json names the class (architectures); the registry opens it.
-  nn::TensorMap out = models::open_model((dir / encoder).string(), std::nullopt, load).replica()->forward(inputs);
+  nn::TensorMap out = c.encoder(encoder, load).replica()->forward(inputs);
   out["attention_mask"] = batch.attention_mask;
   return out;
 }
 
-nn::TensorMap encode_flux(const fs::path& dir, const PromptEncoding& r) {
+nn::TensorMap encode_flux(const TextComponents& c, const PromptEncoding& r) {
   nn::TensorMap out;
   auto encode = [&](const std::string& text, const std::string& prefix) {
     // CLIP always reads 77 tokens (its tokenizer's model_max_length); T5 the pipeline's length.
     out[prefix + "pooled_prompt_embeds"] =
-        run_encoder(dir, "tokenizer", "text_encoder", text, 77, false, r.load).at("pooler_output");
+        run_encoder(c, "tokenizer", "text_encoder", text, 77, false, r.load).at("pooler_output");
     out[prefix + "prompt_embeds"] =
-        run_encoder(dir, "tokenizer_2", "text_encoder_2", text, r.max_sequence_length, false, r.load).at("last_hidden_state");
+        run_encoder(c, "tokenizer_2", "text_encoder_2", text, r.max_sequence_length, false, r.load).at("last_hidden_state");
   };
   encode(r.prompt, "");
   if (r.negative_prompt) encode(*r.negative_prompt, "negative_");
   return out;
 }
 
-nn::TensorMap encode_wan(const fs::path& dir, const PromptEncoding& r) {
+nn::TensorMap encode_wan(const TextComponents& c, const PromptEncoding& r) {
   nn::TensorMap out;
   auto encode = [&](const std::string& text) {
-    nn::TensorMap o = run_encoder(dir, "tokenizer", "text_encoder", collapse_whitespace(text), r.max_sequence_length,
+    nn::TensorMap o = run_encoder(c, "tokenizer", "text_encoder", collapse_whitespace(text), r.max_sequence_length,
                                   true, r.load);
     // The pipeline trims each row to its tokens and pads it back with zeros.
     Tensor h = o.at("last_hidden_state").contiguous();
@@ -56,6 +59,13 @@ nn::TensorMap encode_wan(const fs::path& dir, const PromptEncoding& r) {
   out["prompt_embeds"] = encode(r.prompt);
   out["negative_prompt_embeds"] = encode(r.negative_prompt.value_or(""));
   return out;
+}
+
+std::string pipeline_class_of(const fs::path& dir) {
+  const nlohmann::json index = io::read_json((dir / "model_index.json").string());
+  CPDIT_CHECK(index.is_object() && index.contains("_class_name") && index["_class_name"].is_string(), format,
+              (dir / "model_index.json").string(), ": no _class_name naming the pipeline");
+  return index["_class_name"].get<std::string>();
 }
 
 }  // namespace
@@ -76,18 +86,41 @@ std::string collapse_whitespace(const std::string& text) {
   return out;
 }
 
-nn::TensorMap encode_prompt(const std::string& pipeline_dir, const PromptEncoding& request) {
+TextComponents TextComponents::from_folder(const std::string& pipeline_dir) {
+  const fs::path dir(pipeline_dir);
+  TextComponents c;
+  c.pipeline_class = pipeline_class_of(dir);
+  c.tokenizer = [dir](const std::string& component) { return tokenizers::load_tokenizer((dir / component).string()); };
+  // The folder's config.json names the class (architectures); the registry opens it.
+  c.encoder = [dir](const std::string& component, const nn::LoadOptions& load) {
+    return models::open_model((dir / component).string(), std::nullopt, load);
+  };
+  return c;
+}
+
+bool TextComponents::folder_has_encoders(const std::string& pipeline_dir) {
+  const fs::path dir(pipeline_dir);
+  if (!fs::is_regular_file(dir / "model_index.json")) return false;
+  const std::string name = pipeline_class_of(dir);
+  std::vector<const char*> needed{"tokenizer", "text_encoder"};
+  if (is_flux(name)) needed = {"tokenizer", "text_encoder", "tokenizer_2", "text_encoder_2"};
+  for (const char* component : needed)
+    if (!fs::is_directory(dir / component)) return false;
+  return true;
+}
+
+nn::TensorMap encode_prompt(const TextComponents& components, const PromptEncoding& request) {
   CPDIT_CHECK(request.max_sequence_length >= 1, invalid_argument, "max sequence length must be positive, got ",
               request.max_sequence_length);
-  const fs::path dir(pipeline_dir);
-  const nlohmann::json index = io::read_json((dir / "model_index.json").string());
-  CPDIT_CHECK(index.is_object() && index.contains("_class_name") && index["_class_name"].is_string(), format,
-              (dir / "model_index.json").string(), ": no _class_name naming the pipeline");
-  const std::string name = index["_class_name"].get<std::string>();
-  if (name.rfind("Flux", 0) == 0) return encode_flux(dir, request);
-  if (name.rfind("Wan", 0) == 0 || name.rfind("SkyReelsV2", 0) == 0) return encode_wan(dir, request);
+  const std::string& name = components.pipeline_class;
+  if (is_flux(name)) return encode_flux(components, request);
+  if (is_wan(name)) return encode_wan(components, request);
   fail(ErrorKind::unsupported, "encode-prompt: pipeline '", name,
        "' is not supported (FLUX.1: Flux*, Wan: Wan*, SkyReelsV2*)");
+}
+
+nn::TensorMap encode_prompt(const std::string& pipeline_dir, const PromptEncoding& request) {
+  return encode_prompt(TextComponents::from_folder(pipeline_dir), request);
 }
 
 }  // namespace cpdit::pipeline

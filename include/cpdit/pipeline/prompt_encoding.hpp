@@ -8,9 +8,13 @@
 //     over max_sequence_length tokens with the attention mask, the padded positions zeroed; the
 //     negative prompt (default "") likewise, as classifier-free guidance needs it.
 // Each text encoder is loaded, run and released in turn, so only one is resident at a time.
+#include <cpdit/models/registry.hpp>
 #include <cpdit/nn/load.hpp>
 #include <cpdit/nn/module.hpp>
+#include <cpdit/tokenizers/tokenizer.hpp>
 
+#include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -23,7 +27,22 @@ struct PromptEncoding {
   nn::LoadOptions load;
 };
 
+// Where a pipeline's tokenizers and text encoders come from, by their component names (tokenizer,
+// text_encoder, tokenizer_2, text_encoder_2): a pipeline folder's subfolders, or a preset's built-in
+// ones. Each is made when asked for, so the caller holds one encoder at a time.
+struct TextComponents {
+  std::string pipeline_class;  // model_index.json's _class_name: FluxPipeline, WanPipeline, ...
+  std::function<std::unique_ptr<tokenizers::Tokenizer>(const std::string& component)> tokenizer;
+  std::function<models::LoadedModel(const std::string& component, const nn::LoadOptions& load)> encoder;
+
+  // A diffusers pipeline folder (model_index.json names the pipeline).
+  static TextComponents from_folder(const std::string& pipeline_dir);
+  // True when the folder has the text encoders its pipeline needs.
+  static bool folder_has_encoders(const std::string& pipeline_dir);
+};
+
 // Names and (1, L, D) / (1, D) f32 tensors as the pipeline returns them.
+nn::TensorMap encode_prompt(const TextComponents& components, const PromptEncoding& request);
 nn::TensorMap encode_prompt(const std::string& pipeline_dir, const PromptEncoding& request);
 
 // Wan's prompt_clean without ftfy or HTML unescaping: whitespace runs become one space, ends trimmed.
