@@ -104,7 +104,8 @@ nn::StateDict random_state_dict(nn::Module& model, uint64_t seed) {
     float* p = t.data<float>();
     const int64_t n = t.numel();
     const bool matrix = param->shape.size() >= 2;
-    const bool gain = !matrix && name.size() >= 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+    // Norm gains: vectors named *.weight, and the Wan VAE's RMS-norm *.gamma (shaped (C, 1, 1[, 1])).
+    const bool gain = (!matrix && name.ends_with(".weight")) || name.ends_with(".gamma");
     if (gain) {
       for (int64_t i = 0; i < n; ++i) p[i] = 1.0f;
     } else {

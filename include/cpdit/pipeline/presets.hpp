@@ -34,7 +34,7 @@ models::wan::WanCheckpoint wan_preset(const std::string& name, uint64_t seed);
 
 // Random values for every parameter of `model`, deterministic in `seed`: matrices
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as PyTorch initialises a Linear (fan_in = elements per output
-// row), vectors named *.weight 1 (norm gains), other vectors U(-0.02, 0.02) (biases).
+// row), norm gains 1 (vectors named *.weight, and *.gamma), other vectors U(-0.02, 0.02) (biases).
 nn::StateDict random_state_dict(nn::Module& model, uint64_t seed);
 
 }  // namespace cpdit::pipeline

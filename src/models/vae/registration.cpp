@@ -5,13 +5,14 @@
 
 #include <cpdit/models/vae/autoencoder_kl.hpp>
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
+#include <cpdit/models/vae/share.hpp>
 
 namespace cpdit::models::vae {
 namespace {
 
 // The first model's parameters are shared by every replica.
 template <class Vae>
-LoadedModel share_vae(std::string class_name, std::unique_ptr<Vae> first) {
+LoadedModel share_vae_model(std::string class_name, std::unique_ptr<Vae> first) {
   auto state = std::make_shared<nn::StateDict>(nn::parameters_of(*first));
   LoadedModel model;
   model.class_name = std::move(class_name);
@@ -25,12 +26,21 @@ LoadedModel share_vae(std::string class_name, std::unique_ptr<Vae> first) {
   return model;
 }
 
+}  // namespace
+
+LoadedModel share_vae(std::unique_ptr<AutoencoderKL> vae) { return share_vae_model("AutoencoderKL", std::move(vae)); }
+LoadedModel share_vae(std::unique_ptr<AutoencoderKLWan> vae, std::string class_name) {
+  return share_vae_model(std::move(class_name), std::move(vae));
+}
+
+namespace {
+
 ModelEntry entry(const std::string& class_name, bool wan) {
   return {class_name, [](const io::Checkpoint&) { return false; },
           [class_name, wan](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions&) {
             const std::string config_path = config.value_or("");
-            return wan ? share_vae(class_name, load_autoencoder_kl_wan(path, config_path))
-                       : share_vae(class_name, load_autoencoder_kl(path, config_path));
+            return wan ? share_vae_model(class_name, load_autoencoder_kl_wan(path, config_path))
+                       : share_vae_model(class_name, load_autoencoder_kl(path, config_path));
           }};
 }
 
