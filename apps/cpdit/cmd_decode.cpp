@@ -6,9 +6,9 @@
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/png.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/pipeline/picture_files.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
 
 #include <filesystem>
@@ -29,12 +29,11 @@ std::string vae_folder(const std::string& model) {
   return fs::exists(sub / "config.json") ? sub.string() : model;
 }
 
-// (B, 3, H, W), or a video of one frame (B, 3, 1, H, W), as a PNG of its first image.
+// (B, 3, H, W), or a video of one frame (B, 3, 1, H, W), as PNGs (one per batch item).
 void write_image(const std::string& path, const Tensor& sample) {
   CPDIT_CHECK(sample.dim() == 4 || (sample.dim() == 5 && sample.size(2) == 1), invalid_argument, "a decoded ",
               sample.describe(), " has several frames; write it to a .safetensors file instead of a PNG");
-  const Tensor image = sample.dim() == 4 ? sample : sample.select(2, 0);
-  io::write_png(path, pipeline::sample_to_rgb8(image), image.size(3), image.size(2));
+  pipeline::write_image_pngs(path, pipeline::postprocess_pixels(sample.dim() == 4 ? sample : sample.select(2, 0)));
 }
 
 void run_decode(const DecodeOptions& o) {
@@ -50,11 +49,7 @@ void run_decode(const DecodeOptions& o) {
   comm::LocalOptions local;
   local.threads_per_rank = o.threads;
   comm::run_ranks(o.ranks, [&](comm::Communicator& world) {
-    auto model = vae.replica();
-    if (world.size() > 1)  // rows split over every rank; the one-head mid-block attention on the ring
-      model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}),
-                                parallel::ContextParallelConfig{world.size(), 1});
-    const Tensor sample = model->forward({{"latents", pipeline::vae_latents(vae.config, it->second)}}).at("sample");
+    const Tensor sample = pipeline::decode_latents(vae, it->second, world);
     if (world.rank() != 0) return;
     if (png) {
       write_image(o.out, sample);
@@ -70,7 +65,7 @@ void add_decode(CLI::App& parent) {
       "decode", "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, Qwen-Image) to a PNG or safetensors.");
   cmd->add_option("--model", o->model, "diffusers pipeline folder (its vae/ is used) or a VAE folder")->required();
   cmd->add_option("--latents", o->latents, "safetensors holding `latents`, as generate writes them")->required();
-  cmd->add_option("--out", o->out, "image.png (first image; one frame) or out.safetensors (`sample` in [-1, 1])")
+  cmd->add_option("--out", o->out, "image.png (one file per batch item; one frame) or out.safetensors (`sample` in [-1, 1])")
       ->required();
   cmd->add_option("--ranks", o->ranks, "local thread ranks splitting the rows (ignored under mpirun)")
       ->capture_default_str();

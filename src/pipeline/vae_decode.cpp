@@ -1,9 +1,11 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
+#include <cpdit/parallel/config.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 namespace cpdit::pipeline {
 
@@ -36,20 +38,38 @@ Tensor vae_latents(const std::any& vae_config, const Tensor& latents) {
   fail(ErrorKind::unsupported, "this model is not a VAE cpdit decodes (AutoencoderKL, AutoencoderKLWan, AutoencoderKLQwenImage)");
 }
 
-std::vector<uint8_t> sample_to_rgb8(const Tensor& sample_in, int64_t index) {
-  CPDIT_CHECK(sample_in.defined() && sample_in.dim() == 4 && sample_in.size(1) == 3, invalid_argument,
-              "an image sample must be (B, 3, H, W), got ", sample_in.defined() ? sample_in.describe() : "undefined");
-  CPDIT_CHECK(index >= 0 && index < sample_in.size(0), invalid_argument, "image ", index, " of a batch of ",
-              sample_in.size(0));
-  const Tensor sample = sample_in.to(DType::f32).contiguous();
-  const int64_t h = sample.size(2), w = sample.size(3), plane = h * w;
-  const float* src = sample.data<float>() + index * 3 * plane;
-  std::vector<uint8_t> rgb(size_t(3 * plane));
-  for (int64_t p = 0; p < plane; ++p)
-    for (int64_t c = 0; c < 3; ++c) {
-      const float v = std::clamp(src[c * plane + p] / 2.0f + 0.5f, 0.0f, 1.0f);  // NaN -> 0 below
-      rgb[size_t(3 * p + c)] = std::isnan(v) ? 0 : uint8_t(std::nearbyint(v * 255.0f));
-    }
+Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world) {
+  auto model = vae.replica();
+  if (world.size() > 1)  // rows split over every rank; the one-head mid-block attention on the ring
+    model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}),
+                              parallel::ContextParallelConfig{world.size(), 1});
+  return model->forward({{"latents", vae_latents(vae.config, latents)}}).at("sample");
+}
+
+Tensor postprocess_pixels(const Tensor& sample_in) {
+  CPDIT_CHECK(sample_in.defined() && (sample_in.dim() == 4 || sample_in.dim() == 5) && sample_in.size(1) == 3,
+              invalid_argument, "a decoded sample must be (B, 3, H, W) or (B, 3, F, H, W), got ",
+              sample_in.defined() ? sample_in.describe() : "undefined");
+  // Channels last: (B, 3, H, W) -> (B, H, W, 3); (B, 3, F, H, W) -> (B, F, H, W, 3).
+  const Tensor sample = sample_in.dim() == 4 ? sample_in.to(DType::f32).permute({0, 2, 3, 1})
+                                             : sample_in.to(DType::f32).permute({0, 2, 3, 4, 1});
+  Tensor pixels = sample.contiguous();
+  float* p = pixels.data<float>();
+  for (int64_t i = 0; i < pixels.numel(); ++i) p[i] = std::clamp(p[i] * 0.5f + 0.5f, 0.0f, 1.0f);
+  return pixels;
+}
+
+std::vector<uint8_t> pixels_to_rgb8(const Tensor& pixels_in, int64_t index) {
+  CPDIT_CHECK(pixels_in.defined() && pixels_in.dim() >= 3 && pixels_in.size(-1) == 3, invalid_argument,
+              "pixels must be (..., H, W, 3), got ", pixels_in.defined() ? pixels_in.describe() : "undefined");
+  const Tensor pixels = pixels_in.to(DType::f32).contiguous();
+  const int64_t h = pixels.size(-3), w = pixels.size(-2), picture = h * w * 3;
+  const int64_t pictures = pixels.numel() / std::max<int64_t>(picture, 1);
+  CPDIT_CHECK(index >= 0 && index < pictures, invalid_argument, "picture ", index, " of ", pictures);
+  const float* src = pixels.data<float>() + index * picture;
+  std::vector<uint8_t> rgb(static_cast<size_t>(picture));
+  for (int64_t i = 0; i < picture; ++i)
+    rgb[size_t(i)] = std::isnan(src[i]) ? 0 : uint8_t(std::nearbyint(std::clamp(src[i], 0.0f, 1.0f) * 255.0f));
   return rgb;
 }
 

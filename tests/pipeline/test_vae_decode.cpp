@@ -40,13 +40,30 @@ TEST(VaeDecode, WanLatentsTakeEachChannelsStdAndMean) {
   EXPECT_THROW(denormalize_wan_latents(latents, config), Error);
 }
 
-TEST(VaeDecode, RgbBytesRoundTheUnitRangeAndClampTheRest) {
+TEST(VaeDecode, PixelsAreChannelsLastInTheUnitRangeAndRgbBytesRoundThem) {
   // Pixel 0: -1, 0, 1; pixel 1: beyond the range and NaN.
   const Tensor sample = Tensor::from_vector({-1.0f, 7.0f, 0.0f, -3.0f, 1.0f, NAN}, {1, 3, 1, 2});
-  const std::vector<uint8_t> rgb = sample_to_rgb8(sample);
-  // 0.5 * 255 = 127.5 rounds to even: 128.
-  EXPECT_EQ(rgb, (std::vector<uint8_t>{0, 128, 255, 255, 0, 0}));
-  EXPECT_THROW(sample_to_rgb8(Tensor::zeros({1, 4, 2, 2})), Error);
+  const Tensor pixels = postprocess_pixels(sample);
+  ASSERT_EQ(pixels.shape(), (Shape{1, 1, 2, 3}));
+  const float* p = pixels.data<float>();
+  EXPECT_EQ(p[0], 0.0f);
+  EXPECT_EQ(p[1], 0.5f);
+  EXPECT_EQ(p[2], 1.0f);
+  EXPECT_EQ(p[3], 1.0f);  // 7 clamps to 1
+  EXPECT_EQ(p[4], 0.0f);  // -3 clamps to 0
+  // 0.5 * 255 = 127.5 rounds to even: 128; NaN is written as 0.
+  EXPECT_EQ(pixels_to_rgb8(pixels), (std::vector<uint8_t>{0, 128, 255, 255, 0, 0}));
+  EXPECT_THROW(postprocess_pixels(Tensor::zeros({1, 4, 2, 2})), Error);
+  EXPECT_THROW(pixels_to_rgb8(pixels, 1), Error);
+}
+
+TEST(VaeDecode, VideoPixelsAreFramesOfChannelsLast) {
+  // (B=1, C=3, F=2, 1, 1): frame 0 is (-1, 0, 1), frame 1 is (1, 1, -1).
+  const Tensor sample = Tensor::from_vector({-1.0f, 1.0f, 0.0f, 1.0f, 1.0f, -1.0f}, {1, 3, 2, 1, 1});
+  const Tensor video = postprocess_pixels(sample);
+  ASSERT_EQ(video.shape(), (Shape{1, 2, 1, 1, 3}));
+  EXPECT_EQ(pixels_to_rgb8(video, 0), (std::vector<uint8_t>{0, 128, 255}));
+  EXPECT_EQ(pixels_to_rgb8(video, 1), (std::vector<uint8_t>{255, 255, 0}));
 }
 
 }  // namespace

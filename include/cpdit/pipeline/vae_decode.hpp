@@ -1,7 +1,9 @@
 #pragma once
 // The pipeline's side of decoding: what FLUX.1 and Wan do to latents before their VAE decoder, and
 // the image post-processing after it (diffusers' VaeImageProcessor).
+#include <cpdit/comm/communicator.hpp>
 #include <cpdit/core/tensor.hpp>
+#include <cpdit/models/registry.hpp>
 #include <cpdit/models/vae/config.hpp>
 
 #include <any>
@@ -20,8 +22,17 @@ Tensor denormalize_wan_latents(const Tensor& latents, const models::vae::WanVaeC
 // KLConfig or WanVaeConfig); any other config is refused as not a VAE.
 Tensor vae_latents(const std::any& vae_config, const Tensor& latents);
 
-// Item `index` of a decoded sample (B, 3, H, W) in [-1, 1] as 8-bit RGB, row-major: each value
-// round(clamp(x / 2 + 0.5, 0, 1) * 255), as diffusers' postprocess does.
-std::vector<uint8_t> sample_to_rgb8(const Tensor& sample, int64_t index = 0);
+// The pipeline's decode: vae_latents, then `vae` (a LoadedModel of a VAE) over the ranks of `world`,
+// its rows split when the world has more than one rank. Every rank calls it and gets the whole sample
+// (B, 3, H, W) or (B, 3, F, H, W), in [-1, 1].
+Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world);
+
+// diffusers' postprocess to output_type="np": an image sample (B, 3, H, W) becomes (B, H, W, 3), a
+// video sample (B, 3, F, H, W) becomes (B, F, H, W, 3), each value clamp(x / 2 + 0.5, 0, 1) in f32.
+Tensor postprocess_pixels(const Tensor& sample);
+
+// Picture `index` of pixels (..., H, W, 3) in [0, 1] (the leading dims flattened: image b, or frame
+// b·F + f of a video) as 8-bit RGB, row-major: round(x · 255), as diffusers' numpy_to_pil; NaN is 0.
+std::vector<uint8_t> pixels_to_rgb8(const Tensor& pixels, int64_t index = 0);
 
 }  // namespace cpdit::pipeline

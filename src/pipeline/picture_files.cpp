@@ -1,0 +1,48 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/png.hpp>
+#include <cpdit/pipeline/picture_files.hpp>
+#include <cpdit/pipeline/vae_decode.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+namespace cpdit::pipeline {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> image_png_paths(const std::string& path, int64_t batch) {
+  if (batch == 1) return {path};
+  const fs::path p(path);
+  std::vector<std::string> paths;
+  for (int64_t b = 0; b < batch; ++b)
+    paths.push_back((p.parent_path() / (p.stem().string() + "_" + std::to_string(b) + p.extension().string())).string());
+  return paths;
+}
+
+void write_image_pngs(const std::string& path, const Tensor& image) {
+  CPDIT_CHECK(image.dim() == 4 && image.size(3) == 3, invalid_argument, "PNG images need pixels (B, H, W, 3), got ",
+              image.describe());
+  const std::vector<std::string> paths = image_png_paths(path, image.size(0));
+  for (int64_t b = 0; b < image.size(0); ++b)
+    io::write_png(paths[size_t(b)], pixels_to_rgb8(image, b), image.size(2), image.size(1));
+}
+
+void write_frame_pngs(const std::string& dir, const Tensor& video) {
+  CPDIT_CHECK(video.dim() == 5 && video.size(4) == 3, invalid_argument, "PNG frames need video pixels (B, F, H, W, 3), got ",
+              video.describe());
+  const int64_t batch = video.size(0), frames = video.size(1);
+  for (int64_t b = 0; b < batch; ++b) {
+    const fs::path folder = batch == 1 ? fs::path(dir) : fs::path(dir) / std::to_string(b);
+    std::error_code error;
+    fs::create_directories(folder, error);
+    CPDIT_CHECK(fs::is_directory(folder), io, "cannot create the frames folder ", folder.string(),
+                error ? " (" + error.message() + ")" : "");
+    for (int64_t f = 0; f < frames; ++f) {
+      char name[32];
+      std::snprintf(name, sizeof name, "frame_%05lld.png", (long long)f);
+      io::write_png((folder / name).string(), pixels_to_rgb8(video, b * frames + f), video.size(3), video.size(2));
+    }
+  }
+}
+
+}  // namespace cpdit::pipeline
