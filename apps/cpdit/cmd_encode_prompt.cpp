@@ -1,11 +1,13 @@
 // `cpdit encode-prompt`: a prompt to the embeddings the pipeline's own encode_prompt returns (see
-// pipeline/prompt_encoding.hpp), written for `generate --embeddings`.
+// pipeline/prompt_encoding.hpp), written for `generate --embeddings`; from a pipeline folder, or from
+// a preset's built-in text encoders (what `generate --preset NAME --seed N --prompt` encodes).
 #include "command.hpp"
 #include "weight_flags.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/pipeline/prompt_encoding.hpp>
+#include <cpdit/pipeline/stages.hpp>
 
 #include <memory>
 #include <string>
@@ -14,14 +16,19 @@ namespace cpdit::app {
 namespace {
 
 struct EncodePromptOptions {
-  std::string model, prompt, out, dtype = "auto";
+  std::string model, preset, prompt, out, dtype = "auto";
+  uint64_t seed = 0;
   std::optional<std::string> negative_prompt;
   int64_t max_sequence_length = 512;
 };
 
 void run_encode_prompt(const EncodePromptOptions& o) {
   pipeline::PromptEncoding request{o.prompt, o.negative_prompt, o.max_sequence_length, nn::load_options(o.dtype)};
-  io::save_safetensors(o.out, pipeline::encode_prompt(o.model, request));
+  if (o.preset.empty()) {
+    io::save_safetensors(o.out, pipeline::encode_prompt(o.model, request));
+  } else {
+    io::save_safetensors(o.out, pipeline::encode_prompt(*pipeline::PipelineParts::of_preset(o.preset, o.seed).text, request));
+  }
 }
 
 void add_encode_prompt(CLI::App& parent) {
@@ -29,8 +36,12 @@ void add_encode_prompt(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
       "encode-prompt", "Encode a prompt as the diffusers pipeline's encode_prompt does (FLUX.1: T5 prompt_embeds + "
                        "CLIP pooled_prompt_embeds; Wan: UMT5 prompt_embeds and negative_prompt_embeds)");
-  cmd->add_option("--model", o->model, "diffusers pipeline folder (model_index.json, tokenizer*/, text_encoder*/)")
-      ->required();
+  CLI::Option_group* source = cmd->add_option_group("Model");
+  source->add_option("--model", o->model, "diffusers pipeline folder (model_index.json, tokenizer*/, text_encoder*/)");
+  source->add_option("--preset", o->preset, "a preset's built-in text encoders (flux-tiny, flux-mini, wan-tiny, wan-mini)");
+  source->require_option(1);
+  cmd->add_option("--seed", o->seed, "with --preset: generate's --seed, which seeds the preset's weights")
+      ->capture_default_str();
   cmd->add_option("--prompt", o->prompt, "the prompt")->required();
   cmd->add_option("--negative-prompt", o->negative_prompt, "negative prompt (FLUX.1 true CFG; Wan default \"\")");
   cmd->add_option("--max-sequence-length", o->max_sequence_length,

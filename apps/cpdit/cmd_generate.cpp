@@ -1,5 +1,6 @@
-// cpdit generate: the FLUX.1 (image) or Wan (video) denoising loop across ranks, on a checkpoint or
-// a built-in preset.
+// cpdit generate: a prompt to a FLUX.1 image or a Wan video across ranks, on a pipeline folder, a
+// transformer checkpoint or a built-in preset, in stages (pipeline/stages.hpp): encode, the denoising
+// loop, decode.
 // Only rank 0 prints and writes files; outputs are written atomically at the end, so a failed run
 // leaves nothing behind.
 #include "command.hpp"
@@ -18,9 +19,11 @@
 #include <cpdit/models/registry.hpp>
 #include <cpdit/pipeline/flux_pipeline.hpp>
 #include <cpdit/pipeline/latents.hpp>
+#include <cpdit/pipeline/picture_files.hpp>
 #include <cpdit/pipeline/pipeline_table.hpp>
 #include <cpdit/pipeline/preview.hpp>
 #include <cpdit/pipeline/presets.hpp>
+#include <cpdit/pipeline/stages.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
 #include <nlohmann/json.hpp>
@@ -28,8 +31,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 
 namespace cpdit::app {
 namespace {
@@ -38,6 +43,8 @@ namespace fs = std::filesystem;
 
 struct GenerateArgs {
   std::string model, preset, config, scheduler_config, embeddings, latents, out, preview, dtype = "auto";
+  std::optional<std::string> prompt, negative_prompt;
+  std::string image, frames_dir;  // decoded outputs: PNG per batch item, PNG frames of a video
   int steps = 0;
   int64_t height = 0, width = 0, frames = 0, text_tokens = 512;
   uint64_t seed = 0;
@@ -118,15 +125,34 @@ struct LoopStats {
   int64_t gather_bytes = 0;
 };
 
-nlohmann::json summary(const GenerateArgs& args, const Source& source, const RankLayout& layout,
+// What generate reports about its model, known once the denoise stage has opened it.
+struct RunInfo {
+  std::string name;
+  bool wan = false;
+  RankLayout layout;
+};
+
+nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipeline::StageLog& stages,
                        const LoopStats& result, const std::vector<int64_t>& peaks, double wall_seconds) {
+  const RankLayout& layout = run.layout;
+  // Each stage holds only its own weights: the process's most is the largest stage's.
+  int64_t weight_bytes = 0;
+  nlohmann::json stage_list = nlohmann::json::array();
+  for (const pipeline::StageStats& st : stages.stages()) {
+    weight_bytes = std::max(weight_bytes, st.weight_bytes);
+    stage_list.push_back({{"name", st.name},
+                          {"seconds", st.seconds},
+                          {"weight_bytes", st.weight_bytes},
+                          {"weight_bytes_after", st.weight_bytes_after},
+                          {"activation_bytes", st.activation_bytes}});
+  }
   double total = 0, fastest = result.step_seconds.empty() ? 0 : result.step_seconds[0];
   for (double s : result.step_seconds) {
     total += s;
     fastest = std::min(fastest, s);
   }
   const int steps = int(result.step_seconds.size());
-  nlohmann::json j = {{"model", source.name},
+  nlohmann::json j = {{"model", run.name},
                       {"height", args.height},
                       {"width", args.width},
                       {"steps", steps},
@@ -142,10 +168,12 @@ nlohmann::json summary(const GenerateArgs& args, const Source& source, const Ran
                       {"loop_seconds", total},
                       {"seconds_per_step", steps ? total / steps : 0.0},
                       {"fastest_step_seconds", fastest},
-                      {"weight_bytes_resident", resident_weight_bytes()},
+                      {"weight_bytes_resident", weight_bytes},
+                      {"stages", stage_list},
+                      {"peak_stage_bytes", stages.peak_bytes()},
                       {"peak_activation_bytes_per_rank", peaks},
                       {"latents_sharded_between_steps", result.latents_sharded}};
-  if (source.pipeline == pipeline::PipelineKind::wan) j["frames"] = args.frames;
+  if (run.wan) j["frames"] = args.frames;
   if (result.latents_sharded) {
     // diffusers gathers the model output at every step; keeping the latents sharded leaves one
     // gather in all.
@@ -156,6 +184,8 @@ nlohmann::json summary(const GenerateArgs& args, const Source& source, const Ran
   }
   if (!args.out.empty()) j["out"] = args.out;
   if (!args.preview.empty()) j["preview"] = args.preview;
+  if (!args.image.empty()) j["image"] = args.image;
+  if (!args.frames_dir.empty()) j["frames_dir"] = args.frames_dir;
   return j;
 }
 
@@ -171,6 +201,9 @@ void print_summary(const nlohmann::json& s) {
   std::printf("time         %s wall, %.3f s per step (fastest %.3f s)\n",
               format_duration(s["wall_seconds"]).c_str(), double(s["seconds_per_step"]),
               double(s["fastest_step_seconds"]));
+  for (const nlohmann::json& st : s["stages"])
+    std::printf("stage        %-8s %s, weights %.2f MiB, activations %.2f MiB\n", st["name"].get<std::string>().c_str(),
+                format_duration(st["seconds"]).c_str(), mib(st["weight_bytes"]), mib(st["activation_bytes"]));
   print_weights_line(s["weight_bytes_resident"], s["dtype"]);
   std::printf("memory       peak activations per rank:");
   for (int64_t peak : s["peak_activation_bytes_per_rank"]) std::printf(" %.1f MiB", mib(peak));
@@ -179,17 +212,22 @@ void print_summary(const nlohmann::json& s) {
     std::printf("latents      split between steps, gathered once at the end (%.2f MiB, %.4f s): %d per-step gathers avoided\n",
                 mib(s["latents_gather_bytes"]), double(s["latents_gather_seconds"]), int(s["gathers_avoided"]));
   if (s.contains("out")) std::printf("wrote        %s\n", s["out"].get<std::string>().c_str());
-  if (s.contains("preview")) std::printf("wrote        %s\n", s["preview"].get<std::string>().c_str());
+  for (const char* file : {"preview", "image", "frames_dir"})
+    if (s.contains(file)) std::printf("wrote        %s\n", s[file].get<std::string>().c_str());
 }
 
 // One rank's denoising loop; returns the full latents (every rank) and what it measured.
 using RankLoop = std::function<std::pair<Tensor, LoopStats>(comm::Communicator& world, Progress& progress)>;
 
-RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout) {
+// Where the text embeddings came from, for errors.
+std::string text_source(const GenerateArgs& args) { return args.embeddings.empty() ? "the encoded prompt" : args.embeddings; }
+
+// `text`: the encode stage's output or the --embeddings file; empty: random embeddings.
+RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
   const models::flux::FluxConfig& config = pipeline::config_of<models::flux::FluxConfig>(source.model);
   auto conditioning = std::make_shared<pipeline::FluxConditioning>(
-      args.embeddings.empty() ? pipeline::random_flux_conditioning(config, 1, args.text_tokens, args.seed)
-                              : pipeline::read_flux_conditioning(args.embeddings, config));
+      text.empty() ? pipeline::random_flux_conditioning(config, 1, args.text_tokens, args.seed)
+                   : pipeline::flux_conditioning(text, text_source(args), config));
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
   return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
@@ -211,15 +249,15 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
   };
 }
 
-RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout) {
+RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
   const models::wan::WanConfig& config = pipeline::config_of<models::wan::WanConfig>(source.model);
   auto embeds = std::make_shared<Tensor>(
-      args.embeddings.empty() ? pipeline::random_wan_prompt_embeds(config, 1, args.text_tokens, args.seed)
-                              : pipeline::read_wan_prompt_embeds(args.embeddings, config));
+      text.empty() ? pipeline::random_wan_prompt_embeds(config, 1, args.text_tokens, args.seed)
+                   : pipeline::wan_prompt_embeds(text, text_source(args), config));
   // Guidance needs the negative prompt's embeddings; without them the loop runs unguided.
   auto negative = std::make_shared<Tensor>();
-  if (!args.embeddings.empty() && io::SafetensorsFile::open(args.embeddings).contains("negative_prompt_embeds"))
-    *negative = pipeline::read_wan_prompt_embeds(args.embeddings, config, "negative_prompt_embeds");
+  if (text.count("negative_prompt_embeds"))
+    *negative = pipeline::wan_prompt_embeds(text, text_source(args), config, "negative_prompt_embeds");
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
   return [&args, &source, &layout, &config, embeds, negative, initial](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
@@ -243,76 +281,157 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
   };
 }
 
+// This process prints and writes: the only one, or rank 0 of an mpirun launch.
+bool lead_process() {
+  if (!comm::launched_by_mpi()) return true;
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* rank = std::getenv(name)) return std::string(rank) == "0";
+  return true;
+}
+
+// Names each stage on stderr as it ends (the denoise loop adds its own step lines); a failure is then
+// the only line of a stage that has not ended.
+void report_stages(pipeline::StageLog& stages, bool silent) {
+  if (silent) return;
+  stages.on_end = [](const pipeline::StageStats& s) {
+    std::fprintf(stderr, "%s done in %s\n", s.name.c_str(), format_duration(s.seconds).c_str());
+  };
+}
+
+// The text embeddings: the --embeddings file, the prompt through the pipeline's text encoders (the
+// encode stage), or none (the loops then use random embeddings).
+nn::TensorMap text_embeddings(const GenerateArgs& args, const pipeline::PipelineParts& parts,
+                              const nn::LoadOptions& load, pipeline::StageLog& stages) {
+  if (!args.embeddings.empty()) return io::load_safetensors(args.embeddings);
+  if (!args.prompt) return {};
+  CPDIT_CHECK(parts.text, invalid_argument, "--prompt needs the pipeline's text encoders: ", args.model,
+              " has no tokenizer/ and text_encoder/ (give --embeddings instead)");
+  CPDIT_CHECK(!args.negative_prompt || parts.text->pipeline_class.rfind("Flux", 0) != 0, invalid_argument,
+              "--negative-prompt: FLUX.1 uses a negative prompt only for true classifier-free guidance, which "
+              "generate does not run");
+  pipeline::PromptEncoding request{*args.prompt, args.negative_prompt, args.text_tokens, load};
+  const int threads = args.parallel.threads > 0 ? args.parallel.threads
+                                                : std::max(1, hardware_threads() / comm::ranks_on_this_machine());
+  return pipeline::encode_stage(stages, *parts.text, request, threads);
+}
+
 void run(GenerateArgs args) {
   auto start = std::chrono::steady_clock::now();
   check_output_path(args.out, "--out");
   check_output_path(args.preview, "--preview");
+  check_output_path(args.image, "--image");
+  check_output_path(args.frames_dir, "--frames-dir");
+  CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
+  CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
+  const bool lead = lead_process();
   const nn::LoadOptions load = nn::load_options(args.dtype);
-  const Source source = open_source(args, load);
-  const bool wan = source.pipeline == pipeline::PipelineKind::wan;
-  const bool preset = !args.preset.empty();
-  if (args.steps == 0) args.steps = preset ? 4 : wan ? 50 : 28;
-  if (args.height == 0) args.height = preset ? 256 : wan ? 480 : 1024;
-  if (args.width == 0) args.width = preset ? 256 : wan ? 832 : 1024;
-  CPDIT_CHECK(wan || args.frames == 0, invalid_argument, "--frames is for video models; ", source.name, " is FLUX.1");
-  CPDIT_CHECK(!wan || args.preview.empty(), invalid_argument, "--preview is for FLUX.1 images, not Wan video latents");
-  if (args.frames == 0) args.frames = preset ? 5 : 81;
-  // Sizes are refused here, before any rank starts.
-  if (wan)
-    pipeline::wan_latent_shape(pipeline::config_of<models::wan::WanConfig>(source.model), 1, args.frames, args.height,
-                               args.width, source.wan_vae);
-  else
-    pipeline::flux_latent_shape(args.height, args.width, 16, 1, source.vae_scale_factor);
+  const pipeline::PipelineParts parts = args.preset.empty()
+                                            ? pipeline::PipelineParts::of_folder(args.model)
+                                            : pipeline::PipelineParts::of_preset(args.preset, args.seed);
+  CPDIT_CHECK((args.image.empty() && args.frames_dir.empty()) || parts.vae, invalid_argument,
+              "--image and --frames-dir need the pipeline's VAE: ", args.model,
+              " has no vae/ (give a diffusers pipeline folder or a preset)");
+  pipeline::StageLog stages;
+  report_stages(stages, args.json || !lead);
+  const nn::TensorMap text = text_embeddings(args, parts, load, stages);
 
-  const RankLayout layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
-  const RankLoop loop = wan ? wan_loop(args, source, layout) : flux_loop(args, source, layout);
+  RunInfo info;
+  Tensor latents;
+  LoopStats loop_stats;
+  std::vector<int64_t> peaks;
+  stages.run("denoise", [&] {
+    const Source source = open_source(args, load);
+    info.name = source.name;
+    info.wan = source.pipeline == pipeline::PipelineKind::wan;
+    const bool wan = info.wan;
+    const bool preset = !args.preset.empty();
+    if (args.steps == 0) args.steps = preset ? 4 : wan ? 50 : 28;
+    if (args.height == 0) args.height = preset ? 256 : wan ? 480 : 1024;
+    if (args.width == 0) args.width = preset ? 256 : wan ? 832 : 1024;
+    CPDIT_CHECK(wan || args.frames == 0, invalid_argument, "--frames is for video models; ", source.name, " is FLUX.1");
+    CPDIT_CHECK(!wan || args.preview.empty(), invalid_argument, "--preview is for FLUX.1 images, not Wan video latents");
+    CPDIT_CHECK(!wan || args.image.empty(), invalid_argument, "--image is for FLUX.1 images; write Wan video with --frames-dir");
+    CPDIT_CHECK(wan || args.frames_dir.empty(), invalid_argument, "--frames-dir is for video; write a FLUX.1 image with --image");
+    if (args.frames == 0) args.frames = preset ? 5 : 81;
+    // Sizes are refused here, before any rank starts.
+    if (wan)
+      pipeline::wan_latent_shape(pipeline::config_of<models::wan::WanConfig>(source.model), 1, args.frames, args.height,
+                                 args.width, source.wan_vae);
+    else
+      pipeline::flux_latent_shape(args.height, args.width, 16, 1, source.vae_scale_factor);
 
+    info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
+    const RankLoop loop = wan ? wan_loop(args, source, info.layout, text) : flux_loop(args, source, info.layout, text);
+
+    comm::LocalOptions local;
+    local.threads_per_rank = info.layout.threads_per_rank;
+    std::mutex kept;
+    comm::run_ranks(
+        info.layout.ranks,
+        [&](comm::Communicator& world) {
+          CPDIT_CHECK(world.size() == info.layout.ranks, internal, "expected ", info.layout.ranks, " ranks, got ",
+                      world.size());
+          Progress progress("denoise", args.json || !lead || world.rank() != 0);
+          memory::reset_peak();
+          auto [mine, stats] = loop(world, progress);
+          std::vector<int64_t> rank_peaks(size_t(world.size()));
+          int64_t peak = memory::peak_bytes();
+          world.all_gather(&peak, sizeof peak, rank_peaks.data());
+          stages.add_rank_peak(peak);
+          // Every rank ends with the whole latents: rank 0's are kept (under mpirun, each process's own).
+          if (world.rank() != 0 && !comm::launched_by_mpi()) return;
+          std::lock_guard<std::mutex> lock(kept);
+          latents = mine;
+          loop_stats = stats;
+          peaks = rank_peaks;
+        },
+        local);
+  });
+
+  // The decoded pixels, when there is a VAE and an output wants them.
+  const bool decode = parts.vae && (!args.out.empty() || !args.image.empty() || !args.frames_dir.empty());
   comm::LocalOptions local;
-  local.threads_per_rank = layout.threads_per_rank;
-  comm::run_ranks(
-      layout.ranks,
-      [&](comm::Communicator& world) {
-        CPDIT_CHECK(world.size() == layout.ranks, internal, "expected ", layout.ranks, " ranks, got ", world.size());
-        const bool lead = world.rank() == 0;
-        Progress progress("generate", args.json || !lead);
-        memory::reset_peak();
-        auto [latents, stats] = loop(world, progress);
-        std::vector<int64_t> peaks(size_t(world.size()));
-        int64_t mine = memory::peak_bytes();
-        world.all_gather(&mine, sizeof mine, peaks.data());
-        if (!lead) return;
+  local.threads_per_rank = info.layout.threads_per_rank;
+  const Tensor pixels = decode ? pipeline::decode_stage(stages, parts.vae, latents, info.layout.ranks, local) : Tensor();
+  if (!lead) return;
 
-        const std::string layout_note =
-            wan ? "wan latents (B, 16, F, H/8, W/8)" : "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift";
-        if (!args.out.empty())
-          io::save_safetensors(args.out, {{"latents", latents}},
-                               {{"format", layout_note}, {"seed", std::to_string(args.seed)},
-                                {"steps", std::to_string(args.steps)}});
-        if (!args.preview.empty())
-          io::write_png(args.preview, pipeline::flux_latent_preview(latents), args.width, args.height);
-        double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        nlohmann::json s = summary(args, source, layout, stats, peaks, wall);
-        if (args.json) {
-          std::printf("%s\n", s.dump().c_str());
-        } else {
-          print_summary(s);
-        }
-        std::fflush(stdout);
-      },
-      local);
+  const std::string layout_note =
+      info.wan ? "wan latents (B, 16, F, H/8, W/8)" : "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift";
+  if (!args.out.empty()) {
+    nn::TensorMap tensors{{"latents", latents}};
+    if (pixels.defined()) tensors[info.wan ? "video" : "image"] = pixels;
+    io::save_safetensors(args.out, tensors,
+                         {{"format", layout_note}, {"seed", std::to_string(args.seed)}, {"steps", std::to_string(args.steps)}});
+  }
+  if (!args.preview.empty())
+    io::write_png(args.preview, pipeline::flux_latent_preview(latents), args.width, args.height);
+  if (!args.image.empty()) pipeline::write_image_pngs(args.image, pixels);
+  if (!args.frames_dir.empty()) pipeline::write_frame_pngs(args.frames_dir, pixels);
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  nlohmann::json s = summary(args, info, stages, loop_stats, peaks, wall);
+  if (args.json) {
+    std::printf("%s\n", s.dump().c_str());
+  } else {
+    print_summary(s);
+  }
+  std::fflush(stdout);
 }
 
 void add_generate(CLI::App& parent) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = parent.add_subcommand(
-      "generate", "Generate FLUX.1 image latents or Wan video latents across ranks (the main job)");
-  cmd->footer("Generate FLUX.1 image latents or Wan video latents: seeded noise, the model's scheduler (flow-match Euler "
-      "for FLUX.1, UniPC for Wan) and the transformer, with the tokens split across ranks (ring, Ulysses or "
-      "both). FLUX.1 keeps its image tokens split for the whole loop and gathers them once at the end.\n"
+      "generate", "A prompt to a FLUX.1 image or a Wan video across ranks (the main job)");
+  cmd->footer("A prompt to a FLUX.1 image or a Wan video, in stages that each load their model when they start and "
+      "free it when they end: encode (the pipeline's tokenizers and text encoders, once per process), denoise "
+      "(seeded noise, the model's scheduler — flow-match Euler for FLUX.1, UniPC for Wan — and the transformer, "
+      "with the tokens split across ranks: ring, Ulysses or both; FLUX.1 keeps its image tokens split for the "
+      "whole loop and gathers them once at the end), decode (the VAE, its rows split over the same ranks). "
+      "The summary prints each stage's time and memory.\n"
       "Runs on local ranks (threads of this process) or, when launched by mpirun, on the MPI processes. "
-      "Text comes from --embeddings (prompt_embeds and pooled_prompt_embeds, as a FLUX.1 text-encoder stage "
-      "writes them) or, without it, deterministic random embeddings.\n"
+      "Text comes from --prompt, from --embeddings (prompt_embeds and pooled_prompt_embeds, as encode-prompt "
+      "writes them) or, with neither, deterministic random embeddings.\n"
       "Examples:\n"
+      "  cpdit generate --preset flux-mini --prompt \"a red fox in the snow\" --image fox.png\n"
       "  cpdit generate --preset flux-mini --steps 4 --out latents.safetensors --preview preview.png\n"
       "  cpdit generate --model FLUX.1-dev/ --embeddings prompt.safetensors --ring 2 --ulysses 2 --out a.safetensors\n"
       "  cpdit generate --preset wan-mini --frames 17 --height 256 --width 256 --ranks 2 --out clip.safetensors\n"
@@ -336,13 +455,23 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--guidance", args->guidance,
                   "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5), Wan's classifier-free "
                   "guidance (default 5.0; runs when --embeddings holds negative_prompt_embeds)");
+  cmd->add_option("--prompt", args->prompt,
+                  "the prompt, through the pipeline folder's (or preset's) tokenizers and text encoders");
+  cmd->add_option("--negative-prompt", args->negative_prompt,
+                  "Wan: the negative prompt of classifier-free guidance (default \"\", as WanPipeline)");
   cmd->add_option("--embeddings", args->embeddings, "safetensors with prompt_embeds (B, L, D) [FLUX.1: and pooled_prompt_embeds (B, P); Wan: and negative_prompt_embeds for guidance]");
   cmd->add_option("--latents", args->latents,
                   "safetensors whose `latents` is the initial noise in the pipeline's layout (FLUX.1: packed (B, tokens, "
                   "in_channels); Wan: (B, C, F', h, w)), as diffusers' latents= argument; may be the --embeddings file");
-  cmd->add_option("--text-tokens", args->text_tokens, "length of the random text embeddings when --embeddings is not given")
+  cmd->add_option("--text-tokens", args->text_tokens,
+                  "text length: the T5/UMT5 max_sequence_length of --prompt (FLUX.1-dev and Wan: 512, schnell: 256), "
+                  "or of the random embeddings without --prompt and --embeddings")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--out", args->out, "write the final latents (B, 16, H/8, W/8) here (safetensors, atomically)");
+  cmd->add_option("--out", args->out,
+                  "write the final latents here (safetensors, atomically) and, with a VAE, the decoded `image` (B, H, W, 3) "
+                  "or `video` (B, F, H, W, 3), f32 in [0, 1]");
+  cmd->add_option("--image", args->image, "FLUX.1: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
+  cmd->add_option("--frames-dir", args->frames_dir, "Wan: write the decoded frames into this folder as frame_00000.png, ...");
   cmd->add_option("--preview", args->preview, "write a PNG preview of the latents here (linear latent-to-RGB projection)");
   cmd->add_flag("--json", args->json, "print the closing summary as one JSON object and no progress");
   add_parallel_flags(*cmd, args->parallel);

@@ -1,5 +1,4 @@
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/safetensors.hpp>
 #include <cpdit/parallel/shard.hpp>
 #include <cpdit/pipeline/flux_pipeline.hpp>
 #include <cpdit/pipeline/latents.hpp>
@@ -24,19 +23,18 @@ Tensor scaled_randn(const Shape& shape, uint64_t seed, float scale) {
 }
 }  // namespace
 
-FluxConditioning read_flux_conditioning(const std::string& path, const FluxConfig& config) {
-  io::SafetensorsFile file = io::SafetensorsFile::open(path);
+FluxConditioning flux_conditioning(const nn::TensorMap& tensors, const std::string& source, const FluxConfig& config) {
   for (const char* name : {"prompt_embeds", "pooled_prompt_embeds"})
-    CPDIT_CHECK(file.contains(name), invalid_argument, path, " has no tensor '", name,
+    CPDIT_CHECK(tensors.count(name), invalid_argument, source, " has no tensor '", name,
                 "' (a FLUX.1 text-encoder stage writes prompt_embeds (B, L, ", config.joint_attention_dim,
                 ") and pooled_prompt_embeds (B, ", config.pooled_projection_dim, "))");
-  FluxConditioning c{file.get("prompt_embeds").to(DType::f32), file.get("pooled_prompt_embeds").to(DType::f32)};
+  FluxConditioning c{tensors.at("prompt_embeds").to(DType::f32), tensors.at("pooled_prompt_embeds").to(DType::f32)};
   const Tensor& p = c.prompt_embeds;
   const Tensor& q = c.pooled_prompt_embeds;
-  CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.joint_attention_dim && p.size(1) > 0, invalid_argument, path,
+  CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.joint_attention_dim && p.size(1) > 0, invalid_argument, source,
               ": prompt_embeds is ", p.describe(), ", the model needs (B, L, ", config.joint_attention_dim, ")");
   CPDIT_CHECK(q.dim() == 2 && q.size(0) == p.size(0) && q.size(1) == config.pooled_projection_dim,
-              invalid_argument, path, ": pooled_prompt_embeds is ", q.describe(), ", the model needs (",
+              invalid_argument, source, ": pooled_prompt_embeds is ", q.describe(), ", the model needs (",
               p.size(0), ", ", config.pooled_projection_dim, ")");
   return c;
 }

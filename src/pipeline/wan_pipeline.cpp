@@ -1,5 +1,4 @@
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/safetensors.hpp>
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
@@ -20,12 +19,13 @@ WanVaeFactors WanVaeFactors::from_json(const nlohmann::json& j) {
   return f;
 }
 
-Tensor read_wan_prompt_embeds(const std::string& path, const WanConfig& config, const std::string& name) {
-  io::SafetensorsFile file = io::SafetensorsFile::open(path);
-  CPDIT_CHECK(file.contains(name), invalid_argument, path, " has no tensor '", name,
+Tensor wan_prompt_embeds(const nn::TensorMap& tensors, const std::string& source, const WanConfig& config,
+                         const std::string& name) {
+  const auto it = tensors.find(name);
+  CPDIT_CHECK(it != tensors.end(), invalid_argument, source, " has no tensor '", name,
               "' (a Wan text-encoder stage writes (B, L, ", config.text_dim, "))");
-  Tensor p = file.get(name).to(DType::f32);
-  CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.text_dim && p.size(1) > 0, invalid_argument, path, ": ", name,
+  Tensor p = it->second.to(DType::f32);
+  CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.text_dim && p.size(1) > 0, invalid_argument, source, ": ", name,
               " is ", p.describe(), ", the model needs (B, L, ", config.text_dim, ")");
   return p;
 }

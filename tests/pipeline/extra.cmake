@@ -17,3 +17,6 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   add_mpi_script_test(generate_mpi_default_threads generate_mpi_threads.cmake)
   add_mpi_script_test(pipeline_parity_mpi pipeline_parity_mpi.cmake)
 endif()
+
+# The PNG outputs of generate are read back in the tests (support/read_png.hpp).
+target_link_libraries(test_pipeline PRIVATE PNG::PNG)

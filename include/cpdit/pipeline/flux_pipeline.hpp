@@ -24,8 +24,10 @@ struct FluxConditioning {
   Tensor pooled_prompt_embeds;
 };
 
-// Reads `prompt_embeds` and `pooled_prompt_embeds` from a safetensors file, checked against the model.
-FluxConditioning read_flux_conditioning(const std::string& path, const models::flux::FluxConfig& config);
+// `prompt_embeds` and `pooled_prompt_embeds` of the encode stage's output or an --embeddings file
+// (`source` names it in errors), checked against the model.
+FluxConditioning flux_conditioning(const nn::TensorMap& tensors, const std::string& source,
+                                   const models::flux::FluxConfig& config);
 // Deterministic stand-in embeddings for demos and benchmarks (no text encoder): N(0, 1) scaled to
 // the magnitude of real T5 / CLIP outputs.
 FluxConditioning random_flux_conditioning(const models::flux::FluxConfig& config, int64_t batch,

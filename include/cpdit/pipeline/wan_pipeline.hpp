@@ -45,10 +45,11 @@ struct WanGenerateResult {
   std::vector<double> step_seconds;
 };
 
-// `name` (B, L, text_dim) from a safetensors file (what a UMT5 text-encoder stage writes:
-// prompt_embeds, negative_prompt_embeds), or deterministic random ones for demos.
-Tensor read_wan_prompt_embeds(const std::string& path, const models::wan::WanConfig& config,
-                              const std::string& name = "prompt_embeds");
+// `name` (B, L, text_dim) of what a UMT5 text-encoder stage writes (prompt_embeds,
+// negative_prompt_embeds), from the encode stage or an --embeddings file (`source` names it in
+// errors); or deterministic random ones for demos.
+Tensor wan_prompt_embeds(const nn::TensorMap& tensors, const std::string& source, const models::wan::WanConfig& config,
+                         const std::string& name = "prompt_embeds");
 Tensor random_wan_prompt_embeds(const models::wan::WanConfig& config, int64_t batch, int64_t text_tokens,
                                 uint64_t seed);
 

@@ -1,0 +1,92 @@
+#pragma once
+// The stages of a generation — encode (prompt to embeddings), denoise (the transformer loop), decode
+// (the VAE) — take turns with memory: each loads its model when it starts and frees it before the
+// next one starts, so a run's peak is its largest stage, not the sum. StageLog runs them in turn and
+// records the time and memory of each.
+#include <cpdit/comm/local.hpp>
+#include <cpdit/models/registry.hpp>
+#include <cpdit/nn/module.hpp>
+#include <cpdit/pipeline/prompt_encoding.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace cpdit::pipeline {
+
+struct StageStats {
+  std::string name;
+  double seconds = 0;
+  int64_t weight_bytes = 0;        // the most model-weight bytes this process held during the stage
+  int64_t weight_bytes_after = 0;  // held when it ended: what it left loaded for later stages
+  // The activation peaks of this process's ranks during the stage, summed (an upper bound of what
+  // they held at once).
+  int64_t activation_bytes = 0;
+};
+
+class StageLog {
+ public:
+  std::function<void(const StageStats&)> on_end;  // e.g. to name the stage in a progress line
+
+  // Runs body() as stage `name` on this thread and returns what it returns. Rank threads started
+  // inside it (each with its own memory counter) report their activation peaks with add_rank_peak.
+  template <class Body>
+  auto run(const std::string& name, Body&& body) -> decltype(body()) {
+    begin(name);
+    if constexpr (std::is_void_v<decltype(body())>) {
+      body();
+      end();
+    } else {
+      auto result = body();
+      end();
+      return result;
+    }
+  }
+
+  void add_rank_peak(int64_t bytes);  // any thread, inside a stage
+  const std::vector<StageStats>& stages() const { return stages_; }
+  // Weights plus activations of the largest stage.
+  int64_t peak_bytes() const;
+
+ private:
+  void begin(const std::string& name);
+  void end();
+
+  std::vector<StageStats> stages_;
+  std::chrono::steady_clock::time_point start_;
+  int64_t thread_base_ = 0;  // this thread's activation bytes when the stage began
+  std::atomic<int64_t> rank_peaks_{0};
+};
+
+// What the encode and decode stages load, wherever the pipeline comes from. Nothing is loaded until a
+// stage asks.
+struct PipelineParts {
+  std::optional<TextComponents> text;        // none: no text encoders (embeddings must be given)
+  std::function<models::LoadedModel()> vae;  // empty: no VAE (the run ends at latents)
+
+  // A diffusers pipeline folder: its tokenizer*/ and text_encoder*/ when it has them, its vae/.
+  // Any other path (a transformer folder or file) has neither.
+  static PipelineParts of_folder(const std::string& path);
+  // A preset's seeded random text encoders and VAE (preset_pipelines.hpp); `seed` is generate's --seed
+  // (each part draws from its own stream of it).
+  static PipelineParts of_preset(const std::string& name, uint64_t seed);
+};
+
+// The encode stage: `request` through the text encoders on this thread with `threads` compute
+// threads, each encoder loaded, run and freed in turn (once per process: the thread ranks of the
+// denoise stage share its output; under mpirun every process encodes at the same time, which costs no
+// more time than one rank encoding while the others wait for it).
+nn::TensorMap encode_stage(StageLog& log, const TextComponents& text, const PromptEncoding& request, int threads);
+
+// The decode stage: the VAE loaded, `latents` decoded with its rows split over `ranks` local ranks
+// (or the processes of an mpirun launch), the VAE freed; returns the pixels as postprocess_pixels
+// makes them: (B, H, W, 3) or (B, F, H, W, 3) in [0, 1].
+Tensor decode_stage(StageLog& log, const std::function<models::LoadedModel()>& open_vae, const Tensor& latents,
+                    int ranks, const comm::LocalOptions& local);
+
+}  // namespace cpdit::pipeline

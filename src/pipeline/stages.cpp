@@ -1,0 +1,85 @@
+#include <cpdit/comm/launch.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/memory.hpp>
+#include <cpdit/core/threads.hpp>
+#include <cpdit/core/weight.hpp>
+#include <cpdit/io/model_files.hpp>
+#include <cpdit/pipeline/preset_pipelines.hpp>
+#include <cpdit/pipeline/stages.hpp>
+#include <cpdit/pipeline/vae_decode.hpp>
+
+#include <algorithm>
+#include <mutex>
+
+namespace cpdit::pipeline {
+
+void StageLog::begin(const std::string& name) {
+  stages_.push_back(StageStats{name});
+  weight_memory_counter().reset_peak();
+  memory::reset_peak();
+  thread_base_ = memory::current_bytes();
+  rank_peaks_ = 0;
+  start_ = std::chrono::steady_clock::now();
+}
+
+void StageLog::end() {
+  StageStats& s = stages_.back();
+  s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  s.weight_bytes = weight_memory_counter().peak();
+  s.weight_bytes_after = weight_memory_counter().current();
+  // A stage that ran on this thread (or, under mpirun, whose one rank is this process's main thread)
+  // shows on this thread's counter; local rank threads reported their own.
+  s.activation_bytes = std::max(memory::peak_bytes() - thread_base_, rank_peaks_.load());
+  if (on_end) on_end(s);
+}
+
+void StageLog::add_rank_peak(int64_t bytes) { rank_peaks_ += bytes; }
+
+int64_t StageLog::peak_bytes() const {
+  int64_t peak = 0;
+  for (const StageStats& s : stages_) peak = std::max(peak, s.weight_bytes + s.activation_bytes);
+  return peak;
+}
+
+PipelineParts PipelineParts::of_folder(const std::string& path) {
+  PipelineParts parts;
+  if (TextComponents::folder_has_encoders(path)) parts.text = TextComponents::from_folder(path);
+  if (const std::optional<std::string> vae = io::pipeline_component(path, "vae"))
+    parts.vae = [folder = *vae] { return models::open_model(folder, std::nullopt, {}); };
+  return parts;
+}
+
+PipelineParts PipelineParts::of_preset(const std::string& name, uint64_t seed) {
+  PipelineParts parts;
+  parts.text = preset_text_components(name, seed ^ 0x7e87ull);
+  parts.vae = [name, seed] { return preset_vae(name, seed ^ 0xfaeull); };
+  return parts;
+}
+
+nn::TensorMap encode_stage(StageLog& log, const TextComponents& text, const PromptEncoding& request, int threads) {
+  return log.run("encode", [&] {
+    ScopedComputeThreads budget(threads);
+    return encode_prompt(text, request);
+  });
+}
+
+Tensor decode_stage(StageLog& log, const std::function<models::LoadedModel()>& open_vae, const Tensor& latents,
+                    int ranks, const comm::LocalOptions& local) {
+  return log.run("decode", [&] {
+    const models::LoadedModel vae = open_vae();
+    Tensor sample;
+    std::mutex kept;
+    comm::run_ranks(ranks, [&](comm::Communicator& world) {
+      memory::reset_peak();
+      Tensor mine = decode_latents(vae, latents, world);
+      log.add_rank_peak(memory::peak_bytes());
+      // Local ranks share this process: rank 0's copy is kept. Under mpirun each process keeps its own.
+      if (world.rank() != 0 && !comm::launched_by_mpi()) return;
+      std::lock_guard<std::mutex> lock(kept);
+      sample = mine;
+    }, local);
+    return postprocess_pixels(sample);
+  });
+}
+
+}  // namespace cpdit::pipeline

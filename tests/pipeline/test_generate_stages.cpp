@@ -1,0 +1,136 @@
+// `cpdit generate` from a prompt to pixels in stages (pipeline/stages.hpp) on the presets' built-in
+// tokenizers, seeded random text encoders and VAEs: the encode stage feeds the loop exactly what
+// encode-prompt writes, each stage frees its weights before the next, the decoded outputs are the same
+// under every split, and misuse is one line with nothing written.
+#include "support/read_png.hpp"
+#include "support/run_cli.hpp"
+
+#include <cpdit/io/safetensors.hpp>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+
+namespace cpdit::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using cpdit::testing::run_cli;
+using cpdit::testing::TempDir;
+
+const std::string kFlux = "generate --preset flux-tiny --steps 2 --height 32 --width 48 --text-tokens 16 --seed 5";
+const std::string kWan = "generate --preset wan-tiny --steps 2 --frames 5 --height 32 --width 32 --text-tokens 16 --seed 5";
+
+std::map<std::string, Tensor> generate(const TempDir& dir, const std::string& args, const std::string& name) {
+  const std::string out = dir.file(name + ".safetensors");
+  const auto r = run_cli(args + " --threads 1 --out " + out);
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+  return r.code == 0 ? io::load_safetensors(out) : std::map<std::string, Tensor>{};
+}
+
+// The prompt through the encode stage gives the loop what encode-prompt writes for the same preset
+// and seed: the same latents and pixels, bit for bit (the same code on the same inputs).
+void expect_prompt_is_its_embeddings(const std::string& args, const std::string& preset, const std::string& pixels) {
+  TempDir dir("generate_prompt");
+  const std::string prompt = " --prompt 'a red fox in the snow'";
+  const auto from_prompt = generate(dir, args + prompt, "prompt");
+  const std::string embeddings = dir.file("embeddings.safetensors");
+  const auto e = run_cli("encode-prompt --preset " + preset + " --seed 5 --max-sequence-length 16" + prompt +
+                         " --out " + embeddings);
+  ASSERT_EQ(e.code, 0) << e.err;
+  const auto from_file = generate(dir, args + " --embeddings " + embeddings, "file");
+  ASSERT_TRUE(from_prompt.count(pixels) && from_file.count(pixels));
+  EXPECT_EQ(max_abs_diff(from_prompt.at("latents"), from_file.at("latents")), 0.0);
+  EXPECT_EQ(max_abs_diff(from_prompt.at(pixels), from_file.at(pixels)), 0.0);
+  // And the prompt matters: another one gives other latents.
+  const auto other = generate(dir, args + " --prompt 'a blue whale'", "other");
+  ASSERT_TRUE(other.count("latents"));
+  EXPECT_GT(max_abs_diff(from_prompt.at("latents"), other.at("latents")), 1e-3);
+}
+
+TEST(GenerateStages, FluxPromptIsWhatEncodePromptWrites) { expect_prompt_is_its_embeddings(kFlux, "flux-tiny", "image"); }
+
+TEST(GenerateStages, WanPromptIsWhatEncodePromptWrites) {
+  // Wan encodes the default negative prompt "" too, and guidance runs on it.
+  expect_prompt_is_its_embeddings(kWan, "wan-tiny", "video");
+}
+
+TEST(GenerateStages, EachStageFreesItsWeightsAndTheSummaryTimesEach) {
+  TempDir dir("generate_stage_memory");
+  const auto r = run_cli(kFlux + " --prompt 'a red fox' --threads 1 --json --image " + dir.file("fox.png"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json s = nlohmann::json::parse(r.out);
+  const nlohmann::json& stages = s.at("stages");
+  ASSERT_EQ(stages.size(), 3u) << s.dump();
+  int64_t largest = 0;
+  const char* names[] = {"encode", "denoise", "decode"};
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(stages[i].at("name"), names[i]);
+    EXPECT_GT(stages[i].at("seconds").get<double>(), 0.0);
+    EXPECT_GT(stages[i].at("weight_bytes").get<int64_t>(), 0) << names[i] << " loads its own model";
+    // Nothing a stage loaded is still held when the next one starts: the peak is one stage's.
+    EXPECT_EQ(stages[i].at("weight_bytes_after").get<int64_t>(), 0) << names[i];
+    largest = std::max(largest, stages[i].at("weight_bytes").get<int64_t>());
+  }
+  EXPECT_EQ(s.at("weight_bytes_resident").get<int64_t>(), largest);
+  const auto png = cpdit::testing::read_png(dir.file("fox.png"));
+  EXPECT_EQ(png.height, 32);
+  EXPECT_EQ(png.width, 48);
+}
+
+TEST(GenerateStages, ProgressAndSummaryNameEachStage) {
+  TempDir dir("generate_stage_progress");
+  const auto r = run_cli(kFlux + " --prompt 'a red fox' --threads 1 --image " + dir.file("fox.png"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // stderr is not a terminal here: one progress line per event.
+  for (const char* line : {"encode done in", "denoise step 1/2", "denoise step 2/2", "decode done in"})
+    EXPECT_NE(r.err.find(line), std::string::npos) << line << " in:\n" << r.err;
+  for (const char* line : {"stage        encode ", "stage        denoise ", "stage        decode "})
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " in:\n" << r.out;
+}
+
+// Every split of the prompt-to-pixels run decodes what one rank decodes: the latents differ by
+// summation order (1e-6 here) and the row-split decode is exact up to that; 1e-4 is the bound.
+TEST(GenerateStages, EverySplitDecodesWhatOneRankDecodes) {
+  TempDir dir("generate_stage_splits");
+  for (const auto& [args, pixels] : {std::pair{kFlux, "image"}, std::pair{kWan, "video"}}) {
+    const auto single = generate(dir, args + " --prompt 'a red fox' --ranks 1", "single");
+    ASSERT_TRUE(single.count(pixels)) << args;
+    for (const std::string split : {"--ring 2", "--ulysses 2", "--ring 2 --ulysses 2", "--ring 3"}) {
+      const auto split_run = generate(dir, args + " --prompt 'a red fox' " + split, "split");
+      ASSERT_TRUE(split_run.count(pixels)) << args << " " << split;
+      EXPECT_LT(max_abs_diff(split_run.at(pixels), single.at(pixels)), 1e-4) << args << " " << split;
+      EXPECT_LT(max_abs_diff(split_run.at("latents"), single.at("latents")), 1e-4) << args << " " << split;
+    }
+  }
+}
+
+void expect_one_line_error(const std::string& args, const std::string& words, const std::string& written) {
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(written)) << written;
+}
+
+TEST(GenerateStages, MisuseIsOneLineAndNothingWritten) {
+  TempDir dir("generate_stage_errors");
+  const std::string png = dir.file("a.png"), frames = dir.file("frames");
+  expect_one_line_error(kWan + " --image " + png, "--image is for FLUX.1 images", png);
+  expect_one_line_error(kFlux + " --frames-dir " + frames, "--frames-dir is for video", frames);
+  expect_one_line_error(kFlux + " --prompt a --embeddings x.safetensors --image " + png, "not both", png);
+  expect_one_line_error(kFlux + " --negative-prompt a --image " + png, "--negative-prompt goes with --prompt", png);
+  expect_one_line_error(kFlux + " --prompt a --negative-prompt b --image " + png, "true classifier-free guidance", png);
+  // A pipeline folder without text encoders or a transformer file without a VAE.
+  const std::string folder = std::string(CPDIT_TEST_DATA) + "/fixtures/flux_pipeline_tiny/pipeline";
+  expect_one_line_error("generate --model " + folder + " --prompt a --height 32 --width 32 --image " + png,
+                        "has no tokenizer/ and text_encoder/", png);
+  const std::string transformer = std::string(CPDIT_TEST_DATA) + "/fixtures/flux_tiny/weights.safetensors";
+  expect_one_line_error("generate --model " + transformer + " --image " + png, "need the pipeline's VAE", png);
+}
+
+}  // namespace
+}  // namespace cpdit::pipeline
