@@ -50,9 +50,10 @@ models::LoadedModel random_clip(int64_t width, uint64_t seed, const nn::LoadOpti
 }  // namespace
 
 TextComponents preset_text_components(const std::string& name, uint64_t seed) {
+  check_preset(name);
   TextComponents c;
   const bool flux = is_flux_preset(name);
-  // The widths the transformer reads (and a refusal of unknown names).
+  // The widths the transformer reads.
   const int64_t text_width = flux ? flux_preset_config(name).joint_attention_dim : wan_preset_config(name).text_dim;
   const int64_t pooled_width = flux ? flux_preset_config(name).pooled_projection_dim : 0;
   c.pipeline_class = flux ? "FluxPipeline" : "WanPipeline";
@@ -69,8 +70,8 @@ TextComponents preset_text_components(const std::string& name, uint64_t seed) {
 }
 
 models::LoadedModel preset_vae(const std::string& name, uint64_t seed) {
+  check_preset(name);
   if (is_flux_preset(name)) {
-    flux_preset_config(name);  // refuses unknown names
     const models::vae::KLConfig config = models::vae::KLConfig::from_json(
         {{"latent_channels", 16}, {"block_out_channels", {16, 32, 32, 32}}, {"layers_per_block", 1},
          {"norm_num_groups", 8}, {"use_quant_conv", false}, {"use_post_quant_conv", false},
@@ -79,7 +80,6 @@ models::LoadedModel preset_vae(const std::string& name, uint64_t seed) {
     nn::load_state_dict(*vae, random_state_dict(*vae, seed));
     return models::vae::share_vae(std::move(vae));
   }
-  wan_preset_config(name);  // refuses unknown names
   // Per-channel statistics of the latents, spread as Wan 2.1's are (means near 0, deviations near 2).
   std::vector<double> mean, std;
   for (int c = 0; c < 16; ++c) {

@@ -3,6 +3,7 @@
 #include <cpdit/pipeline/presets.hpp>
 #include <cpdit/pipeline/random.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 namespace cpdit::pipeline {
@@ -19,10 +20,16 @@ std::string known_presets() {
 }
 }  // namespace
 
+void check_preset(const std::string& name) {
+  const std::vector<std::string> names = preset_names();
+  CPDIT_CHECK(std::find(names.begin(), names.end(), name) != names.end(), invalid_argument, "unknown preset '", name,
+              "' (presets: ", known_presets(), ")");
+}
+
 models::LoadedModel preset_model(const std::string& name, uint64_t seed, const nn::LoadOptions& options) {
-  if (name == "flux-tiny" || name == "flux-mini") return models::flux::share_flux(flux_preset(name, seed), options);
-  if (name == "wan-tiny" || name == "wan-mini") return models::wan::share_wan(wan_preset(name, seed), options);
-  fail(ErrorKind::invalid_argument, "unknown preset '", name, "' (presets: ", known_presets(), ")");
+  check_preset(name);
+  if (name.rfind("flux-", 0) == 0) return models::flux::share_flux(flux_preset(name, seed), options);
+  return models::wan::share_wan(wan_preset(name, seed), options);
 }
 
 FluxConfig flux_preset_config(const std::string& name) {

@@ -18,6 +18,8 @@
 namespace cpdit::pipeline {
 
 std::vector<std::string> preset_names();
+// Refuses a name that is not a preset, with the list of presets.
+void check_preset(const std::string& name);
 
 // The preset as the model registry hands models out (weights converted once, shared by replicas);
 // unknown names are refused with the list.
