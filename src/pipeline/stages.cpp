@@ -19,6 +19,7 @@ void StageLog::begin(const std::string& name) {
   memory::reset_peak();
   thread_base_ = memory::current_bytes();
   rank_peaks_ = 0;
+  rank_reports_ = 0;
   start_ = std::chrono::steady_clock::now();
 }
 
@@ -27,13 +28,17 @@ void StageLog::end() {
   s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   s.weight_bytes = weight_memory_counter().peak();
   s.weight_bytes_after = weight_memory_counter().current();
-  // A stage that ran on this thread (or, under mpirun, whose one rank is this process's main thread)
-  // shows on this thread's counter; local rank threads reported their own.
-  s.activation_bytes = std::max(memory::peak_bytes() - thread_base_, rank_peaks_.load());
+  // Ranks report what they held while they ran (local rank threads have counters of their own); a
+  // stage without ranks ran on this thread. This thread's counter is not added to the ranks': it also
+  // charged the tensors that became the stage's weights before they moved to the weight counter.
+  s.activation_bytes = rank_reports_ > 0 ? rank_peaks_.load() : memory::peak_bytes() - thread_base_;
   if (on_end) on_end(s);
 }
 
-void StageLog::add_rank_peak(int64_t bytes) { rank_peaks_ += bytes; }
+void StageLog::add_rank_peak(int64_t bytes) {
+  rank_peaks_ += bytes;
+  ++rank_reports_;
+}
 
 int64_t StageLog::peak_bytes() const {
   int64_t peak = 0;

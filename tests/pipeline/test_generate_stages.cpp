@@ -76,6 +76,11 @@ TEST(GenerateStages, EachStageFreesItsWeightsAndTheSummaryTimesEach) {
     largest = std::max(largest, stages[i].at("weight_bytes").get<int64_t>());
   }
   EXPECT_EQ(s.at("weight_bytes_resident").get<int64_t>(), largest);
+  // The denoise stage's activations are its ranks' peaks (not the preset's weights, which were made as
+  // plain tensors on the main thread before they became weights).
+  int64_t rank_sum = 0;
+  for (const auto& peak : s.at("peak_activation_bytes_per_rank")) rank_sum += peak.get<int64_t>();
+  EXPECT_EQ(stages[1].at("activation_bytes").get<int64_t>(), rank_sum);
   const auto png = cpdit::testing::read_png(dir.file("fox.png"));
   EXPECT_EQ(png.height, 32);
   EXPECT_EQ(png.width, 48);

@@ -48,7 +48,9 @@ class StageLog {
     }
   }
 
-  void add_rank_peak(int64_t bytes);  // any thread, inside a stage
+  // Any thread, inside a stage: a rank's activation peak while it ran (after the stage's weights
+  // were loaded). A stage where no rank reports is measured on the calling thread.
+  void add_rank_peak(int64_t bytes);
   const std::vector<StageStats>& stages() const { return stages_; }
   // Weights plus activations of the largest stage.
   int64_t peak_bytes() const;
@@ -61,6 +63,7 @@ class StageLog {
   std::chrono::steady_clock::time_point start_;
   int64_t thread_base_ = 0;  // this thread's activation bytes when the stage began
   std::atomic<int64_t> rank_peaks_{0};
+  std::atomic<int> rank_reports_{0};
 };
 
 // What the encode and decode stages load, wherever the pipeline comes from. Nothing is loaded until a
