@@ -320,7 +320,9 @@ void run(GenerateArgs args) {
   check_output_path(args.out, "--out");
   check_output_path(args.preview, "--preview");
   check_output_path(args.image, "--image");
-  check_output_path(args.frames_dir, "--frames-dir");
+  // A folder may be named with a trailing slash ("frames/"): its parent must exist.
+  const fs::path frames_dir(args.frames_dir);
+  check_output_path((frames_dir.has_filename() ? frames_dir : frames_dir.parent_path()).string(), "--frames-dir");
   CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
   CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
   const bool lead = lead_process();

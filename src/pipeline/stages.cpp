@@ -83,7 +83,8 @@ Tensor decode_stage(StageLog& log, const std::function<models::LoadedModel()>& o
       std::lock_guard<std::mutex> lock(kept);
       sample = mine;
     }, local);
-    return postprocess_pixels(sample);
+    // An mpirun process beyond the latent's rows took no part (and writes nothing).
+    return sample.defined() ? postprocess_pixels(sample) : Tensor();
   });
 }
 

@@ -39,10 +39,16 @@ Tensor vae_latents(const std::any& vae_config, const Tensor& latents) {
 }
 
 Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world) {
+  // Each rank needs a latent row: a world with more ranks than rows decodes on its first `rows`.
+  const int64_t rows = latents.defined() && latents.dim() >= 4 ? latents.size(-2) : 1;
+  std::shared_ptr<comm::Communicator> group(&world, [](comm::Communicator*) {});
+  if (rows < world.size()) {
+    group = world.split(world.rank() < rows ? 0 : 1, world.rank());
+    if (world.rank() >= rows) return Tensor();
+  }
   auto model = vae.replica();
-  if (world.size() > 1)  // rows split over every rank; the one-head mid-block attention on the ring
-    model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}),
-                              parallel::ContextParallelConfig{world.size(), 1});
+  if (group->size() > 1)  // rows split over the ranks; the one-head mid-block attention on the ring
+    model->enable_parallelism(group, parallel::ContextParallelConfig{group->size(), 1});
   return model->forward({{"latents", vae_latents(vae.config, latents)}}).at("sample");
 }
 

@@ -114,8 +114,8 @@ TEST(FluxPipelineParity, PngIsDiffusersImageInEightBits) {
 
 TEST(WanPipelineParity, FramesDirHoldsDiffusersFramesInEightBits) {
   TempDir dir("wan_pipeline_frames");
-  const fs::path frames = dir.path() / "frames";  // created by generate
-  const auto r = run_cli(wan_args() + " --ring 2 --frames-dir " + frames.string());
+  const fs::path frames = dir.path() / "frames";  // created by generate; named as a folder, "frames/"
+  const auto r = run_cli(wan_args() + " --ring 2 --frames-dir " + frames.string() + "/");
   ASSERT_EQ(r.code, 0) << r.err;
   const Tensor expected = io::load_safetensors((kWanCase / "expected.safetensors").string()).at("video");
   const int64_t count = expected.size(1);

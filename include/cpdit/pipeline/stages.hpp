@@ -88,7 +88,8 @@ nn::TensorMap encode_stage(StageLog& log, const TextComponents& text, const Prom
 
 // The decode stage: the VAE loaded, `latents` decoded with its rows split over `ranks` local ranks
 // (or the processes of an mpirun launch), the VAE freed; returns the pixels as postprocess_pixels
-// makes them: (B, H, W, 3) or (B, F, H, W, 3) in [0, 1].
+// makes them: (B, H, W, 3) or (B, F, H, W, 3) in [0, 1] (undefined on an mpirun process beyond the
+// latent's row count, which took no part).
 Tensor decode_stage(StageLog& log, const std::function<models::LoadedModel()>& open_vae, const Tensor& latents,
                     int ranks, const comm::LocalOptions& local);
 

@@ -24,7 +24,8 @@ Tensor vae_latents(const std::any& vae_config, const Tensor& latents);
 
 // The pipeline's decode: vae_latents, then `vae` (a LoadedModel of a VAE) over the ranks of `world`,
 // its rows split when the world has more than one rank. Every rank calls it and gets the whole sample
-// (B, 3, H, W) or (B, 3, F, H, W), in [-1, 1].
+// (B, 3, H, W) or (B, 3, F, H, W), in [-1, 1], except ranks beyond the latent's row count, which take
+// no part and get an undefined tensor (rank 0 always decodes).
 Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world);
 
 // diffusers' postprocess to output_type="np": an image sample (B, 3, H, W) becomes (B, H, W, 3), a
