@@ -52,6 +52,8 @@ Tensor group_norm(const Tensor& x, int64_t groups, const Tensor& weight, const T
 // Wan's RMS_norm over the channels at each position: x / max(||x[:, pos]||_2, 1e-12) * sqrt(C) *
 // gamma[c] (PyTorch's F.normalize, so a zero vector stays zero). x (B, C, ...), gamma C elements.
 Tensor channel_rms_norm(const Tensor& x, const Tensor& gamma);
+// LTX-Video's RMSNorm over channels without a weight: x / sqrt(mean over C of x^2 + eps).
+Tensor channel_rms_norm_eps(const Tensor& x, float eps);
 
 // ---- Resampling ----------------------------------------------------------------------------------
 
