@@ -26,5 +26,6 @@ namespace vae {
 ModelEntry autoencoder_kl_registry_entry();
 ModelEntry autoencoder_kl_wan_registry_entry();
 ModelEntry autoencoder_kl_qwenimage_registry_entry();  // the Wan architecture
+ModelEntry autoencoder_kl_ltx_registry_entry();
 }  // namespace vae
 }  // namespace cpdit::models

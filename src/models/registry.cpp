@@ -17,7 +17,8 @@ const std::vector<ModelEntry>& entries() {
                                               text::clip_text_registry_entry(),
                                               vae::autoencoder_kl_registry_entry(),
                                               vae::autoencoder_kl_wan_registry_entry(),
-                                              vae::autoencoder_kl_qwenimage_registry_entry()};
+                                              vae::autoencoder_kl_qwenimage_registry_entry(),
+                                              vae::autoencoder_kl_ltx_registry_entry()};
   return all;
 }
 

@@ -1,9 +1,10 @@
-// The VAEs in the model registry: AutoencoderKL, and AutoencoderKLWan with AutoencoderKLQwenImage
-// (the same architecture). A VAE is told by its config.json only (its tensors do not give the
-// config). Its forward decodes `latents` into `sample`.
+// The VAEs in the model registry: AutoencoderKL, AutoencoderKLWan with AutoencoderKLQwenImage
+// (the same architecture), and AutoencoderKLLTXVideo. A VAE is told by its config.json only (its
+// tensors do not give the config). Its forward decodes `latents` into `sample`.
 #include "models/entries.hpp"
 
 #include <cpdit/models/vae/autoencoder_kl.hpp>
+#include <cpdit/models/vae/autoencoder_kl_ltx.hpp>
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 #include <cpdit/models/vae/share.hpp>
 
@@ -35,19 +36,20 @@ LoadedModel share_vae(std::unique_ptr<AutoencoderKLWan> vae, std::string class_n
 
 namespace {
 
-ModelEntry entry(const std::string& class_name, bool wan) {
+// load(path, config_path) -> the first model.
+template <class Load>
+ModelEntry entry(const std::string& class_name, Load load) {
   return {class_name, [](const io::Checkpoint&) { return false; },
-          [class_name, wan](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions&) {
-            const std::string config_path = config.value_or("");
-            return wan ? share_vae_model(class_name, load_autoencoder_kl_wan(path, config_path))
-                       : share_vae_model(class_name, load_autoencoder_kl(path, config_path));
+          [class_name, load](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions&) {
+            return share_vae_model(class_name, load(path, config.value_or("")));
           }};
 }
 
 }  // namespace
 
-ModelEntry autoencoder_kl_registry_entry() { return entry("AutoencoderKL", false); }
-ModelEntry autoencoder_kl_wan_registry_entry() { return entry("AutoencoderKLWan", true); }
-ModelEntry autoencoder_kl_qwenimage_registry_entry() { return entry("AutoencoderKLQwenImage", true); }
+ModelEntry autoencoder_kl_registry_entry() { return entry("AutoencoderKL", load_autoencoder_kl); }
+ModelEntry autoencoder_kl_wan_registry_entry() { return entry("AutoencoderKLWan", load_autoencoder_kl_wan); }
+ModelEntry autoencoder_kl_qwenimage_registry_entry() { return entry("AutoencoderKLQwenImage", load_autoencoder_kl_wan); }
+ModelEntry autoencoder_kl_ltx_registry_entry() { return entry("AutoencoderKLLTXVideo", load_autoencoder_kl_ltx); }
 
 }  // namespace cpdit::models::vae
