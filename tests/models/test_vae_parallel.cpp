@@ -6,6 +6,7 @@
 #include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/models/vae/autoencoder_kl.hpp>
+#include <cpdit/models/vae/autoencoder_kl_ltx.hpp>
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 
 #include <gtest/gtest.h>
@@ -40,8 +41,9 @@ struct Degrees {
 // The mid-block attention has one head, so the ranks form a ring (Ulysses is refused at setup).
 const Degrees kDegrees[] = {{2, 1}, {3, 1}, {4, 1}};
 
+// `inputs` as the model's forward takes them: `latents` [, `timestep`].
 template <class Load>
-std::vector<double> parallel_errors(Degrees d, const Load& load, const Tensor& latents, const Tensor& want) {
+std::vector<double> parallel_errors(Degrees d, const Load& load, const nn::TensorMap& inputs, const Tensor& want) {
   const int ranks = d.ring * d.ulysses;
   std::vector<double> errors(size_t(ranks), -1.0);
   std::mutex mutex;
@@ -51,7 +53,7 @@ std::vector<double> parallel_errors(Degrees d, const Load& load, const Tensor& l
     auto vae = load();
     vae->enable_parallelism(std::shared_ptr<comm::Communicator>(&comm, [](comm::Communicator*) {}),
                             parallel::ContextParallelConfig{d.ring, d.ulysses});
-    const Tensor sample = vae->decode(latents);
+    const Tensor sample = vae->forward(inputs).at("sample");
     const double error = relative_to_range(sample, want);
     std::lock_guard lock(mutex);
     errors[size_t(comm.rank())] = error;
@@ -64,7 +66,7 @@ TEST(VaeParallel, AutoencoderKLRowsThatNoRankCountDivides) {
   const Tensor latents = random_latents({1, 4, 7, 5}, 1);  // 7 latent rows -> 14 image rows
   const Tensor want = load()->decode(latents);
   for (Degrees d : kDegrees)
-    for (double error : parallel_errors(d, load, latents, want))
+    for (double error : parallel_errors(d, load, {{"latents", latents}}, want))
       EXPECT_LE(error, kTolerance) << "ring " << d.ring << " x ulysses " << d.ulysses;
 }
 
@@ -73,14 +75,28 @@ TEST(VaeParallel, AutoencoderKLWanRowsThatNoRankCountDivides) {
   const Tensor latents = random_latents({1, 4, 3, 7, 4}, 2);  // 3 latent frames -> 9 video frames
   const Tensor want = load()->decode(latents);
   for (Degrees d : kDegrees)
-    for (double error : parallel_errors(d, load, latents, want))
+    for (double error : parallel_errors(d, load, {{"latents", latents}}, want))
       EXPECT_LE(error, kTolerance) << "ring " << d.ring << " x ulysses " << d.ulysses;
+}
+
+// Both LTX-Video layouts (replicate time padding, depth-to-space, the timestep-conditioned
+// modulations; 16x in space for the conditioned one): 5 latent rows.
+TEST(VaeParallel, AutoencoderKLLTXVideoRowsThatNoRankCountDivides) {
+  for (const std::string fixture : {"vae_ltx_tiny/plain", "vae_ltx_tiny/timestep"}) {
+    auto load = [&] { return load_autoencoder_kl_ltx(fixture_weights(fixture), fixture_config(fixture)); };
+    nn::TensorMap inputs = testing::fixture_file(fixture, "inputs");
+    inputs["latents"] = random_latents({1, 8, 2, 5, 3}, 4);
+    const Tensor want = load()->forward(inputs).at("sample");
+    for (Degrees d : kDegrees)
+      for (double error : parallel_errors(d, load, inputs, want))
+        EXPECT_LE(error, kTolerance) << fixture << " ring " << d.ring << " x ulysses " << d.ulysses;
+  }
 }
 
 TEST(VaeParallel, RefusesFewerLatentRowsThanRanks) {
   auto load = [] { return load_autoencoder_kl(fixture_weights("vae_kl_tiny"), fixture_config("vae_kl_tiny")); };
   const Tensor latents = random_latents({1, 4, 3, 5}, 3);
-  EXPECT_THROW(parallel_errors({4, 1}, load, latents, Tensor::zeros({1, 3, 6, 10})), Error);
+  EXPECT_THROW(parallel_errors({4, 1}, load, {{"latents", latents}}, Tensor::zeros({1, 3, 6, 10})), Error);
 }
 
 }  // namespace
