@@ -165,12 +165,7 @@ Tensor KLDecoder::forward(const Tensor& z) const {
   })[0];
 }
 
-parallel::ContextParallelPlan autoencoder_kl_plan() {
-  parallel::ModulePlan decoder;
-  decoder.inputs["z"] = {/*split_dim=*/2, /*expected_dims=*/4};
-  decoder.gathers[0] = {/*gather_dim=*/2, /*expected_dims=*/4};
-  return {{"decoder", decoder}};
-}
+parallel::ContextParallelPlan autoencoder_kl_plan() { return detail::decoder_rows_plan("z", 4); }
 
 AutoencoderKL::AutoencoderKL(const KLConfig& config)
     : config_(config),

@@ -238,12 +238,7 @@ Tensor LtxDecoder3d::forward(const Tensor& x, const Tensor& timestep) const {
   })[0];
 }
 
-parallel::ContextParallelPlan autoencoder_kl_ltx_plan() {
-  parallel::ModulePlan decoder;
-  decoder.inputs["x"] = {/*split_dim=*/3, /*expected_dims=*/5};
-  decoder.gathers[0] = {/*gather_dim=*/3, /*expected_dims=*/5};
-  return {{"decoder", decoder}};
-}
+parallel::ContextParallelPlan autoencoder_kl_ltx_plan() { return detail::decoder_rows_plan("x", 5); }
 
 AutoencoderKLLTXVideo::AutoencoderKLLTXVideo(const LtxVaeConfig& config)
     : config_(config),

@@ -181,12 +181,7 @@ Tensor WanDecoder3d::forward(const Tensor& x, FrameCache& cache) const {
   })[0];
 }
 
-parallel::ContextParallelPlan autoencoder_kl_wan_plan() {
-  parallel::ModulePlan decoder;
-  decoder.inputs["x"] = {/*split_dim=*/3, /*expected_dims=*/5};
-  decoder.gathers[0] = {/*gather_dim=*/3, /*expected_dims=*/5};
-  return {{"decoder", decoder}};
-}
+parallel::ContextParallelPlan autoencoder_kl_wan_plan() { return detail::decoder_rows_plan("x", 5); }
 
 AutoencoderKLWan::AutoencoderKLWan(const WanVaeConfig& config)
     : config_(config),

@@ -39,6 +39,13 @@ VaeCheckpoint read_vae_checkpoint(const std::string& path, const std::string& co
   return out;
 }
 
+parallel::ContextParallelPlan decoder_rows_plan(const char* input, int dims) {
+  parallel::ModulePlan decoder;
+  decoder.inputs[input] = {/*split_dim=*/dims - 2, /*expected_dims=*/dims};
+  decoder.gathers[0] = {/*gather_dim=*/dims - 2, /*expected_dims=*/dims};
+  return {{"decoder", decoder}};
+}
+
 Tensor latents_input(const nn::TensorMap& inputs, const char* model) {
   const auto it = inputs.find("latents");
   CPDIT_CHECK(it != inputs.end(), invalid_argument, model, " decodes an input named `latents`, which the inputs lack");

@@ -1,6 +1,7 @@
 #pragma once
 // Reading a diffusers VAE folder: its config.json and the tensors the decoder binds.
 #include <cpdit/nn/load.hpp>
+#include <cpdit/parallel/plan.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,10 @@ VaeCheckpoint read_vae_checkpoint(const std::string& path, const std::string& co
 // The VAEs compute in f32 (their kernels take f32): bf16 and f16 checkpoints are widened once at
 // load. A VAE's weights are small beside its activations (FLUX.1's: 84 M values).
 inline nn::LoadOptions f32_weights() { return {DType::f32}; }
+
+// The row split every decoder's plan is: the decoder's input `input` ((B, C, H, W) or
+// (B, C, F, H, W) by `dims`) split by rows, its output gathered by rows (parallel/halo.hpp).
+parallel::ContextParallelPlan decoder_rows_plan(const char* input, int dims);
 
 // inputs["latents"], or a one-line error naming `model` when the inputs lack it.
 Tensor latents_input(const nn::TensorMap& inputs, const char* model);
