@@ -71,6 +71,21 @@ TEST(AutoencoderKLLTXVideo, KeepsTheLatentStatisticsForThePipeline) {
   EXPECT_EQ(relative_to_range(state.at("latents_std"), weights.at("latents_std")), 0.0);
 }
 
+// LTXPipeline's own _denormalize_latents (and noise mixing at decode_noise_scale 0.025 for the
+// conditioned decoder): the same float32 operations in the same order, so exact to a few ulps.
+TEST(AutoencoderKLLTXVideo, PreparesLatentsAsThePipelineDoes) {
+  for (const char* fixture : {kPlain, kTimestep}) {
+    const nn::TensorMap pipeline = fixture_file(fixture, "pipeline");
+    const auto noise = pipeline.find("noise");
+    const Tensor prepared = load(fixture)->prepare_latents(
+        pipeline.at("normalized"), noise == pipeline.end() ? Tensor() : noise->second, 0.025f);
+    EXPECT_LE(relative_to_range(prepared, pipeline.at("prepared")), 1e-6) << fixture;
+  }
+  const Tensor latents = fixture_file(kPlain, "inputs").at("latents");
+  EXPECT_THROW(load(kPlain)->prepare_latents(latents, latents, 0.025f), Error);  // noise without conditioning
+  EXPECT_THROW(load(kTimestep)->prepare_latents(latents), Error);                // conditioning without noise
+}
+
 TEST(AutoencoderKLLTXVideo, RefusesBadInput) {
   auto plain = load(kPlain);
   auto conditioned = load(kTimestep);

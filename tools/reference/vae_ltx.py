@@ -11,7 +11,9 @@
 Each folder: config.json, weights.safetensors (with the latents_mean/latents_std buffers),
 inputs.safetensors (`latents`, and `timestep` (1,) for the conditioned one: the pipeline's
 decode_timestep, which the decoder multiplies by timestep_scale_multiplier), expected.safetensors
-(`sample` = vae.decode(latents, temb=timestep).sample) and intermediates.safetensors (forward-hook
+(`sample` = vae.decode(latents, temb=timestep).sample), pipeline.safetensors (`normalized` latents,
+`noise` for the conditioned one, and `prepared`: what LTXPipeline decodes, denormalised with the
+buffers and scaling_factor and mixed with the noise at decode_noise_scale 0.025) and intermediates.safetensors (forward-hook
 outputs of decoder.conv_in, decoder.mid_block, decoder.up_blocks.N, decoder.conv_out).
 Parameters are re-initialised from torch.Generator().manual_seed(seed) in named_parameters() order
 as the shared fixtures are: ".weight" tensors of >= 2 dims randn/sqrt(fan_in), other >= 2-D params
@@ -27,7 +29,7 @@ import os
 import sys
 
 import torch
-from diffusers import AutoencoderKLLTXVideo
+from diffusers import AutoencoderKLLTXVideo, LTXPipeline
 from safetensors.torch import save_file
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "data", "fixtures",
@@ -99,6 +101,18 @@ def make(name, seed):
     with torch.no_grad():
         sample = vae.decode(latents, temb).sample
     save_file(inputs, os.path.join(out, "inputs.safetensors"), metadata=meta)
+    # LTXPipeline's step before decode: denormalise, and with timestep conditioning mix in noise.
+    normalized = torch.randn(latents.shape, generator=g)
+    prepared = LTXPipeline._denormalize_latents(normalized, vae.latents_mean, vae.latents_std,
+                                                vae.config.scaling_factor)
+    pipeline = {"normalized": normalized}
+    if vae.config.timestep_conditioning:
+        noise = torch.randn(latents.shape, generator=g)
+        scale = torch.tensor([0.025])[:, None, None, None, None]  # LTX-Video 0.9.1's decode_noise_scale
+        prepared = (1 - scale) * prepared + scale * noise
+        pipeline["noise"] = noise
+    pipeline["prepared"] = prepared
+    save_file(pipeline, os.path.join(out, "pipeline.safetensors"), metadata=meta)
     save_file({"sample": sample.contiguous()}, os.path.join(out, "expected.safetensors"), metadata=meta)
     save_file(captured, os.path.join(out, "intermediates.safetensors"), metadata=meta)
     print(name, "sample", tuple(sample.shape), "range", float(sample.min()), float(sample.max()))

@@ -274,6 +274,33 @@ Tensor AutoencoderKLLTXVideo::decode(const Tensor& latents, const Tensor& timest
   return decoder_.forward(latents.to(DType::f32), t);
 }
 
+Tensor AutoencoderKLLTXVideo::prepare_latents(const Tensor& latents_in, const Tensor& noise_in,
+                                              float decode_noise_scale) const {
+  CPDIT_CHECK(latents_in.defined() && latents_in.dim() == 5 && latents_in.size(1) == config_.latent_channels,
+              invalid_argument, "AutoencoderKLLTXVideo.prepare_latents: latents must be (B, ", config_.latent_channels,
+              ", F, h, w), got ", latents_in.defined() ? latents_in.describe() : "undefined");
+  CPDIT_CHECK(noise_in.defined() == config_.timestep_conditioning &&
+                  (!noise_in.defined() || noise_in.shape() == latents_in.shape()) && std::isfinite(decode_noise_scale),
+              invalid_argument, "AutoencoderKLLTXVideo.prepare_latents: ",
+              config_.timestep_conditioning ? "a timestep-conditioned decoder needs noise of the latents' shape"
+                                            : "noise is for timestep-conditioned decoders only",
+              " and a finite decode_noise_scale");
+  const Tensor x = latents_in.to(DType::f32).contiguous();
+  const Tensor noise = noise_in.defined() ? noise_in.to(DType::f32).contiguous() : Tensor();
+  const Tensor& mean = latents_mean_.value.values("AutoencoderKLLTXVideo");
+  const Tensor& std_dev = latents_std_.value.values("AutoencoderKLLTXVideo");
+  Tensor out = Tensor::empty(x.shape());
+  const int64_t channels = x.size(1), plane = x.size(2) * x.size(3) * x.size(4);
+  const float scaling = float(config_.scaling_factor), keep = 1.0f - decode_noise_scale;
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    const int64_t c = i / plane % channels;
+    float v = x.data<float>()[i] * std_dev.data<float>()[c] / scaling + mean.data<float>()[c];
+    if (noise.defined()) v = keep * v + decode_noise_scale * noise.data<float>()[i];
+    out.data<float>()[i] = v;
+  }
+  return out;
+}
+
 std::unique_ptr<AutoencoderKLLTXVideo> load_autoencoder_kl_ltx(const std::string& path,
                                                                const std::string& config_path) {
   const auto checkpoint = detail::read_vae_checkpoint(path, config_path, {"AutoencoderKLLTXVideo"},

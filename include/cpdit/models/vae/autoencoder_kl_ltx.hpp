@@ -145,6 +145,11 @@ class AutoencoderKLLTXVideo : public nn::Model {
   // latents (B, C, F, h, w), already denormalised by the pipeline; timestep (B,) or (1,) the
   // pipeline's decode_timestep, required exactly when the decoder is timestep-conditioned. Not clamped.
   Tensor decode(const Tensor& latents, const Tensor& timestep = {}) const;
+  // What LTXPipeline does to the transformer's latents (B, C, F, h, w) before decode: per channel
+  // x * latents_std / scaling_factor + latents_mean, then for a timestep-conditioned decoder
+  // (1 - s) x + s noise with s = decode_noise_scale (the pipeline's default is the decode timestep)
+  // and noise of x's shape. In float32, operation by operation as PyTorch rounds them.
+  Tensor prepare_latents(const Tensor& latents, const Tensor& noise = {}, float decode_noise_scale = 0.0f) const;
   // The registry's call: `latents` [, `timestep`] -> {`sample`}.
   nn::TensorMap forward(const nn::TensorMap& inputs) const override;
   parallel::ContextParallelPlan context_parallel_plan() const override { return autoencoder_kl_ltx_plan(); }
