@@ -173,6 +173,30 @@ TEST(ChannelRmsNorm, MatchesFloat64AndKeepsZeroVectors) {
   EXPECT_EQ(got.data<float>()[7], 0.0f);
 }
 
+TEST(ChannelRmsNormEps, MatchesFloat64WithTheEpsInside) {
+  // LTX-Video's x / sqrt(mean_c(x^2) + eps): a zero vector stays zero, and at a position whose
+  // values are near sqrt(eps) the eps halves the result, so a misplaced eps fails the comparison.
+  Tensor x = random_tensor({2, 5, 3, 4, 30}, 22);  // 360 positions: more than one block of 256
+  float* p = x.data<float>();
+  for (int64_t c = 0; c < 5; ++c) p[c * 360 + 7] = 0.0f;
+  for (int64_t c = 0; c < 5; ++c) p[c * 360 + 8] = 1e-4f;  // mean square 1e-8 = eps
+  const auto xs = to_double(x);
+  std::vector<double> ref(xs.size());
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t i = 0; i < 360; ++i) {
+      double squares = 0.0;
+      for (int64_t c = 0; c < 5; ++c) squares += xs[size_t((b * 5 + c) * 360 + i)] * xs[size_t((b * 5 + c) * 360 + i)];
+      for (int64_t c = 0; c < 5; ++c) {
+        const size_t k = size_t((b * 5 + c) * 360 + i);
+        ref[k] = xs[k] / std::sqrt(squares / 5.0 + 1e-8);
+      }
+    }
+  const Tensor got = kernels::channel_rms_norm_eps(x, 1e-8f);
+  test::expect_close(got, ref, 1e-6, 1e-7);  // two f32 roundings of an O(1) value
+  EXPECT_EQ(got.data<float>()[7], 0.0f);
+  EXPECT_NEAR(got.data<float>()[8], 1.0 / std::sqrt(2.0), 1e-6);
+}
+
 TEST(UpsampleNearest2x, CopiesEachPixelToA2x2Block) {
   const Tensor x = random_tensor({2, 3, 2, 3, 5}, 21);
   const Tensor got = kernels::upsample_nearest2x(x);
