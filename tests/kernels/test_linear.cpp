@@ -1,6 +1,7 @@
 #include "kernels/reference.hpp"
 
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/precision.hpp>
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
 
@@ -111,6 +112,36 @@ TEST(LinearBf16Compute, RoundsActivationsToBf16AndAccumulatesInF32) {
     }
   }
   EXPECT_THROW(kernels::linear_bf16_compute(random_tensor({2, 4}, 1), random_tensor({3, 4}, 2)), Error);
+}
+
+// --dtype bf16's arithmetic: under MatmulPrecision::bf16 a bf16 weight's Linear rounds x to bf16 and
+// accumulates bf16 products in f32 (checked against the float64 product of the rounded operands),
+// linear and linear_into alike; an f32 weight, or any weight under exact_f32, keeps f32 products.
+TEST(Linear, Bf16PrecisionComputesBf16WeightsInBf16AndLeavesF32Exact) {
+  Tensor x = random_tensor({3, 5, 67}, 300), w = random_tensor({41, 67}, 301), b = random_tensor({41}, 302);
+  Tensor w_bf16 = w.to(DType::bf16);
+  auto ref_bf16 = reference_linear(bf16_rounded(x), bf16_rounded(w), b);
+  auto ref_f32 = reference_linear(x, w, b);
+  auto ref_widened = reference_linear(x, bf16_rounded(w), b);
+  const Tensor exact_bf16_weight = kernels::linear(x, w_bf16, b);
+  const Tensor exact_f32_weight = kernels::linear(x, w, b);
+  {
+    ScopedMatmulPrecision precision(MatmulPrecision::bf16);
+    EXPECT_EQ(matmul_precision(), MatmulPrecision::bf16);
+    const Tensor y = kernels::linear(x, w_bf16, b);
+    expect_within(y, ref_bf16.y, ref_bf16.bound);
+    // x's rounding to bf16 moves the result by far more than f32 rounding: the bf16 path really ran.
+    EXPECT_GT(max_abs_diff(y, exact_bf16_weight), 1e-4);
+    EXPECT_EQ(max_abs_diff(y, kernels::linear_bf16_compute(x, w_bf16, b)), 0.0);
+    Tensor out = Tensor::full({3, 5, 41}, 123.0);
+    kernels::linear_into(x, w_bf16, b, out);
+    EXPECT_EQ(max_abs_diff(out, y), 0.0);
+    // An f32 weight is not narrowed behind the caller's back.
+    EXPECT_EQ(max_abs_diff(kernels::linear(x, w, b), exact_f32_weight), 0.0);
+  }
+  EXPECT_EQ(matmul_precision(), MatmulPrecision::exact_f32);  // the scope restored the default
+  expect_within(kernels::linear(x, w_bf16, b), ref_widened.y, ref_widened.bound);
+  expect_within(exact_f32_weight, ref_f32.y, ref_f32.bound);
 }
 
 TEST(Linear, IntoWritesAPreallocatedOutputAndReadsViews) {

@@ -33,4 +33,8 @@ inline LinearArgs linear_args(const Tensor& x, const Weight& w, const Tensor& bi
   return a;
 }
 
+// out = x W^T + b with x rounded to bf16 and bf16 dot products accumulated in f32 (oneDNN's bf16
+// matmul); a.weight must be bf16, out contiguous f32 of a.out_shape.
+void bf16_matmul_into(const LinearArgs& a, Tensor& out);
+
 }  // namespace cpdit::kernels::detail

@@ -65,12 +65,10 @@ Tensor round_to_bf16(const Tensor& x) {
 
 }  // namespace
 
-Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& bias) {
-  const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear_bf16_compute");
-  CPDIT_CHECK(a.weight.dtype() == DType::bf16, invalid_argument, "linear_bf16_compute: weight must be bf16, got ",
-              weight.describe(), " (convert it once with .to(DType::bf16), or use linear)");
-  Tensor out = Tensor::empty(a.out_shape);
-  if (a.m == 0 || a.n == 0) return out;
+namespace detail {
+
+void bf16_matmul_into(const LinearArgs& a, Tensor& out) {
+  if (a.m == 0 || a.n == 0) return;
   Tensor x_bf16 = round_to_bf16(a.x);
   try {
     auto mm = matmul_for(a.m, a.n, a.k, a.bias.defined());
@@ -90,6 +88,16 @@ Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& 
     fail(ErrorKind::unsupported, "linear_bf16_compute: oneDNN bf16 matmul failed for (", a.m, " x ", a.k, ") x (",
          a.k, " x ", a.n, "): ", e.what(), " (use linear)");
   }
+}
+
+}  // namespace detail
+
+Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& bias) {
+  const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear_bf16_compute");
+  CPDIT_CHECK(a.weight.dtype() == DType::bf16, invalid_argument, "linear_bf16_compute: weight must be bf16, got ",
+              weight.describe(), " (convert it once with .to(DType::bf16), or use linear)");
+  Tensor out = Tensor::empty(a.out_shape);
+  detail::bf16_matmul_into(a, out);
   return out;
 }
 
