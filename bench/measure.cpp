@@ -22,18 +22,21 @@ double cpu_seconds() {
 Timing measure(const std::function<void()>& fn, int repeats) {
   fn();
   Timing t;
-  t.cpu_min_s = 1e300;
+  std::vector<double> cpu_samples;
   for (int i = 0; i < std::max(repeats, 1); ++i) {
     const double cpu_start = cpu_seconds();
     auto start = std::chrono::steady_clock::now();
     fn();
     t.samples_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    t.cpu_min_s = std::min(t.cpu_min_s, cpu_seconds() - cpu_start);
+    cpu_samples.push_back(cpu_seconds() - cpu_start);
   }
   std::vector<double> sorted = t.samples_s;
   std::sort(sorted.begin(), sorted.end());
   t.min_s = sorted.front();
   t.median_s = sorted[sorted.size() / 2];
+  std::sort(cpu_samples.begin(), cpu_samples.end());
+  t.cpu_min_s = cpu_samples.front();
+  t.cpu_median_s = cpu_samples[cpu_samples.size() / 2];
   return t;
 }
 

@@ -18,6 +18,7 @@ struct Timing {
   // Process CPU time (summed over threads) of the cheapest repeat. On a shared, oversubscribed
   // machine wall time includes time spent descheduled; one-thread CPU time does not.
   double cpu_min_s = 0;
+  double cpu_median_s = 0;
 };
 
 // Runs fn once to warm up (caches, allocator, page faults), then `repeats` timed runs.
