@@ -8,6 +8,7 @@
 #include "command.hpp"
 #include "measure.hpp"
 #include "model_blocks.hpp"
+#include "weight_flags.hpp"
 
 #include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
@@ -97,6 +98,7 @@ LayoutRun time_layout(const BlockBench& bench, int ring, int ulysses, int64_t to
 
 void run_model_bench(const ModelBenchArgs& args) {
   const nn::LoadOptions load = nn::load_options(args.dtype);  // the random weights are f32: auto is f32
+  const ScopedMatmulPrecision precision(app::matmul_precision_for(args.dtype));
   const BlockBench bench = block_bench(args.model, load);
   const int repeats = args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3);
   const std::vector<int64_t> token_counts =
@@ -143,7 +145,7 @@ void add_model_bench(CLI::App& parent) {
                   "384 video tokens), or the registered class name")
       ->capture_default_str();
   cmd->add_flag("--quick", args->quick, "the smaller token count, one timed run, no ring layout");
-  cmd->add_option("--dtype", args->dtype, "GEMM weights: f32 | bf16")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype, "weights and arithmetic: f32, or bf16 (bf16 Linear layers, f32 accumulation; as --dtype bf16 of generate)")->capture_default_str();
   cmd->add_option("--image-tokens", args->tokens, "token counts (default flux: 1024 4096 image tokens; wan: 1950 7800 video tokens; ltx: 1536)");
   cmd->add_option("--repeats", args->repeats, "timed repeats after one warm-up");
   cmd->callback([args] { run_model_bench(*args); });

@@ -23,6 +23,7 @@ struct EncodePromptOptions {
 };
 
 void run_encode_prompt(const EncodePromptOptions& o) {
+  const ScopedMatmulPrecision precision(matmul_precision_for(o.dtype));
   pipeline::PromptEncoding request{o.prompt, o.negative_prompt, o.max_sequence_length, nn::load_options(o.dtype)};
   if (o.preset.empty()) {
     io::save_safetensors(o.out, pipeline::encode_prompt(o.model, request));

@@ -36,6 +36,7 @@ void run_forward(const ForwardOptions& o) {
   };
   if (!mpi) parallel::validate_degrees(degrees_for(ranks), ranks);
   const nn::LoadOptions load = nn::load_options(o.dtype);
+  const ScopedMatmulPrecision precision(matmul_precision_for(o.dtype));
   // Loaded and converted once; every rank's replica shares these weights.
   const models::LoadedModel loaded =
       models::open_model(o.model, o.config.empty() ? std::nullopt : std::optional(o.config), load);

@@ -327,6 +327,7 @@ void run(GenerateArgs args) {
   CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
   const bool lead = lead_process();
   const nn::LoadOptions load = nn::load_options(args.dtype);
+  const ScopedMatmulPrecision precision(matmul_precision_for(args.dtype));
   const pipeline::PipelineParts parts = args.preset.empty()
                                             ? pipeline::PipelineParts::of_folder(args.model)
                                             : pipeline::PipelineParts::of_preset(args.preset, args.seed);

@@ -10,8 +10,13 @@ void add_dtype_flag(CLI::App& cmd, std::string& dtype) {
   cmd.add_option("--dtype", dtype,
                  "weights in memory: auto (as the checkpoint stores them; bf16 stays bf16, mapped, not copied), "
                  "f32 (widened once, shared by the local ranks) or bf16 (the linear layers' weights narrowed once); "
-                 "bf16 weights are widened exactly to f32 for each GEMM")
+                 "auto and f32 compute in f32 (bf16 weights widened exactly per GEMM); bf16 computes the linear layers in bf16 "
+                 "with f32 accumulation, norms, softmax statistics and residuals in f32")
       ->capture_default_str();
+}
+
+MatmulPrecision matmul_precision_for(const std::string& dtype) {
+  return dtype == "bf16" ? MatmulPrecision::bf16 : MatmulPrecision::exact_f32;
 }
 
 int64_t resident_weight_bytes() { return weight_memory_counter().peak(); }
