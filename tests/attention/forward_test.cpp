@@ -3,6 +3,7 @@
 
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/precision.hpp>
 #include <cpdit/io/safetensors.hpp>
 
 #include <gtest/gtest.h>
@@ -117,6 +118,35 @@ TEST(AttentionForward, HalfPrecisionInputsComputeInF32) {
       EXPECT_LE(max_abs_diff(values(r.lse), want.lse), 2e-5);   // LSE is never rounded
       EXPECT_LE(max_abs_diff(values(r.out), want.out), 1e-2);  // one rounding of out
     }
+  }
+}
+
+// --dtype bf16's attention: under MatmulPrecision::bf16 the flash kernel rounds Q, K, V and the
+// softmax weights P to bf16 and accumulates their products in f32. Checked against the float64
+// reference on bf16-rounded q, k, v: the scores are then exact products summed in f32, so the LSE
+// keeps f32 accuracy; P's rounding (relative 2^-9 each) moves out by at most 2^-9 max|v|. Shapes hit
+// partial register tiles (rows % 8, columns % 48), odd head dims and key counts, GQA, key padding.
+TEST(AttentionForward, FlashUnderBf16PrecisionRoundsOperandsOnly) {
+  const ShapeCase cases[] = {{{2, 130, 600, 4, 2, 128}, MaskKind::none},
+                             {{1, 37, 71, 2, 1, 15}, MaskKind::none},
+                             {{3, 40, 530, 4, 2, 32}, MaskKind::key_padding}};
+  for (const ShapeCase& sc : cases) {
+    SCOPED_TRACE(::testing::Message() << "Sq " << sc.d.Sq << " Sk " << sc.d.Sk << " D " << sc.d.D);
+    Case c = make_case(sc.d, sc.mask, 31);
+    c.q = c.q.to(DType::bf16).to(DType::f32), c.k = c.k.to(DType::bf16).to(DType::f32);
+    c.v = c.v.to(DType::bf16).to(DType::f32);
+    c.ref.q = values(c.q), c.ref.k = values(c.k), c.ref.v = values(c.v);
+    const RefOutputs want = ref_forward(c.ref);
+    const Result exact = backend("flash").forward(c.q, c.k, c.v, c.mask, c.scale);
+    double v_max = 0;
+    for (double x : c.ref.v) v_max = std::max(v_max, std::abs(x));
+    ScopedMatmulPrecision precision(MatmulPrecision::bf16);
+    const Result r = backend("flash").forward(c.q, c.k, c.v, c.mask, c.scale);
+    EXPECT_LE(max_abs_diff(values(r.lse), want.lse), 2e-5);  // as the f32 kernel: f32 sums of exact products
+    // P's rounding, plus the f32 kernel's own 2e-5.
+    EXPECT_LE(max_abs_diff(values(r.out), want.out), std::ldexp(v_max, -9) + 2e-5);
+    // P's rounding moves out far more than f32 rounding does: the bf16 products really ran.
+    EXPECT_GT(max_abs_diff(values(r.out), values(exact.out)), 1e-4);
   }
 }
 

@@ -1,0 +1,79 @@
+#include "attention/flash_tiles.hpp"
+#include "kernels/cpu/bf16_pairs.hpp"
+
+#include <cpdit/core/threads.hpp>
+#include <cpdit/kernels/cpu.hpp>
+
+namespace cpdit::attention::detail::flash {
+
+namespace pairs = cpdit::kernels::bf16_pairs;
+
+namespace {
+// Where the key tile's rows start in k and v (B, S_k, H_kv, D).
+int64_t kv_offset(const Dims& d, const KeyTile& tile) { return (tile.b * d.Sk + tile.c0) * d.Hkv * d.D + tile.hk * d.D; }
+}  // namespace
+
+F32Tiles::F32Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling&)
+    : q_(q.data<float>()), k_(k.data<float>()), v_(v.data<float>()), d_(d) {}
+
+F32Tiles::Queries F32Tiles::queries(float*, int64_t b, int64_t h, int64_t r0, int64_t) const {
+  return q_ + (b * d_.Sq + r0) * d_.H * d_.D + h * d_.D;
+}
+
+void F32Tiles::scores(Queries q, int64_t rows, const KeyTile& tile, float scale, float* s, int64_t lds) const {
+  kernels::gemm(false, true, rows, tile.cols, d_.D, scale, q, d_.H * d_.D, k_ + kv_offset(d_, tile), d_.Hkv * d_.D, 0,
+                s, lds);
+}
+
+void F32Tiles::accumulate(float*, float* s, int64_t lds, int64_t rows, const KeyTile& tile, float* acc) const {
+  kernels::gemm(false, false, rows, d_.D, tile.cols, 1, s, lds, v_ + kv_offset(d_, tile), d_.Hkv * d_.D, 1, acc, d_.D);
+}
+
+Bf16Tiles::Bf16Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& t)
+    : q_(q.data<float>()), d_(d), br_(t.br), bc_(t.bc), k_tiles_(t.k_tiles), d_pairs_(pairs::pairs(d.D)), c_pairs_(pairs::pairs(t.bc)) {
+  const int64_t tiles = d.B * d.Hkv * k_tiles_;
+  keys_ = Tensor::empty({tiles * d_pairs_ * bc_ * 2}, DType::bf16);
+  values_ = Tensor::empty({tiles * c_pairs_ * d.D * 2}, DType::bf16);
+  const float *kp = k.data<float>(), *vp = v.data<float>();
+#pragma omp parallel for collapse(3) num_threads(compute_threads()) if (tiles > 1)
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t hk = 0; hk < d.Hkv; ++hk)
+      for (int64_t kt = 0; kt < k_tiles_; ++kt) {
+        const KeyTile tile{b, hk, kt, kt * bc_, std::min(bc_, d.Sk - kt * bc_)};
+        const int64_t at = kv_offset(d, tile), ld = d.Hkv * d.D;
+        pairs::pack_transposed(kp + at, ld, tile.cols, d.D, keys_.data<bf16>() + keys_at(tile), bc_);
+        pairs::pack_rows(vp + at, ld, tile.cols, d.D, values_.data<bf16>() + values_at(tile), d.D);
+      }
+}
+
+int64_t Bf16Tiles::scratch_floats(const Dims& d, const Tiling& t) {
+  const int64_t halves = t.br * 2 * pairs::pairs(d.D) + t.br * 2 * pairs::pairs(t.bc);
+  return (halves + 1) / 2;
+}
+
+int64_t Bf16Tiles::keys_at(const KeyTile& tile) const {
+  return ((tile.b * d_.Hkv + tile.hk) * k_tiles_ + tile.kt) * d_pairs_ * bc_ * 2;
+}
+
+int64_t Bf16Tiles::values_at(const KeyTile& tile) const {
+  return ((tile.b * d_.Hkv + tile.hk) * k_tiles_ + tile.kt) * c_pairs_ * d_.D * 2;
+}
+
+Bf16Tiles::Queries Bf16Tiles::queries(float* scratch, int64_t b, int64_t h, int64_t r0, int64_t rows) const {
+  bf16* q = reinterpret_cast<bf16*>(scratch);
+  pairs::round_rows(q_ + (b * d_.Sq + r0) * d_.H * d_.D + h * d_.D, d_.H * d_.D, rows, d_.D, q, 2 * d_pairs_);
+  return q;
+}
+
+void Bf16Tiles::scores(Queries q, int64_t rows, const KeyTile& tile, float scale, float* s, int64_t lds) const {
+  pairs::gemm(rows, tile.cols, d_pairs_, scale, q, 2 * d_pairs_, keys_.data<bf16>() + keys_at(tile), bc_, 0, s, lds);
+}
+
+void Bf16Tiles::accumulate(float* scratch, float* s, int64_t lds, int64_t rows, const KeyTile& tile, float* acc) const {
+  // The P tile goes after the query tile (at most as many rows) in this thread's scratch.
+  bf16* p = reinterpret_cast<bf16*>(scratch) + br_ * 2 * d_pairs_;
+  pairs::round_rows(s, lds, rows, tile.cols, p, 2 * c_pairs_);
+  pairs::gemm(rows, d_.D, pairs::pairs(tile.cols), 1, p, 2 * c_pairs_, values_.data<bf16>() + values_at(tile), d_.D, 1, acc, d_.D);
+}
+
+}  // namespace cpdit::attention::detail::flash

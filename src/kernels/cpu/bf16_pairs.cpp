@@ -1,0 +1,129 @@
+// The bf16 tile GEMM of bf16_pairs.hpp. With AVX512-BF16: a register tile of up to 8 rows x 48
+// columns (24 f32 accumulators), each step broadcasting one pair of a row of `a` and taking a dot
+// product with three vectors of 16 packed pairs of `b`. The column strip of `b` (k_pairs x 48 pairs)
+// stays in L1 while every row block of `a` passes over it.
+#include "kernels/cpu/bf16_pairs.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <utility>
+
+#if defined(__AVX512BF16__)
+#include <immintrin.h>
+#endif
+
+namespace cpdit::kernels::bf16_pairs {
+
+namespace {
+
+constexpr int kRows = 8;                 // rows of the register tile
+constexpr int kVectors = 3;              // 16-column vectors of the register tile
+constexpr int64_t kCols = 16 * kVectors;
+
+#if defined(__AVX512BF16__)
+__mmask16 lanes(int64_t remaining) {
+  return remaining >= 16 ? __mmask16(0xffff) : remaining <= 0 ? __mmask16(0) : __mmask16((1u << remaining) - 1);
+}
+
+template <int Rows, int Vectors>
+void register_tile(int64_t cols, int64_t k_pairs, float alpha, const bf16* a, int64_t lda, const bf16* b,
+                   int64_t ldb, float beta, float* c, int64_t ldc) {
+  __mmask16 mask[Vectors];
+  for (int v = 0; v < Vectors; ++v) mask[v] = lanes(cols - 16 * v);
+  __m512 acc[Rows][Vectors];
+  for (int i = 0; i < Rows; ++i)
+    for (int v = 0; v < Vectors; ++v) acc[i][v] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k_pairs; ++p) {
+    __m512bh bv[Vectors];
+    for (int v = 0; v < Vectors; ++v)
+      bv[v] = (__m512bh)_mm512_maskz_loadu_epi32(mask[v], b + 2 * (p * ldb + 16 * v));
+    for (int i = 0; i < Rows; ++i) {
+      int32_t pair;
+      std::memcpy(&pair, a + i * lda + 2 * p, sizeof pair);
+      const __m512bh av = (__m512bh)_mm512_set1_epi32(pair);
+      for (int v = 0; v < Vectors; ++v) acc[i][v] = _mm512_dpbf16_ps(acc[i][v], av, bv[v]);
+    }
+  }
+  const __m512 scale = _mm512_set1_ps(alpha);
+  for (int i = 0; i < Rows; ++i)
+    for (int v = 0; v < Vectors; ++v) {
+      float* out = c + i * ldc + 16 * v;
+      __m512 r = _mm512_mul_ps(acc[i][v], scale);
+      if (beta != 0.0f) r = _mm512_add_ps(r, _mm512_maskz_loadu_ps(mask[v], out));
+      _mm512_mask_storeu_ps(out, mask[v], r);
+    }
+}
+
+using TileFn = void (*)(int64_t, int64_t, float, const bf16*, int64_t, const bf16*, int64_t, float, float*, int64_t);
+
+template <int Vectors, int... Rows>
+constexpr std::array<TileFn, sizeof...(Rows)> tiles_for(std::integer_sequence<int, Rows...>) {
+  return {&register_tile<Rows + 1, Vectors>...};
+}
+
+// kTiles[v - 1][r - 1]: the register tile of r rows and v vectors.
+const std::array<std::array<TileFn, kRows>, kVectors> kTiles = {
+    tiles_for<1>(std::make_integer_sequence<int, kRows>{}), tiles_for<2>(std::make_integer_sequence<int, kRows>{}),
+    tiles_for<3>(std::make_integer_sequence<int, kRows>{})};
+#endif
+
+}  // namespace
+
+void round_rows(const float* src, int64_t ld_src, int64_t rows, int64_t k, bf16* dst, int64_t ld_dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * ld_src;
+    bf16* d = dst + r * ld_dst;
+    int64_t j = 0;
+#if defined(__AVX512BF16__)
+    for (; j + 16 <= k; j += 16)
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + j)));
+#endif
+    for (; j < k; ++j) d[j] = f32_to_bf16(s[j]);
+    if (k % 2) d[k] = bf16{0};
+  }
+}
+
+void pack_transposed(const float* src, int64_t ld_src, int64_t n, int64_t k, bf16* dst, int64_t ld_dst) {
+  for (int64_t j = 0; j < n; ++j) {
+    const float* row = src + j * ld_src;
+    for (int64_t e = 0; e < k; ++e) dst[2 * ((e / 2) * ld_dst + j) + e % 2] = f32_to_bf16(row[e]);
+    if (k % 2) dst[2 * ((k / 2) * ld_dst + j) + 1] = bf16{0};
+  }
+}
+
+void pack_rows(const float* src, int64_t ld_src, int64_t k, int64_t n, bf16* dst, int64_t ld_dst) {
+  for (int64_t p = 0; p < pairs(k); ++p) {
+    const float* even = src + 2 * p * ld_src;
+    const float* odd = 2 * p + 1 < k ? even + ld_src : nullptr;
+    bf16* d = dst + 2 * p * ld_dst;
+    for (int64_t j = 0; j < n; ++j) {
+      d[2 * j] = f32_to_bf16(even[j]);
+      d[2 * j + 1] = odd ? f32_to_bf16(odd[j]) : bf16{0};
+    }
+  }
+}
+
+void gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int64_t lda, const bf16* b,
+          int64_t ldb, float beta, float* c, int64_t ldc) {
+#if defined(__AVX512BF16__)
+  for (int64_t j = 0; j < n; j += kCols) {
+    const int64_t cols = std::min(kCols, n - j);
+    const int vectors = int((cols + 15) / 16);
+    for (int64_t i = 0; i < m; i += kRows) {
+      const int rows = int(std::min<int64_t>(kRows, m - i));
+      kTiles[vectors - 1][rows - 1](cols, k_pairs, alpha, a + i * lda, lda, b + 2 * j, ldb, beta, c + i * ldc + j, ldc);
+    }
+  }
+#else
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0;  // bf16 x bf16 products are exact in f32, as in the AVX512-BF16 dot product
+      for (int64_t p = 0; p < 2 * k_pairs; ++p) sum += bf16_to_f32(a[i * lda + p]) * bf16_to_f32(b[2 * ((p / 2) * ldb + j) + p % 2]);
+      float& out = c[i * ldc + j];
+      out = alpha * sum + (beta != 0.0f ? out : 0.0f);
+    }
+#endif
+}
+
+}  // namespace cpdit::kernels::bf16_pairs
