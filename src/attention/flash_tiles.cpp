@@ -30,10 +30,19 @@ void F32Tiles::accumulate(float*, float* s, int64_t lds, int64_t rows, const Key
 }
 
 Bf16Tiles::Bf16Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& t)
-    : q_(q.data<float>()), d_(d), br_(t.br), bc_(t.bc), k_tiles_(t.k_tiles), d_pairs_(pairs::pairs(d.D)), c_pairs_(pairs::pairs(t.bc)) {
+    : q_(q.data<float>()),
+      d_(d),
+      rows_(pairs::round_up(t.br, pairs::kEdge)),
+      bc_(t.bc),
+      k_tiles_(t.k_tiles),
+      d_pairs_(pairs::padded_pairs(d.D)),
+      c_pairs_(pairs::padded_pairs(t.bc)),
+      keys_ld_(pairs::round_up(t.bc, pairs::kEdge)),
+      values_ld_(pairs::round_up(d.D, pairs::kEdge)) {
   const int64_t tiles = d.B * d.Hkv * k_tiles_;
-  keys_ = Tensor::empty({tiles * d_pairs_ * bc_ * 2}, DType::bf16);
-  values_ = Tensor::empty({tiles * c_pairs_ * d.D * 2}, DType::bf16);
+  // Zeros where the packing pads (bf16 zero is all zero bits).
+  keys_ = Tensor::zeros({tiles * d_pairs_ * keys_ld_ * 2}, DType::bf16);
+  values_ = Tensor::zeros({tiles * c_pairs_ * values_ld_ * 2}, DType::bf16);
   const float *kp = k.data<float>(), *vp = v.data<float>();
 #pragma omp parallel for collapse(3) num_threads(compute_threads()) if (tiles > 1)
   for (int64_t b = 0; b < d.B; ++b)
@@ -41,22 +50,22 @@ Bf16Tiles::Bf16Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Di
       for (int64_t kt = 0; kt < k_tiles_; ++kt) {
         const KeyTile tile{b, hk, kt, kt * bc_, std::min(bc_, d.Sk - kt * bc_)};
         const int64_t at = kv_offset(d, tile), ld = d.Hkv * d.D;
-        pairs::pack_transposed(kp + at, ld, tile.cols, d.D, keys_.data<bf16>() + keys_at(tile), bc_);
-        pairs::pack_rows(vp + at, ld, tile.cols, d.D, values_.data<bf16>() + values_at(tile), d.D);
+        pairs::pack_transposed(kp + at, ld, tile.cols, d.D, keys_.data<bf16>() + keys_at(tile), keys_ld_);
+        pairs::pack_rows(vp + at, ld, tile.cols, d.D, values_.data<bf16>() + values_at(tile), values_ld_);
       }
 }
 
 int64_t Bf16Tiles::scratch_floats(const Dims& d, const Tiling& t) {
-  const int64_t halves = t.br * 2 * pairs::pairs(d.D) + t.br * 2 * pairs::pairs(t.bc);
-  return (halves + 1) / 2;
+  // The query tile and the P tile, rows padded for the tile products' reads.
+  return pairs::round_up(t.br, pairs::kEdge) * (pairs::padded_pairs(d.D) + pairs::padded_pairs(t.bc));
 }
 
 int64_t Bf16Tiles::keys_at(const KeyTile& tile) const {
-  return ((tile.b * d_.Hkv + tile.hk) * k_tiles_ + tile.kt) * d_pairs_ * bc_ * 2;
+  return ((tile.b * d_.Hkv + tile.hk) * k_tiles_ + tile.kt) * d_pairs_ * keys_ld_ * 2;
 }
 
 int64_t Bf16Tiles::values_at(const KeyTile& tile) const {
-  return ((tile.b * d_.Hkv + tile.hk) * k_tiles_ + tile.kt) * c_pairs_ * d_.D * 2;
+  return ((tile.b * d_.Hkv + tile.hk) * k_tiles_ + tile.kt) * c_pairs_ * values_ld_ * 2;
 }
 
 Bf16Tiles::Queries Bf16Tiles::queries(float* scratch, int64_t b, int64_t h, int64_t r0, int64_t rows) const {
@@ -66,14 +75,16 @@ Bf16Tiles::Queries Bf16Tiles::queries(float* scratch, int64_t b, int64_t h, int6
 }
 
 void Bf16Tiles::scores(Queries q, int64_t rows, const KeyTile& tile, float scale, float* s, int64_t lds) const {
-  pairs::gemm(rows, tile.cols, d_pairs_, scale, q, 2 * d_pairs_, keys_.data<bf16>() + keys_at(tile), bc_, 0, s, lds);
+  pairs::gemm(rows, tile.cols, d_pairs_, scale, q, 2 * d_pairs_, keys_.data<bf16>() + keys_at(tile), keys_ld_, 0, s,
+              lds);
 }
 
 void Bf16Tiles::accumulate(float* scratch, float* s, int64_t lds, int64_t rows, const KeyTile& tile, float* acc) const {
   // The P tile goes after the query tile (at most as many rows) in this thread's scratch.
-  bf16* p = reinterpret_cast<bf16*>(scratch) + br_ * 2 * d_pairs_;
+  bf16* p = reinterpret_cast<bf16*>(scratch) + rows_ * 2 * d_pairs_;
   pairs::round_rows(s, lds, rows, tile.cols, p, 2 * c_pairs_);
-  pairs::gemm(rows, d_.D, pairs::pairs(tile.cols), 1, p, 2 * c_pairs_, values_.data<bf16>() + values_at(tile), d_.D, 1, acc, d_.D);
+  pairs::gemm(rows, d_.D, pairs::padded_pairs(tile.cols), 1, p, 2 * c_pairs_, values_.data<bf16>() + values_at(tile),
+              values_ld_, 1, acc, d_.D);
 }
 
 }  // namespace cpdit::attention::detail::flash

@@ -52,8 +52,12 @@ class Bf16Tiles {
 
   const float* q_;
   Dims d_;
-  int64_t br_ = 0, bc_ = 0, k_tiles_ = 0, d_pairs_ = 0, c_pairs_ = 0;
-  Tensor keys_, values_;  // bf16, per (batch, KV head, key tile): K^T as (D/2, bc) pairs, V as (bc/2, D) pairs
+  int64_t rows_ = 0;                  // query rows of the scratch tiles, padded (bf16_pairs.hpp)
+  int64_t bc_ = 0, k_tiles_ = 0;
+  int64_t d_pairs_ = 0, c_pairs_ = 0;  // padded pairs along the head dim and along a key tile
+  int64_t keys_ld_ = 0, values_ld_ = 0;  // padded row lengths (in pairs) of the packed keys and values
+  // bf16, per (batch, KV head, key tile): K^T as (d_pairs_, keys_ld_) pairs, V as (c_pairs_, values_ld_).
+  Tensor keys_, values_;
 };
 
 }  // namespace cpdit::attention::detail::flash
