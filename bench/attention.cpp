@@ -6,6 +6,7 @@
 // show what tile skipping saves (time ratio to full) and that peak extra memory stays O(S D).
 #include "command.hpp"
 #include "measure.hpp"
+#include "weight_flags.hpp"
 
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/core/memory.hpp>
@@ -32,6 +33,7 @@ struct AttentionBenchArgs {
   int repeats = 3;
   std::string mask = "none";  // none | causal | block-causal
   int64_t blocks = 8;         // block-causal: the sequence is this many blocks ("frame blocks")
+  std::string dtype = "f32";  // f32 | bf16: the matmul precision the flash tiles run in
 };
 
 attention::Mask mask_for(const std::string& name, int64_t seq, int64_t blocks) {
@@ -106,7 +108,7 @@ void run_case(const AttentionBenchArgs& args, const std::string& name, int64_t s
   const int64_t B = 1, H = heads_for(seq, args), D = args.head_dim;
   const double fwd_flops = 4.0 * B * H * double(seq) * double(seq) * D;
   nlohmann::json base = line("attention");
-  base.update({{"backend", name}, {"B", B}, {"S", seq}, {"H", H}, {"D", D}, {"threads", threads},
+  base.update({{"backend", name}, {"dtype", args.dtype}, {"B", B}, {"S", seq}, {"H", H}, {"D", D}, {"threads", threads},
                {"sgemm_gflops", sgemm.wall}, {"sgemm_gflops_per_cpu_s", sgemm.cpu}, {"sgemm_shape", "4096x4096x" + std::to_string(D)}});
   if (name == "native" && native_score_bytes(seq, threads) > (int64_t(1) << 30)) {
     for (const char* pass : {"fwd", "bwd"}) {
@@ -157,6 +159,7 @@ void run(const AttentionBenchArgs& given) {
   std::sort(args.threads.begin(), args.threads.end());
   args.threads.erase(std::unique(args.threads.begin(), args.threads.end()), args.threads.end());
   if (args.quick) args.repeats = 1;
+  const ScopedMatmulPrecision precision(app::matmul_precision_for(args.dtype));
   for (int threads : args.threads) {
     ScopedComputeThreads scoped(threads);
     const Gflops sgemm = sgemm_gflops(args.head_dim, args.repeats);
@@ -175,6 +178,9 @@ void add_attention_bench(CLI::App& parent) {
   cmd->add_option("--heads", args->heads, "heads (default: 8, 4, 1 for S <= 1024, 4096, more)");
   cmd->add_option("--head-dim", args->head_dim, "head dim (default 128)");
   cmd->add_option("--repeats", args->repeats, "timed repeats (default 3)");
+  cmd->add_option("--dtype", args->dtype, "f32, or bf16 (as --dtype bf16 of generate: flash's tile products in bf16, f32 accumulation)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
   cmd->add_option("--mask", args->mask, "also run with this mask rule, beside unmasked (default none)")
       ->check(CLI::IsMember({"none", "causal", "block-causal"}));
   cmd->add_option("--blocks", args->blocks, "block-causal: blocks per sequence (default 8)")
