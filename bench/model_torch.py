@@ -7,7 +7,8 @@ T2V-1.3B (1536 hidden, 12 heads of 128, FFN 8960) on --image-tokens video tokens
 7800 = 5 x 30 x 52) attending to 512 text tokens. Random weights in --dtype; times one forward of each
 block with --threads threads (min and median wall time of --repeats runs after a warm-up, and the least
 process CPU time), then runs `cpdit bench model --model M --dtype` on the same shape (its single-rank
-lines) and prints one JSON line per block with both and cpdit's ratio over diffusers in CPU time.
+lines) and prints one JSON line per block with both, cpdit's ratio over diffusers in CPU time, and
+cpdit's 2-rank (Ulysses) CPU-time speedup over 1 rank from the same run.
 
   python3 bench/model_torch.py [--model flux|wan] [--dtype bf16] [--image-tokens N] [--threads 1] [--repeats 3]
 """
@@ -91,8 +92,10 @@ def main():
     out = subprocess.run([args.cpdit, "bench", "model", "--model", args.model, "--quick", "--dtype", args.dtype,
                           "--image-tokens", str(image), "--repeats", str(args.repeats)],
                          check=True, capture_output=True, text=True).stdout
-    for text in out.strip().splitlines():
-        line = json.loads(text)
+    lines = [json.loads(text) for text in out.strip().splitlines()]
+    # The 2-rank (Ulysses) line of the same run: its CPU-time speedup over 1 rank rides along.
+    two_ranks = {line["block"]: line["cpu_speedup_vs_1_rank"] for line in lines if line["ranks"] == 2}
+    for line in lines:
         if line["ranks"] != 1:
             continue
         theirs = torch_runs[line["block"]]
@@ -102,7 +105,8 @@ def main():
                           "cpdit_cpu_s": line["cpu_s_per_rank"], "cpdit_gflops_per_cpu_s": line["gflops_per_cpu_s"],
                           "diffusers_min_s": theirs["min_s"], "diffusers_median_s": theirs["median_s"],
                           "diffusers_cpu_s": theirs["cpu_s"], "diffusers_gflops_per_cpu_s": theirs["gflops_per_cpu_s"],
-                          "ratio_cpdit_over_diffusers_cpu": theirs["cpu_s"] / line["cpu_s_per_rank"]}), flush=True)
+                          "ratio_cpdit_over_diffusers_cpu": theirs["cpu_s"] / line["cpu_s_per_rank"],
+                          "cpdit_2_ranks_cpu_speedup": two_ranks.get(line["block"])}), flush=True)
 
 
 if __name__ == "__main__":
