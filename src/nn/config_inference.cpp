@@ -11,6 +11,8 @@ void read_config_fields(const nlohmann::json& j, const std::string& model, const
     for (const ConfigField& field : fields) field.read(j);
   } catch (const nlohmann::json::exception& e) {
     fail(ErrorKind::invalid_argument, model, " config has a field of the wrong type: ", e.what());
+  } catch (const Error& e) {
+    fail(ErrorKind::invalid_argument, model, " config: ", e.what());
   }
 }
 

@@ -9,7 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <functional>
+#include <limits>
+#include <type_traits>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -19,10 +24,27 @@
 namespace cpdit::nn {
 
 // Sets `field` from j[key] when the key is present and not null (diffusers writes null for
-// "default"); a value of the wrong type throws nlohmann's type_error for the caller to name.
+// "default"); a value of the wrong type throws nlohmann's type_error for the caller to name. An
+// integer field takes only a whole number it can hold: nlohmann alone truncates 1.5 to 1 and turns
+// 1e30 into a negative number.
 template <class T>
 void read_config_field(const nlohmann::json& j, const char* key, T& field) {
-  if (j.contains(key) && !j[key].is_null()) field = j[key].get<T>();
+  if (!j.contains(key) || j[key].is_null()) return;
+  const nlohmann::json& value = j[key];
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) if (value.is_number()) {
+    const bool whole = value.is_number_integer() ||
+                       (value.is_number_float() && std::trunc(value.get<double>()) == value.get<double>());
+    CPDIT_CHECK(whole, invalid_argument, key, " must be a whole number, got ", value.dump());
+    constexpr T lowest = std::numeric_limits<T>::min(), highest = std::numeric_limits<T>::max();
+    // A double above 2^53 is no longer exact, and no model size comes near it.
+    const bool fits = value.is_number_unsigned() ? value.get<uint64_t>() <= uint64_t(highest)
+                      : value.is_number_integer()
+                          ? value.get<int64_t>() >= int64_t(lowest)
+                          : value.get<double>() >= double(lowest) &&
+                                value.get<double>() <= std::min(double(highest), 9007199254740992.0);
+    CPDIT_CHECK(fits, invalid_argument, key, " is out of range, got ", value.dump());
+  }
+  field = value.get<T>();
 }
 
 // One field of a config and the slot it fills: {"num_layers", config.num_layers}.
@@ -51,6 +73,21 @@ class WeightShapes {
   std::string model_;
 };
 
+// A config file asking for more blocks than the checkpoint holds (num_layers: 1e9) would build, and
+// allocate, every one of them before the loader names the missing weights: refuse it first.
+template <class Config>
+void check_layer_counts(const std::string& config_file, const Config& config, const Config& checkpoint) {
+  auto check = [&config_file](const char* name, int64_t given, int64_t held) {
+    CPDIT_CHECK(given <= held, invalid_argument, config_file, ": ", name, " is ", given,
+                " but the checkpoint has weights for ", held);
+  };
+  if constexpr (requires { config.num_layers; }) check("num_layers", config.num_layers, checkpoint.num_layers);
+  if constexpr (requires { config.num_single_layers; })
+    check("num_single_layers", config.num_single_layers, checkpoint.num_single_layers);
+  if constexpr (requires { config.num_hidden_layers; })
+    check("num_hidden_layers", config.num_hidden_layers, checkpoint.num_hidden_layers);
+}
+
 // A model's config (a struct with infer, from_json and validate): the fields `config_file` gives over
 // what the tensors tell, or the tensors alone when there is no file; validated.
 template <class Config>
@@ -61,13 +98,16 @@ Config read_config(const StateDict& state, const std::optional<std::string>& con
     return inferred;
   }
   Config base;
+  bool inferred = true;
   try {
     base = Config::infer(state);
   } catch (const Error&) {
+    inferred = false;
     // The config file names everything; the loader reports how the weights differ from it.
   }
   Config config = Config::from_json(io::read_json(*config_file), base);
   config.validate();
+  if (inferred) check_layer_counts(*config_file, config, base);
   return config;
 }
 
