@@ -8,6 +8,7 @@
 namespace cpdit::pipeline {
 
 FlowMatchEulerConfig FlowMatchEulerConfig::from_json(const nlohmann::json& config) {
+  require_scheduler_class(config, "FlowMatchEulerDiscreteScheduler");
   for (const char* key : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas",
                           "invert_sigmas", "stochastic_sampling"}) {
     CPDIT_CHECK(!config_flag(config, key, false), unsupported, "FlowMatchEulerDiscreteScheduler: \"",

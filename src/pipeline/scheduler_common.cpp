@@ -56,4 +56,10 @@ std::string config_string(const nlohmann::json& config, const std::string& key,
   return v ? v->template get<std::string>() : fallback;
 }
 
+void require_scheduler_class(const nlohmann::json& config, const std::string& scheduler) {
+  const std::string name = config_string(config, "_class_name", scheduler);
+  CPDIT_CHECK(name == scheduler, invalid_argument, "the scheduler config is a ", name, " config, not a ", scheduler,
+              " one (give the pipeline's scheduler/scheduler_config.json)");
+}
+
 }  // namespace cpdit::pipeline

@@ -10,6 +10,7 @@
 namespace cpdit::pipeline {
 
 UniPCConfig UniPCConfig::from_json(const nlohmann::json& config) {
+  require_scheduler_class(config, "UniPCMultistepScheduler");
   const auto require_string = [&](const char* key, const char* fallback, const char* wanted) {
     const std::string value = config_string(config, key, fallback);
     CPDIT_CHECK(value == wanted, unsupported, "UniPCMultistepScheduler: \"", key, "\" \"", value,

@@ -31,4 +31,8 @@ bool config_flag(const nlohmann::json& config, const std::string& key, bool fall
 std::string config_string(const nlohmann::json& config, const std::string& key,
                           const std::string& fallback);
 
+// A config that names its class (`_class_name`, as diffusers writes it) must name `scheduler`: a
+// transformer's or another scheduler's config would otherwise run with defaults for every key.
+void require_scheduler_class(const nlohmann::json& config, const std::string& scheduler);
+
 }  // namespace cpdit::pipeline
