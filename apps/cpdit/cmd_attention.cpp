@@ -1,6 +1,8 @@
 // cpdit attention: runs one attention call on tensors from a safetensors file and writes out / lse.
 // The steps are separate functions so context-parallel flags only have to replace `compute`.
 #include "command.hpp"
+#include "option_checks.hpp"
+#include "output_paths.hpp"
 #include "cp_flags.hpp"
 
 #include <cpdit/attention/attention.hpp>
@@ -73,6 +75,7 @@ attention::Result compute(const AttentionInputs& in, const attention::Backend& b
 }
 
 void run(const AttentionArgs& args) {
+  refuse_overwrite({{"--output", args.output}}, {{"--inputs", args.inputs}});
   std::optional<ScopedComputeThreads> threads;
   if (args.threads > 0) threads.emplace(args.threads);
   const attention::Backend& backend =
@@ -101,7 +104,8 @@ void add_attention(CLI::App& parent) {
                   "(default none)")
       ->check(CLI::IsMember({"none", "causal", "block-causal"}));
   cmd->add_option("--block-tokens", args->block_tokens,
-                  "block-causal: tokens per block (frames per block x tokens per frame)");
+                  "block-causal: tokens per block (frames per block x tokens per frame)")
+      ->check(whole_number<int64_t>());
   cmd->add_option("--threads", args->threads, "compute threads (default: all)")->check(CLI::Range(1, 1 << 16));
   add_cp_flags(*cmd, args->cp);
   cmd->callback([args] { run(*args); });

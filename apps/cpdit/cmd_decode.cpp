@@ -3,6 +3,8 @@
 // Wan's denormalised (* latents_std + latents_mean) first, as the pipelines do; the decode is split
 // by rows over the local ranks (or the processes of an mpirun launch).
 #include "command.hpp"
+#include "option_checks.hpp"
+#include "output_paths.hpp"
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/core/error.hpp>
@@ -41,6 +43,7 @@ void run_decode(const DecodeOptions& o) {
   CPDIT_CHECK(png || o.out.ends_with(".safetensors"), invalid_argument, "--out must end in .png or .safetensors, got '",
               o.out, "'");
   CPDIT_CHECK(o.ranks >= 1, invalid_argument, "--ranks must be at least 1, got ", o.ranks);
+  refuse_overwrite({{"--out", o.out}}, {{"--latents", o.latents}});
   const auto file = io::load_safetensors(o.latents);
   const auto it = file.find("latents");
   CPDIT_CHECK(it != file.end(), invalid_argument, o.latents, " holds no tensor named `latents` (what generate writes)");
@@ -68,8 +71,9 @@ void add_decode(CLI::App& parent) {
   cmd->add_option("--out", o->out, "image.png (one file per batch item; one frame) or out.safetensors (`sample` in [-1, 1])")
       ->required();
   cmd->add_option("--ranks", o->ranks, "local thread ranks splitting the rows (ignored under mpirun)")
-      ->capture_default_str();
-  cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)");
+      ->capture_default_str()
+      ->check(whole_number<int>());
+  cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)")->check(whole_number<int>());
   cmd->callback([o] { run_decode(*o); });
 }
 

@@ -2,6 +2,7 @@
 // pipeline/prompt_encoding.hpp), written for `generate --embeddings`; from a pipeline folder, or from
 // a preset's built-in text encoders (what `generate --preset NAME --seed N --prompt` encodes).
 #include "command.hpp"
+#include "option_checks.hpp"
 #include "weight_flags.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -47,7 +48,8 @@ void add_encode_prompt(CLI::App& parent) {
   cmd->add_option("--negative-prompt", o->negative_prompt, "negative prompt (FLUX.1 true CFG; Wan default \"\")");
   cmd->add_option("--max-sequence-length", o->max_sequence_length,
                   "T5/UMT5 tokens (FLUX.1-dev and Wan 512, FLUX.1-schnell 256)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(whole_number<int64_t>());
   add_dtype_flag(*cmd, o->dtype);
   cmd->add_option("--out", o->out, "safetensors to write (atomically)")->required();
   cmd->callback([o] { run_encode_prompt(*o); });

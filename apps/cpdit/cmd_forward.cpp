@@ -2,6 +2,9 @@
 // registry, models/registry.hpp) from a safetensors file of inputs, on one rank or with context
 // parallelism across local thread ranks (or the processes of an mpirun launch).
 #include "command.hpp"
+#include "option_checks.hpp"
+#include "output_paths.hpp"
+#include "parallel_flags.hpp"
 #include "weight_flags.hpp"
 
 #include <cpdit/comm/launch.hpp>
@@ -22,6 +25,10 @@ struct ForwardOptions {
 };
 
 void run_forward(const ForwardOptions& o) {
+  std::vector<NamedPath> read = model_inputs("--model", o.model, "transformer",
+                                             o.config.empty() ? std::nullopt : std::optional(o.config));
+  read.push_back({"--inputs", o.inputs});
+  refuse_overwrite({{"--output", o.output}}, read);
   parallel::ContextParallelConfig config;
   config.ring_degree = o.ring;
   config.ulysses_degree = o.ulysses;
@@ -34,7 +41,10 @@ void run_forward(const ForwardOptions& o) {
     if (c.group_size() == 1) c.ring_degree = world;
     return c;
   };
-  if (!mpi) parallel::validate_degrees(degrees_for(ranks), ranks);
+  if (!mpi) {
+    check_local_ranks(ranks);
+    parallel::validate_degrees(degrees_for(ranks), ranks);
+  }
   const nn::LoadOptions load = nn::load_options(o.dtype);
   const ScopedMatmulPrecision precision(matmul_precision_for(o.dtype));
   // Loaded and converted once; every rank's replica shares these weights.
@@ -71,12 +81,14 @@ void add_forward(CLI::App& parent) {
   cmd->add_option("--inputs", o->inputs, "safetensors with the forward's arguments by diffusers name")->required();
   cmd->add_option("--output", o->output, "safetensors to write the outputs to (atomically)")->required();
   cmd->add_option("--config", o->config, "config.json overriding the model's (or the inferred) config");
-  cmd->add_option("--ring", o->ring, "ring degree")->capture_default_str();
-  cmd->add_option("--ulysses", o->ulysses, "Ulysses degree")->capture_default_str();
+  cmd->add_option("--ring", o->ring, "ring degree")->capture_default_str()->check(whole_number<int>());
+  cmd->add_option("--ulysses", o->ulysses, "Ulysses degree")->capture_default_str()->check(whole_number<int>());
   cmd->add_option("--rotate", o->rotate, "ring KV rotation: p2p | allgather")->capture_default_str();
   cmd->add_option("--backend", o->backend, "attention backend (default: the process default)");
-  cmd->add_option("--ranks", o->ranks, "local thread ranks (default ring x ulysses; alone, every rank on the ring; ignored under mpirun)");
-  cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)");
+  cmd->add_option("--ranks", o->ranks, "local thread ranks (default ring x ulysses; alone, every rank on the ring; ignored under mpirun)")
+      ->check(whole_number<int>());
+  cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)")
+      ->check(whole_number<int>());
   add_dtype_flag(*cmd, o->dtype);
   cmd->callback([o] { run_forward(*o); });
 }

@@ -4,6 +4,9 @@
 // Only rank 0 prints and writes files; outputs are written atomically at the end, so a failed run
 // leaves nothing behind.
 #include "command.hpp"
+#include "finite_watch.hpp"
+#include "output_paths.hpp"
+#include "option_checks.hpp"
 #include "parallel_flags.hpp"
 #include "progress.hpp"
 #include "weight_flags.hpp"
@@ -50,6 +53,7 @@ struct GenerateArgs {
   uint64_t seed = 0;
   float guidance = std::nanf("");  // unset: the pipeline's default
   bool json = false;
+  bool check_finite = false;
   ParallelFlags parallel;
 };
 
@@ -115,6 +119,17 @@ void check_output_path(const std::string& path, const char* flag) {
   fs::path parent = fs::path(path).parent_path();
   CPDIT_CHECK(parent.empty() || fs::is_directory(parent), invalid_argument, flag, " ", path, ": folder ",
               parent.string(), " does not exist");
+}
+
+// Neither output may replace a file the run reads, nor the other output.
+void refuse_overwriting_inputs(const GenerateArgs& args) {
+  std::vector<NamedPath> inputs{{"--embeddings", args.embeddings}, {"--latents", args.latents},
+                                {"--config", args.config}, {"--scheduler-config", args.scheduler_config}};
+  if (!args.model.empty() && fs::exists(args.model))
+    for (NamedPath& file : model_inputs("--model", args.model, "transformer",
+                                        args.config.empty() ? std::nullopt : std::optional(args.config)))
+      inputs.push_back(std::move(file));
+  refuse_overwrite({{"--out", args.out}, {"--preview", args.preview}, {"--image", args.image}}, inputs);
 }
 
 // What one denoising loop measured, whichever model ran it.
@@ -234,6 +249,7 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     auto model = source.model.replica();
     if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
     if (group->size() > 1) model->enable_parallelism(group, layout.config, pipeline::flux_sharded_latents_plan());
+    FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
     pipeline::FluxGenerateOptions options;
     options.steps = args.steps;
@@ -243,7 +259,10 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     options.guidance = std::isnan(args.guidance) ? 3.5f : args.guidance;  // FluxPipeline's default
     options.vae_scale_factor = source.vae_scale_factor;
     options.initial_latents = *initial;
-    options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
+    options.on_step = [&](int i, int n, double s) {
+      finite.step_done();
+      progress.step(i, n, s);
+    };
     pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, config, scheduler, *conditioning, options, group.get());
     return std::make_pair(r.latents, LoopStats{r.step_seconds, true, r.gather_seconds, r.gather_bytes});
   };
@@ -264,6 +283,7 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
     auto model = source.model.replica();
     if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
     if (group->size() > 1) model->enable_parallelism(group, layout.config);
+    FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::UniPCMultistepScheduler scheduler(source.wan_scheduler);
     pipeline::WanGenerateOptions options;
     options.steps = args.steps;
@@ -275,7 +295,10 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
     options.negative_prompt_embeds = *negative;
     options.initial_latents = *initial;
     options.vae = source.wan_vae;
-    options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
+    options.on_step = [&](int i, int n, double s) {
+      finite.step_done();
+      progress.step(i, n, s);
+    };
     pipeline::WanGenerateResult r = pipeline::generate_wan(*model, config, scheduler, *embeds, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
   };
@@ -326,6 +349,7 @@ void run(GenerateArgs args) {
   CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
   CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
   const bool lead = lead_process();
+  refuse_overwriting_inputs(args);
   const nn::LoadOptions load = nn::load_options(args.dtype);
   const ScopedMatmulPrecision precision(matmul_precision_for(args.dtype));
   const pipeline::PipelineParts parts = args.preset.empty()
@@ -450,14 +474,16 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--scheduler-config", args->scheduler_config,
                   "scheduler_config.json (default: DIR/scheduler/, else FLUX.1-dev's)");
   add_dtype_flag(*cmd, args->dtype);
-  cmd->add_option("--steps", args->steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for Wan)")->check(CLI::PositiveNumber);
-  cmd->add_option("--height", args->height, "height in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 480 for Wan)");
-  cmd->add_option("--width", args->width, "width in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 832 for Wan)");
-  cmd->add_option("--frames", args->frames, "Wan: frames of the clip, 4k + 1 (default: 5 for presets, 81 otherwise)");
-  cmd->add_option("--seed", args->seed, "seed of the initial noise (and of the random embeddings)");
+  cmd->add_option("--steps", args->steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for Wan)")->check(whole_number<int>());
+  cmd->add_option("--height", args->height, "height in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 480 for Wan)")->check(whole_number<int64_t>());
+  cmd->add_option("--width", args->width, "width in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 832 for Wan)")->check(whole_number<int64_t>());
+  cmd->add_option("--frames", args->frames, "Wan: frames of the clip, 4k + 1 (default: 5 for presets, 81 otherwise)")->check(whole_number<int64_t>());
+  cmd->add_option("--seed", args->seed, "seed of the initial noise (and of the random embeddings)")
+      ->check(whole_number<uint64_t>(0));
   cmd->add_option("--guidance", args->guidance,
                   "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5), Wan's classifier-free "
-                  "guidance (default 5.0; runs when --embeddings holds negative_prompt_embeds)");
+                  "guidance (default 5.0; runs when --embeddings holds negative_prompt_embeds)")
+      ->check(finite_number());
   cmd->add_option("--prompt", args->prompt,
                   "the prompt, through the pipeline folder's (or preset's) tokenizers and text encoders");
   cmd->add_option("--negative-prompt", args->negative_prompt,
@@ -469,7 +495,7 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--text-tokens", args->text_tokens,
                   "text length: the T5/UMT5 max_sequence_length of --prompt (FLUX.1-dev and Wan: 512, schnell: 256), "
                   "or of the random embeddings without --prompt and --embeddings")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number<int64_t>());
   cmd->add_option("--out", args->out,
                   "write the final latents here (safetensors, atomically) and, with a VAE, the decoded `image` (B, H, W, 3) "
                   "or `video` (B, F, H, W, 3), f32 in [0, 1]");
@@ -477,6 +503,9 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--frames-dir", args->frames_dir, "Wan: write the decoded frames into this folder as frame_00000.png, ...");
   cmd->add_option("--preview", args->preview, "write a PNG preview of the latents here (linear latent-to-RGB projection)");
   cmd->add_flag("--json", args->json, "print the closing summary as one JSON object and no progress");
+  cmd->add_flag("--check-finite", args->check_finite,
+                "check every module's outputs for NaN/Inf and name the first module that made them (slower; "
+                "the transformer's output is always checked once per step)");
   add_parallel_flags(*cmd, args->parallel);
   cmd->callback([args] { run(*args); });
 }

@@ -1,6 +1,8 @@
 // `cpdit tokenize`: a JSON list of prompts to input_ids and attention_mask, as the diffusers pipelines
 // tokenise them (padding to max length, truncation).
 #include "command.hpp"
+#include "option_checks.hpp"
+#include "output_paths.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
@@ -20,6 +22,7 @@ struct TokenizeOptions {
 };
 
 void run_tokenize(const TokenizeOptions& o) {
+  refuse_overwrite({{"--output", o.output}}, {{"--prompts", o.prompts}});
   const auto tokenizer = tokenizers::load_tokenizer(o.tokenizer);
   const nlohmann::json list = io::read_json(o.prompts);
   CPDIT_CHECK(list.is_array(), invalid_argument, o.prompts, ": expected a JSON list of prompt strings");
@@ -45,7 +48,8 @@ void add_tokenize(CLI::App& parent) {
       ->required();
   cmd->add_option("--prompts", o->prompts, "JSON file holding a list of prompt strings")->required();
   cmd->add_option("--max-length", o->max_length,
-                  "pad / truncate every row to this many ids (default: the tokenizer's model_max_length, CLIP 77)");
+                  "pad / truncate every row to this many ids (default: the tokenizer's model_max_length, CLIP 77)")
+      ->check(whole_number<int64_t>());
   cmd->add_option("--output", o->output, "safetensors to write (atomically)")->required();
   cmd->callback([o] { run_tokenize(*o); });
 }

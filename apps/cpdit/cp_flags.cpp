@@ -1,4 +1,5 @@
 #include "cp_flags.hpp"
+#include "option_checks.hpp"
 
 #include "parallel_flags.hpp"
 
@@ -13,12 +14,12 @@ namespace cpdit::app {
 
 void add_cp_flags(CLI::App& cmd, CpFlags& flags) {
   const char* group = "Context parallelism";
-  cmd.add_option("--ring", flags.ring, "ring degree R")->check(CLI::PositiveNumber)->group(group);
-  cmd.add_option("--ulysses", flags.ulysses, "Ulysses degree U")->check(CLI::PositiveNumber)->group(group);
+  cmd.add_option("--ring", flags.ring, "ring degree R")->check(whole_number<int>())->group(group);
+  cmd.add_option("--ulysses", flags.ulysses, "Ulysses degree U")->check(whole_number<int>())->group(group);
   cmd.add_option("--rotate", flags.rotate, "how the ring moves K and V: p2p (own + one block in flight) or allgather")
       ->check(CLI::IsMember({"p2p", "allgather"}))->group(group);
   cmd.add_option("--ranks", flags.ranks, "local ranks (threads); under mpirun the launched processes are the ranks")
-      ->check(CLI::PositiveNumber)->group(group);
+      ->check(whole_number<int>())->group(group);
 }
 
 bool cp_requested(const CpFlags& flags) {

@@ -1,4 +1,5 @@
 #include "parallel_flags.hpp"
+#include "option_checks.hpp"
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/comm/mpi.hpp>
@@ -11,17 +12,25 @@ namespace cpdit::app {
 
 void add_parallel_flags(CLI::App& cmd, ParallelFlags& flags) {
   cmd.add_option("--ring", flags.ring, "ring degree R (default: chosen for the rank count)")
-      ->check(CLI::PositiveNumber)->group("Context parallelism");
+      ->check(whole_number<int>())->group("Context parallelism");
   cmd.add_option("--ulysses", flags.ulysses, "Ulysses degree U (default: chosen for the rank count)")
-      ->check(CLI::PositiveNumber)->group("Context parallelism");
+      ->check(whole_number<int>())->group("Context parallelism");
   cmd.add_option("--rotate", flags.rotate, "how the ring moves K and V: p2p (own + one block in flight) or allgather")
       ->check(CLI::IsMember({"p2p", "allgather"}))->group("Context parallelism");
   cmd.add_option("--backend", flags.backend, "attention backend: flash or native (default: $CPDIT_ATTENTION_BACKEND, else flash)")
       ->group("Context parallelism");
   cmd.add_option("--ranks", flags.ranks, "local ranks (threads of this process); under mpirun the launched processes are the ranks")
-      ->check(CLI::PositiveNumber)->group("Context parallelism");
+      ->check(whole_number<int>())->group("Context parallelism");
   cmd.add_option("--threads", flags.threads, "compute threads per rank (default: cores / ranks)")
-      ->check(CLI::PositiveNumber)->group("Context parallelism");
+      ->check(whole_number<int>())->group("Context parallelism");
+}
+
+void check_local_ranks(int ranks) {
+  // Each local rank is a thread that waits on the others at every attention call: far more of them
+  // than cores only slows the run down, and thousands exhaust the process's threads.
+  const int most = std::max(64, 8 * hardware_threads());
+  CPDIT_CHECK(ranks <= most, invalid_argument, ranks, " local ranks are more threads than this machine can usefully run (at most ",
+              most, " here); use fewer, or mpirun to spread the ranks over machines");
 }
 
 RankLayout resolve_layout(const ParallelFlags& flags, int64_t heads, int default_ranks) {
@@ -36,6 +45,8 @@ RankLayout resolve_layout(const ParallelFlags& flags, int64_t heads, int default
   } else {
     layout.ranks = flags.ranks > 0 ? flags.ranks : degrees_given ? degrees : std::max(default_ranks, 1);
   }
+
+  if (!layout.mpi) check_local_ranks(layout.ranks);
 
   int ring = flags.ring, ulysses = flags.ulysses;
   if (ring == 0 && ulysses == 0) {

@@ -30,6 +30,9 @@ struct RankLayout {
 // `default_ranks`. Degrees not given are chosen for that count: Ulysses as large as divides both the
 // rank count and `heads` (all-to-all on the fastest links), the ring takes the rest. Contradictions
 // (--ranks 3 with --ring 2) are refused with a message naming the fix.
+// Refuses a local rank count beyond what this machine can usefully run as threads.
+void check_local_ranks(int ranks);
+
 RankLayout resolve_layout(const ParallelFlags& flags, int64_t heads, int default_ranks);
 
 std::string describe(const RankLayout& layout);  // "4 local ranks (ring 2 x ulysses 2, p2p), 1 thread each"

@@ -1,0 +1,24 @@
+#pragma once
+// An output that would replace an input (--out naming the model's weights, --output = --inputs, or
+// two outputs on one file) is refused before anything runs, so a good file is never overwritten.
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cpdit::app {
+
+struct NamedPath {
+  std::string flag;  // "--out"
+  std::string path;  // empty: not given
+};
+
+// One-line Error when an output is the same file as an input or as another output (same path after
+// resolving links and "..", or the same inode through a hard link).
+void refuse_overwrite(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
+
+// The files a --model path is read from, as io::resolve_model finds them: the weights (with every
+// file beside a sharded index) and the config.
+std::vector<NamedPath> model_inputs(const std::string& flag, const std::string& path, const std::string& component,
+                                    const std::optional<std::string>& config);
+
+}  // namespace cpdit::app

@@ -1,0 +1,160 @@
+// `cpdit generate` refusing what would run wrong or destroy a file: numeric options as typed (no
+// wrapped seeds, truncated counts, NaN guidance or silent defaults for 0), a scheduler config of
+// another class, an output that names an input, and a transformer whose output turns NaN (an error
+// naming the step, and with --check-finite the module).
+#include "support/run_cli.hpp"
+
+#include <cpdit/io/safetensors.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+
+namespace cpdit::pipeline {
+namespace {
+
+using cpdit::testing::run_cli;
+using cpdit::testing::TempDir;
+
+const std::string kFluxTiny = std::string(CPDIT_TEST_DATA) + "/fixtures/flux_tiny";
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Exit code 2, one line on stderr holding `message`, nothing written to `out`.
+void expect_refused(const std::string& args, const std::string& message, const std::string& out) {
+  auto r = run_cli("generate " + args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+  // CLI11's own range check printed the largest double as 309 digits.
+  EXPECT_LT(r.err.size(), 300u) << args << "\n" << r.err;
+  EXPECT_FALSE(std::filesystem::exists(out)) << args;
+}
+
+TEST(GenerateGuards, NumericOptionsAreCheckedAsTyped) {
+  TempDir dir("generate_numbers");
+  const std::string out = dir.file("never.safetensors");
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases{
+      {"--guidance nan", "--guidance: must be a finite number, got nan"},
+      {"--guidance inf", "--guidance: must be a finite number, got inf"},
+      {"--guidance -inf", "must be a finite number"},
+      {"--height 0", "--height: must be >= 1, got 0"},
+      {"--width 0", "--width: must be >= 1, got 0"},
+      {"--seed -1", "--seed: must be a whole number >= 0, got -1"},
+      {"--seed 18446744073709551616", "--seed: must be at most 18446744073709551615"},
+      {"--steps 1.5", "--steps: must be a whole number >= 1, got 1.5"},
+      {"--steps 0", "--steps: must be >= 1"},
+      {"--steps 1e30", "--steps: must be a whole number"},
+      {"--text-tokens 99999999999999999999", "--text-tokens: must be at most 9223372036854775807"},
+      {"--ranks -5", "--ranks: must be >= 1, got -5"},
+      {"--threads 0", "--threads: must be >= 1, got 0"},
+      {"--ring 1000", "1000 local ranks are more threads than this machine can usefully run"},
+  };
+  for (const Case& c : cases) expect_refused("--preset flux-tiny --steps 1 --out " + out + " " + c.args, c.message, out);
+  expect_refused("--preset wan-tiny --steps 1 --frames -1 --out " + out, "--frames: must be >= 1, got -1", out);
+  expect_refused("--preset wan-tiny --steps 1 --frames 0 --out " + out, "--frames: must be >= 1, got 0", out);
+}
+
+TEST(GenerateGuards, ASchedulerConfigOfAnotherClassIsRefused) {
+  TempDir dir("generate_scheduler_class");
+  const std::string out = dir.file("never.safetensors");
+  // The transformer's own config.json, given where the scheduler's belongs.
+  expect_refused("--model " + kFluxTiny + "/weights.safetensors --steps 1 --height 32 --width 32 --scheduler-config " +
+                     kFluxTiny + "/config.json --out " + out,
+                 "the scheduler config is a FluxTransformer2DModel config, not a FlowMatchEulerDiscreteScheduler one",
+                 out);
+}
+
+TEST(GenerateGuards, AnOutputNamingAnInputIsRefusedAndTheInputKept) {
+  TempDir dir("generate_overwrite");
+  std::filesystem::copy_file(kFluxTiny + "/weights.safetensors", dir.file("diffusion_pytorch_model.safetensors"));
+  std::filesystem::copy_file(kFluxTiny + "/config.json", dir.file("config.json"));
+  std::filesystem::create_hard_link(dir.file("diffusion_pytorch_model.safetensors"), dir.file("linked.safetensors"));
+  const auto noise = run_cli("generate --preset flux-tiny --steps 1 --height 32 --width 32 --out " + dir.file("noise.safetensors"));
+  ASSERT_EQ(noise.code, 0) << noise.err;
+  const std::string weights = slurp(dir.file("diffusion_pytorch_model.safetensors")), latents = slurp(dir.file("noise.safetensors"));
+
+  const std::string model = "--model " + dir.path().string() + " --steps 1 --height 32 --width 32";
+  struct Case {
+    std::string args, message;
+  };
+  const std::vector<Case> cases{
+      {model + " --out " + dir.file("diffusion_pytorch_model.safetensors"), "is the file --model reads"},
+      {model + " --out " + dir.path().string() + "/./diffusion_pytorch_model.safetensors", "is the file --model reads"},
+      {model + " --out " + dir.file("linked.safetensors"), "is the file --model reads"},
+      {model + " --preview " + dir.file("config.json"), "is the file --model reads"},
+      {"--preset flux-tiny --steps 1 --embeddings " + dir.file("noise.safetensors") + " --out " +
+           dir.file("noise.safetensors"),
+       "is the file --embeddings reads"},
+      {"--preset flux-tiny --steps 1 --out " + dir.file("same.png") + " --preview " + dir.file("same.png"),
+       "--out and --preview name the same file"},
+  };
+  for (const Case& c : cases) {
+    auto r = run_cli("generate " + c.args);
+    EXPECT_EQ(r.code, 2) << c.args << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.args << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << "\n" << r.err;
+  }
+  EXPECT_EQ(slurp(dir.file("diffusion_pytorch_model.safetensors")), weights);
+  EXPECT_EQ(slurp(dir.file("noise.safetensors")), latents);
+  EXPECT_FALSE(std::filesystem::exists(dir.file("same.png")));
+}
+
+TEST(GenerateGuards, ConfigSizesAreWholeAndWithinTheCheckpoint) {
+  TempDir dir("generate_config_sizes");
+  const std::string out = dir.file("never.safetensors");
+  const std::string config = slurp(kFluxTiny + "/config.json");
+  const std::string layers = "\"num_layers\": 1,";
+  ASSERT_NE(config.find(layers), std::string::npos);
+  struct Case {
+    std::string value, message;
+  };
+  const std::vector<Case> cases{{"1.5", "num_layers must be a whole number, got 1.5"},
+                                {"1e30", "num_layers is out of range, got 1e+30"},
+                                {"1000000000", "num_layers is 1000000000 but the checkpoint has weights for 1"}};
+  for (const Case& c : cases) {
+    std::string edited = config;
+    edited.replace(edited.find(layers), layers.size(), "\"num_layers\": " + c.value + ",");
+    std::ofstream(dir.file("config.json")) << edited;
+    expect_refused("--model " + kFluxTiny + "/weights.safetensors --config " + dir.file("config.json") +
+                       " --steps 1 --height 32 --width 32 --out " + out,
+                   c.message, out);
+  }
+}
+
+// flux_tiny with one NaN in the last single block's output projection: the transformer's output is
+// NaN from the first step on.
+std::string nan_checkpoint(const TempDir& dir) {
+  auto weights = io::load_safetensors(kFluxTiny + "/weights.safetensors");
+  Tensor poisoned = weights.at("single_transformer_blocks.0.proj_out.weight").to(DType::f32).clone();
+  poisoned.data<float>()[0] = std::numeric_limits<float>::quiet_NaN();
+  weights["single_transformer_blocks.0.proj_out.weight"] = poisoned;
+  io::save_safetensors(dir.file("diffusion_pytorch_model.safetensors"), weights);
+  std::filesystem::copy_file(kFluxTiny + "/config.json", dir.file("config.json"));
+  return dir.path().string();
+}
+
+TEST(GenerateGuards, ANaNOutputStopsAtItsStepInsteadOfWritingNaNLatents) {
+  TempDir dir("generate_nan");
+  const std::string model = nan_checkpoint(dir), out = dir.file("never.safetensors");
+  for (const char* ranks : {"1", "2"}) {
+    const std::string args = "--model " + model + " --steps 3 --height 32 --width 32 --ranks " + ranks;
+    expect_refused(args + " --out " + out, "denoise step 1: the transformer's output holds NaN or Inf", out);
+    expect_refused(args + " --check-finite --out " + out,
+                   "denoise step 1: module single_transformer_blocks.0.proj_out was the first to output NaN or Inf",
+                   out);
+  }
+}
+
+}  // namespace
+}  // namespace cpdit::pipeline
