@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <system_error>
 #include <thread>
 
 namespace cpdit::comm {
@@ -45,7 +46,20 @@ std::vector<RankStats> run_local(int n, const std::function<void(Communicator&)>
   };
 
   std::vector<std::thread> threads;
-  for (int rank = 0; rank < n; ++rank) threads.emplace_back(run_rank, rank);
+  threads.reserve(size_t(n));
+  for (int rank = 0; rank < n; ++rank) {
+    try {
+      threads.emplace_back(run_rank, rank);
+    } catch (const std::system_error& e) {
+      // The ranks already running would wait for this one until the timeout: fail the world so they
+      // stop at their next communication, and join them before reporting.
+      std::lock_guard lock(world->mutex);
+      world->record_failure(rank, std::make_exception_ptr(Error(
+          ErrorKind::invalid_argument, detail::concat("cannot start rank ", rank, " of ", n, " (a thread): ",
+                                                      e.what(), "; run fewer ranks"))));
+      break;
+    }
+  }
   for (auto& t : threads) t.join();
   if (world->first_error()) std::rethrow_exception(world->first_error());
   return stats;
