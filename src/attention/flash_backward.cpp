@@ -9,6 +9,7 @@
 #include "attention/flash.hpp"
 #include "kernels/cpu/flash_rows.hpp"
 
+#include <cpdit/core/team_errors.hpp>
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
 
@@ -40,10 +41,11 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
   float *dkp = g.dk.data<float>(), *dvp = g.dv.data<float>();
   const int64_t qs = d.H * d.D, ks = d.Hkv * d.D;
 
+  TeamErrors errors;  // gemm may throw, and an exception must not leave an OpenMP region
 #pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t hk = 0; hk < d.Hkv; ++hk)
-      for (int64_t part = 0; part < parts; ++part) {
+      for (int64_t part = 0; part < parts; ++part) errors.run([&] {
         float* p = scratch.data<float>() + omp_get_thread_num() * 2 * br * bc;
         float* dp = p + br * bc;
         float* dqp = part == 0 ? g.dq.data<float>() : dq_parts.data<float>() + (part - 1) * q.numel();
@@ -74,7 +76,8 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
               kernels::gemm(true, false, cols, d.D, rows, scale, dp, bc, qp + q_at, qs, 1, dkp + kv_at, ks);
             }
         }
-      }
+      });
+  errors.rethrow();
 
   if (parts > 1) {
     float* dq = g.dq.data<float>();

@@ -9,6 +9,7 @@
 #include "kernels/cpu/flash_rows.hpp"
 
 #include <cpdit/core/precision.hpp>
+#include <cpdit/core/team_errors.hpp>
 #include <cpdit/core/threads.hpp>
 
 #include <omp.h>
@@ -41,10 +42,11 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
   float* lp = lse.data<float>();
   const int64_t qs = d.H * d.D;  // row stride of (B, S, H, D)
 
+  TeamErrors errors;  // gemm may throw, and an exception must not leave an OpenMP region
 #pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t h = 0; h < d.H; ++h)
-      for (int64_t qt = 0; qt < q_tiles; ++qt) {
+      for (int64_t qt = 0; qt < q_tiles; ++qt) errors.run([&] {
         float* s = scratch.data<float>() + omp_get_thread_num() * per_thread;
         float* acc = s + br * bc;
         float* m = acc + br * d.D;
@@ -84,7 +86,8 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
           for (int64_t e = 0; e < d.D; ++e) o[e] = acc[r * d.D + e] * inv;
           lp[(b * d.H + h) * d.Sq + r0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
         }
-      }
+      });
+  errors.rethrow();
   return {out, lse};
 }
 

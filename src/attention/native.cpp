@@ -4,6 +4,7 @@
 #include "attention/detail.hpp"
 
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/team_errors.hpp>
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
 
@@ -69,9 +70,10 @@ class NativeBackend final : public Backend {
     float *op = out.data<float>(), *lp = lse.data<float>(), *sp = scores.data<float>();
     const int64_t qs = d.H * d.D, ks = d.Hkv * d.D;  // row strides
 
+    TeamErrors errors;  // gemm may throw, and an exception must not leave an OpenMP region
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(threads)
     for (int64_t b = 0; b < d.B; ++b)
-      for (int64_t h = 0; h < d.H; ++h) {
+      for (int64_t h = 0; h < d.H; ++h) errors.run([&] {
         float* s = sp + omp_get_thread_num() * d.Sq * d.Sk;
         const int64_t hk = h / d.group();
         const float* qbh = qp + b * d.Sq * qs + h * d.D;
@@ -92,7 +94,8 @@ class NativeBackend final : public Backend {
           lp[(b * d.H + h) * d.Sq + i] = sum > 0 ? mx + std::log(sum) : kNegInf;
         }
         if (d.Sk > 0) kernels::gemm(false, false, d.Sq, d.D, d.Sk, 1, s, d.Sk, vbh, ks, 0, op + b * d.Sq * qs + h * d.D, qs);
-      }
+      });
+    errors.rethrow();
     return {out.to(q_in.dtype()), lse};
   }
 
@@ -115,9 +118,10 @@ class NativeBackend final : public Backend {
     const int64_t qs = d.H * d.D, ks = d.Hkv * d.D;
 
     // One task per (batch, KV head): the query heads sharing that KV head add into the same dk, dv.
+    TeamErrors errors;  // gemm may throw, and an exception must not leave an OpenMP region
 #pragma omp parallel for collapse(2) schedule(dynamic) num_threads(threads)
     for (int64_t b = 0; b < d.B; ++b)
-      for (int64_t hk = 0; hk < d.Hkv; ++hk) {
+      for (int64_t hk = 0; hk < d.Hkv; ++hk) errors.run([&] {
         float* p = scratch.data<float>() + omp_get_thread_num() * 2 * d.Sq * d.Sk;
         float* dp = p + d.Sq * d.Sk;
         const int64_t kv_at = b * d.Sk * ks + hk * d.D;
@@ -141,7 +145,8 @@ class NativeBackend final : public Backend {
           kernels::gemm(false, false, d.Sq, d.D, d.Sk, scale, dp, d.Sk, kp + kv_at, ks, 0, dqp + q_at, qs);
           kernels::gemm(true, false, d.Sk, d.D, d.Sq, scale, dp, d.Sk, qp + q_at, qs, 1, dkp + kv_at, ks);
         }
-      }
+      });
+    errors.rethrow();
     return g;
   }
 };
