@@ -55,6 +55,12 @@ class BlockCache {
       }
     }
     void* p = std::aligned_alloc(kAlignment, size);
+    if (p == nullptr && cached() > 0) {
+      // The blocks parked for other sizes may be what stands in the way (a staged pipeline frees the
+      // text encoder's activations before the transformer asks for its own): return them and retry once.
+      release();
+      p = std::aligned_alloc(kAlignment, size);
+    }
     CPDIT_CHECK(p != nullptr, io, "out of memory allocating ", size, " bytes");
     return p;
   }

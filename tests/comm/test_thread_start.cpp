@@ -1,34 +1,23 @@
 // A rank thread that cannot be created (the process is out of threads or address space) is a
 // cpdit::Error naming it, after the ranks already started are stopped and joined; before, the
 // half-built std::thread vector ended the process through std::terminate.
+#include "support/address_space.hpp"
+
 #include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <string>
-#include <sys/resource.h>
 
 namespace cpdit::comm {
 namespace {
 
-// The address space this process has mapped now, from /proc/self/status (VmSize, in KiB).
-size_t mapped_bytes() {
-  std::ifstream status("/proc/self/status");
-  for (std::string key; status >> key;) {
-    size_t kib = 0;
-    if (key == "VmSize:" && status >> kib) return kib * 1024;
-  }
-  return 0;
-}
-
 // Exits 0 when 256 ranks under an address-space limit fail with the thread-start error.
 [[noreturn]] void start_ranks_without_room() {
-  // Room for a few 8 MiB thread stacks beyond what is mapped now: most of the 256 cannot start.
-  const rlimit limit{mapped_bytes() + (64 << 20), RLIM_INFINITY};
-  if (setrlimit(RLIMIT_AS, &limit) != 0) std::_Exit(3);
+  // Room for a few 8 MiB thread stacks: most of the 256 cannot start.
+  if (!testing::limit_address_space(64 << 20)) std::_Exit(3);
   try {
     run_local(256, [](Communicator& comm) { comm.barrier(); });
   } catch (const Error& e) {
@@ -38,9 +27,7 @@ size_t mapped_bytes() {
 }
 
 TEST(LocalRunDeathTest, ARankThreadThatCannotStartIsAnError) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "a sanitizer maps terabytes of shadow memory: an address-space limit cannot be set under it";
-#endif
+  if (!testing::kAddressSpaceLimitWorks) GTEST_SKIP() << "an address-space limit cannot be set under a sanitizer";
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(start_ranks_without_room(), ::testing::ExitedWithCode(0), "");
 }
