@@ -1,5 +1,6 @@
 // cpdit: diffusion transformers with context parallelism. Errors become one line and exit code 2.
 #include "command.hpp"
+#include "mpi_arguments.hpp"
 
 #include <cpdit/core/error.hpp>
 
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   root.require_subcommand(1);
   cpdit::app::add_all_commands(root);
   try {
+    cpdit::app::check_same_arguments_across_ranks(argc, argv);
     root.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return root.exit(e);

@@ -16,6 +16,7 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   add_mpi_script_test(generate_mpi_matches_local generate_mpi.cmake)
   add_mpi_script_test(generate_mpi_default_threads generate_mpi_threads.cmake)
   add_mpi_script_test(pipeline_parity_mpi pipeline_parity_mpi.cmake)
+  add_mpi_script_test(generate_mpi_mismatched_arguments generate_mpi_arguments.cmake)
 endif()
 
 # The PNG outputs of generate are read back in the tests (support/read_png.hpp).
