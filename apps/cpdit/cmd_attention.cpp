@@ -31,12 +31,14 @@ struct AttentionInputs {
   std::string path;  // for messages
 };
 
-Tensor required_tensor(const std::map<std::string, Tensor>& tensors, const std::string& name,
-                       const std::string& path) {
-  auto it = tensors.find(name);
-  CPDIT_CHECK(it != tensors.end(), invalid_argument, path, " has no tensor '", name,
+Tensor required_tensor(const io::SafetensorsFile& file, const std::string& name) {
+  CPDIT_CHECK(file.contains(name), invalid_argument, file.path(), " has no tensor '", name,
               "'; attention needs q, k, v (B,S,H,D) and optionally key_mask (B,S_k)");
-  return it->second;
+  // Integer tensors are widened to i64 on load; name the dtype the file holds, not that one.
+  const std::string& stored = file.info(name).dtype;
+  CPDIT_CHECK(stored.front() == 'F' || stored == "BF16", invalid_argument, file.path(), ": ", name, " is ", stored,
+              "; attention takes floating-point q, k, v (F32, BF16 or F16)");
+  return file.get(name);
 }
 
 // The position rule the flags ask for (none without --mask).
@@ -52,11 +54,10 @@ attention::Mask rule_of(const AttentionArgs& args) {
 
 AttentionInputs load_inputs(const AttentionArgs& args) {
   const std::string& path = args.inputs;
-  const auto tensors = io::load_safetensors(path);
-  AttentionInputs in{required_tensor(tensors, "q", path), required_tensor(tensors, "k", path),
-                     required_tensor(tensors, "v", path), rule_of(args), path};
-  if (auto it = tensors.find("key_mask"); it != tensors.end())
-    in.mask = in.mask.with_key_padding(it->second);
+  const io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  AttentionInputs in{required_tensor(file, "q"), required_tensor(file, "k"), required_tensor(file, "v"), rule_of(args),
+                     path};
+  if (file.contains("key_mask")) in.mask = in.mask.with_key_padding(file.get("key_mask"));
   return in;  // shapes are checked by the backend, which names the offending tensor
 }
 

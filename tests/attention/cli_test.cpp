@@ -78,9 +78,22 @@ TEST(AttentionCli, BadInputExitsTwoWithOneLine) {
 
   expect_one_line_error(
       run_cli("--inputs " + good.string() + " --output " + out.string() + " --backend sage"), "available");
+
+  // An I32 q (widened to i64 on load): the message names the dtype the file holds.
+  const fs::path int_q = temp_file("int_q.safetensors");
+  {
+    const std::string header = R"({"q":{"dtype":"I32","shape":[1,4,2,8],"data_offsets":[0,256]}})";
+    const uint64_t length = header.size();
+    std::ofstream file(int_q, std::ios::binary);
+    file.write(reinterpret_cast<const char*>(&length), sizeof length);  // little-endian, as on x86
+    file << header << std::string(256, '\0');
+  }
+  expect_one_line_error(run_cli("--inputs " + int_q.string() + " --output " + out.string()),
+                        "q is I32; attention takes floating-point q, k, v");
   EXPECT_FALSE(fs::exists(out));
   fs::remove(no_v);
   fs::remove(mismatch);
+  fs::remove(int_q);
 }
 
 }  // namespace
