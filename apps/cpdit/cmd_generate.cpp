@@ -5,6 +5,7 @@
 // leaves nothing behind.
 #include "command.hpp"
 #include "finite_watch.hpp"
+#include "memory_check.hpp"
 #include "output_paths.hpp"
 #include "option_checks.hpp"
 #include "parallel_flags.hpp"
@@ -380,12 +381,17 @@ void run(GenerateArgs args) {
     CPDIT_CHECK(!wan || args.image.empty(), invalid_argument, "--image is for FLUX.1 images; write Wan video with --frames-dir");
     CPDIT_CHECK(wan || args.frames_dir.empty(), invalid_argument, "--frames-dir is for video; write a FLUX.1 image with --image");
     if (args.frames == 0) args.frames = preset ? 5 : 81;
-    // Sizes are refused here, before any rank starts.
-    if (wan)
-      pipeline::wan_latent_shape(pipeline::config_of<models::wan::WanConfig>(source.model), 1, args.frames, args.height,
-                                 args.width, source.wan_vae);
-    else
-      pipeline::flux_latent_shape(args.height, args.width, 16, 1, source.vae_scale_factor);
+    // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
+    if (wan) {
+      const models::wan::WanConfig& config = pipeline::config_of<models::wan::WanConfig>(source.model);
+      const Shape latent = pipeline::wan_latent_shape(config, 1, args.frames, args.height, args.width, source.wan_vae);
+      const double elements = double(shape_numel(latent));
+      check_generate_fits(elements, elements / double(latent[1] * config.patch_volume()), double(config.inner_dim()));
+    } else {
+      const pipeline::FluxLatentShape latent = pipeline::flux_latent_shape(args.height, args.width, 16, 1, source.vae_scale_factor);
+      check_generate_fits(double(shape_numel(latent.unpacked())), double(latent.tokens() + args.text_tokens),
+                          double(pipeline::config_of<models::flux::FluxConfig>(source.model).inner_dim()));
+    }
 
     info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
     const RankLoop loop = wan ? wan_loop(args, source, info.layout, text) : flux_loop(args, source, info.layout, text);

@@ -65,6 +65,18 @@ TEST(GenerateGuards, NumericOptionsAreCheckedAsTyped) {
   expect_refused("--preset wan-tiny --steps 1 --frames 0 --out " + out, "--frames: must be >= 1, got 0", out);
 }
 
+TEST(GenerateGuards, ARunThatCannotFitIsRefusedWithTheEstimate) {
+  TempDir dir("generate_memory");
+  const std::string out = dir.file("never.safetensors");
+  // 125000 x 125000 latents of 16 channels: 1 TB of f32 for the latents alone, more than any host here.
+  expect_refused("--preset flux-tiny --steps 1 --height 1000000 --width 1000000 --out " + out, "this run needs at least",
+                 out);
+  expect_refused("--preset flux-tiny --steps 1 --height 1000000 --width 1000000 --out " + out, "of memory is available",
+                 out);
+  expect_refused("--preset wan-tiny --steps 1 --frames 400001 --height 4096 --width 4096 --out " + out,
+                 "this run needs at least", out);
+}
+
 TEST(GenerateGuards, ASchedulerConfigOfAnotherClassIsRefused) {
   TempDir dir("generate_scheduler_class");
   const std::string out = dir.file("never.safetensors");
