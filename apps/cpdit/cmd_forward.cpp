@@ -25,10 +25,6 @@ struct ForwardOptions {
 };
 
 void run_forward(const ForwardOptions& o) {
-  std::vector<NamedPath> read = model_inputs("--model", o.model, "transformer",
-                                             o.config.empty() ? std::nullopt : std::optional(o.config));
-  read.push_back({"--inputs", o.inputs});
-  refuse_overwrite({{"--output", o.output}}, read);
   parallel::ContextParallelConfig config;
   config.ring_degree = o.ring;
   config.ulysses_degree = o.ulysses;
@@ -50,6 +46,11 @@ void run_forward(const ForwardOptions& o) {
   // Loaded and converted once; every rank's replica shares these weights.
   const models::LoadedModel loaded =
       models::open_model(o.model, o.config.empty() ? std::nullopt : std::optional(o.config), load);
+  // After the model is found (its class and files named in the errors first), before anything runs.
+  std::vector<NamedPath> read = model_inputs("--model", o.model, "transformer",
+                                             o.config.empty() ? std::nullopt : std::optional(o.config));
+  read.push_back({"--inputs", o.inputs});
+  refuse_overwrite({{"--output", o.output}}, read);
   const nn::TensorMap inputs = io::load_safetensors(o.inputs);
 
   comm::LocalOptions local;

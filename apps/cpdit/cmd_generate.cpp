@@ -350,7 +350,6 @@ void run(GenerateArgs args) {
   CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
   CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
   const bool lead = lead_process();
-  refuse_overwriting_inputs(args);
   const nn::LoadOptions load = nn::load_options(args.dtype);
   const ScopedMatmulPrecision precision(matmul_precision_for(args.dtype));
   const pipeline::PipelineParts parts = args.preset.empty()
@@ -369,6 +368,7 @@ void run(GenerateArgs args) {
   std::vector<int64_t> peaks;
   stages.run("denoise", [&] {
     const Source source = open_source(args, load);
+    refuse_overwriting_inputs(args);  // after the model's class and files are named, before anything is written
     info.name = source.name;
     info.wan = source.pipeline == pipeline::PipelineKind::wan;
     const bool wan = info.wan;
