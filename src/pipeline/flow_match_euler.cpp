@@ -14,9 +14,6 @@ FlowMatchEulerConfig FlowMatchEulerConfig::from_json(const nlohmann::json& confi
     CPDIT_CHECK(!config_flag(config, key, false), unsupported, "FlowMatchEulerDiscreteScheduler: \"",
                 key, "\": true is not supported; set it to false");
   }
-  CPDIT_CHECK(config_number(config, "shift_terminal", 0.0) == 0.0, unsupported,
-              "FlowMatchEulerDiscreteScheduler: \"shift_terminal\" is not supported; set it to null");
-
   FlowMatchEulerConfig c;
   c.num_train_timesteps = config_integer(config, "num_train_timesteps", c.num_train_timesteps);
   c.shift = config_number(config, "shift", c.shift);
@@ -25,6 +22,7 @@ FlowMatchEulerConfig FlowMatchEulerConfig::from_json(const nlohmann::json& confi
   c.max_shift = config_number(config, "max_shift", c.max_shift);
   c.base_image_seq_len = config_integer(config, "base_image_seq_len", c.base_image_seq_len);
   c.max_image_seq_len = config_integer(config, "max_image_seq_len", c.max_image_seq_len);
+  c.shift_terminal = config_number(config, "shift_terminal", c.shift_terminal);
   const std::string shift_type = config_string(config, "time_shift_type", "exponential");
   if (shift_type == "exponential") {
     c.time_shift_type = TimeShift::exponential;
@@ -35,10 +33,11 @@ FlowMatchEulerConfig FlowMatchEulerConfig::from_json(const nlohmann::json& confi
          "\"exponential\" or \"linear\", got \"", shift_type, "\"");
   }
   CPDIT_CHECK(c.num_train_timesteps > 0 && c.shift > 0 &&
-                  c.max_image_seq_len != c.base_image_seq_len,
+                  c.max_image_seq_len != c.base_image_seq_len && c.shift_terminal >= 0 && c.shift_terminal < 1,
               format, "FlowMatchEulerDiscreteScheduler: impossible config (num_train_timesteps ",
               c.num_train_timesteps, ", shift ", c.shift, ", base/max_image_seq_len ",
-              c.base_image_seq_len, "/", c.max_image_seq_len, ")");
+              c.base_image_seq_len, "/", c.max_image_seq_len, ", shift_terminal ", c.shift_terminal,
+              " outside [0, 1))");
   return c;
 }
 
@@ -83,6 +82,19 @@ CPDIT_SEPARATE_ROUNDING float shifted_sigma(const FlowMatchEulerConfig& c, std::
   return numerator / (numerator + odds);
 }
 
+// stretch_shift_to_terminal in numpy float32: 1 − σ scaled by (1 − σ_last)/(1 − terminal), with the
+// Python float 1 − terminal meeting the float32 scalar as a float32.
+CPDIT_SEPARATE_ROUNDING void stretch_to_terminal(std::vector<float>& sigmas, double terminal) {
+  const float last_gap = 1.0f - sigmas.back();
+  CPDIT_CHECK(last_gap > 0.0f, invalid_argument, "FlowMatchEulerScheduler: shift_terminal ", terminal,
+              " needs a schedule that ends below sigma 1 (use at least 2 steps)");
+  const float scale = last_gap / float(1.0 - terminal);
+  for (float& s : sigmas) {
+    const float gap = 1.0f - s;
+    s = 1.0f - gap / scale;
+  }
+}
+
 }  // namespace
 
 void FlowMatchEulerScheduler::set_timesteps(int num_inference_steps, std::optional<double> mu) {
@@ -94,12 +106,12 @@ void FlowMatchEulerScheduler::set_timesteps(int num_inference_steps, std::option
   const int n = num_inference_steps;
   const std::vector<double> sigmas_in = numpy_linspace(1.0, 1.0 / n, n);
   const float train_steps = float(config_.num_train_timesteps);
+  sigmas_.assign(size_t(n), 0.0f);
+  for (int i = 0; i < n; ++i) sigmas_[size_t(i)] = shifted_sigma(config_, mu, float(sigmas_in[size_t(i)]));
+  if (config_.shift_terminal != 0.0) stretch_to_terminal(sigmas_, config_.shift_terminal);
   timesteps_.assign(size_t(n), 0.0f);
-  sigmas_.assign(size_t(n) + 1, 0.0f);  // the terminal σ is 0
-  for (int i = 0; i < n; ++i) {
-    sigmas_[size_t(i)] = shifted_sigma(config_, mu, float(sigmas_in[size_t(i)]));
-    timesteps_[size_t(i)] = sigmas_[size_t(i)] * train_steps;
-  }
+  for (int i = 0; i < n; ++i) timesteps_[size_t(i)] = sigmas_[size_t(i)] * train_steps;
+  sigmas_.push_back(0.0f);  // the terminal σ is 0
 }
 
 namespace {

@@ -1,5 +1,7 @@
-// FlowMatchEulerScheduler against diffusers' own numbers (tests/data/fixtures/scheduler): timesteps,
-// sigmas and step results for the FLUX.1-dev (dynamic shift) and schnell (static) configs.
+// FlowMatchEulerScheduler against diffusers' own numbers: timesteps, sigmas and step results for the
+// FLUX.1-dev (dynamic shift) and schnell (static) configs (tests/data/fixtures/scheduler), and for
+// Qwen-Image's and LTX-Video's (dynamic shift with shift_terminal) and a static shift with a terminal
+// (tests/data/fixtures/scheduler_shift_terminal, made by tools/reference/flow_match_shift_terminal.py).
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 #include <cpdit/io/safetensors.hpp>
@@ -10,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <nlohmann/json.hpp>
 
 using namespace cpdit;
@@ -19,10 +22,26 @@ using pipeline::FlowMatchEulerScheduler;
 namespace {
 
 const std::string kDir = std::string(CPDIT_TEST_DATA) + "/fixtures/scheduler/";
+const std::string kTerminalDir = std::string(CPDIT_TEST_DATA) + "/fixtures/scheduler_shift_terminal/";
 
-const nlohmann::json& fixture() {
-  static const nlohmann::json json = io::read_json(kDir + "scheduler.json");
-  return json;
+const nlohmann::json& fixture(const std::string& dir = kDir) {
+  static std::map<std::string, nlohmann::json> jsons;
+  if (!jsons.count(dir)) jsons[dir] = io::read_json(dir + "scheduler.json");
+  return jsons.at(dir);
+}
+
+// Both fixture folders: their cases and step tensors share one layout.
+const std::vector<std::string> kFixtureDirs{kDir, kTerminalDir};
+
+struct Case {
+  std::string dir;
+  nlohmann::json json;
+};
+std::vector<Case> all_cases() {
+  std::vector<Case> cases;
+  for (const std::string& dir : kFixtureDirs)
+    for (const auto& c : fixture(dir)["cases"]) cases.push_back({dir, c});
+  return cases;
 }
 
 // Distance in units in the last place between two floats of the same sign.
@@ -33,8 +52,8 @@ int64_t ulps(float a, float b) {
   return std::llabs(int64_t(ia) - int64_t(ib));
 }
 
-FlowMatchEulerScheduler scheduler_for(const nlohmann::json& c) {
-  FlowMatchEulerScheduler s(FlowMatchEulerConfig::from_json(fixture()["configs"][c["config"].get<std::string>()]));
+FlowMatchEulerScheduler scheduler_for(const nlohmann::json& c, const std::string& dir = kDir) {
+  FlowMatchEulerScheduler s(FlowMatchEulerConfig::from_json(fixture(dir)["configs"][c["config"].get<std::string>()]));
   s.set_timesteps(c["num_inference_steps"].get<int>(), s.config().mu(c["image_seq_len"].get<int64_t>()));
   return s;
 }
@@ -42,8 +61,8 @@ FlowMatchEulerScheduler scheduler_for(const nlohmann::json& c) {
 }  // namespace
 
 TEST(FlowMatchEuler, MuFollowsThePipelineLine) {
-  for (const auto& c : fixture()["cases"]) {
-    const auto config = FlowMatchEulerConfig::from_json(fixture()["configs"][c["config"].get<std::string>()]);
+  for (const auto& [dir, c] : all_cases()) {
+    const auto config = FlowMatchEulerConfig::from_json(fixture(dir)["configs"][c["config"].get<std::string>()]);
     EXPECT_EQ(config.mu(c["image_seq_len"].get<int64_t>()), c["mu"].get<double>()) << c["key"];
   }
 }
@@ -51,8 +70,10 @@ TEST(FlowMatchEuler, MuFollowsThePipelineLine) {
 // Tolerance 0 ulp: the float32 operations are the ones numpy/PyTorch perform, in the same order.
 TEST(FlowMatchEuler, TimestepsAndSigmasEqualDiffusers) {
   int64_t worst = 0;
-  for (const auto& c : fixture()["cases"]) {
-    const FlowMatchEulerScheduler s = scheduler_for(c);
+  int cases = 0;
+  for (const auto& [dir, c] : all_cases()) {
+    ++cases;
+    const FlowMatchEulerScheduler s = scheduler_for(c, dir);
     const auto timesteps = c["timesteps"].get<std::vector<double>>();
     const auto sigmas = c["sigmas"].get<std::vector<double>>();
     ASSERT_EQ(s.timesteps().size(), timesteps.size()) << c["key"];
@@ -66,15 +87,18 @@ TEST(FlowMatchEuler, TimestepsAndSigmasEqualDiffusers) {
       EXPECT_EQ(s.sigmas()[i], float(sigmas[i])) << c["key"] << " sigma " << i;
     }
   }
-  std::printf("flow-match timesteps/sigmas: max %lld ulp from diffusers over 8 cases\n", (long long)worst);
+  EXPECT_EQ(cases, 16);
+  std::printf("flow-match timesteps/sigmas: max %lld ulp from diffusers over %d cases\n", (long long)worst, cases);
 }
 
 TEST(FlowMatchEuler, StepsEqualDiffusers) {
-  const auto tensors = io::load_safetensors(kDir + "scheduler_steps.safetensors");
   double worst = 0;
   int checked = 0;
-  for (const auto& c : fixture()["cases"]) {
-    const FlowMatchEulerScheduler s = scheduler_for(c);
+  std::map<std::string, std::map<std::string, Tensor>> tensors_of;
+  for (const std::string& dir : kFixtureDirs) tensors_of[dir] = io::load_safetensors(dir + "scheduler_steps.safetensors");
+  for (const auto& [dir, c] : all_cases()) {
+    const auto& tensors = tensors_of.at(dir);
+    const FlowMatchEulerScheduler s = scheduler_for(c, dir);
     for (const auto& st : c["steps"]) {
       const int index = st["step_index"].get<int>();
       const std::string prefix = c["key"].get<std::string>() + "/step" + std::to_string(index) + "/";
@@ -87,7 +111,7 @@ TEST(FlowMatchEuler, StepsEqualDiffusers) {
       ++checked;
     }
   }
-  EXPECT_EQ(checked, 24);
+  EXPECT_EQ(checked, 24 + 23);
   std::printf("flow-match step: max |prev_sample - diffusers| = %g over %d steps\n", worst, checked);
 }
 
@@ -131,8 +155,11 @@ TEST(FlowMatchEuler, RefusesWhatItCannotDo) {
   config["use_karras_sigmas"] = true;
   EXPECT_THROW(FlowMatchEulerConfig::from_json(config), Error);
   config["use_karras_sigmas"] = false;
-  config["shift_terminal"] = 0.02;
+  config["shift_terminal"] = 1.0;  // the stretch divides by 1 - shift_terminal
   EXPECT_THROW(FlowMatchEulerConfig::from_json(config), Error);
+  config["shift_terminal"] = 0.02;
+  FlowMatchEulerScheduler terminal(FlowMatchEulerConfig::from_json(config));
+  EXPECT_THROW(terminal.set_timesteps(1, 1.0), Error);  // σ_last = 1: diffusers' stretch gives NaN
   config["shift_terminal"] = nullptr;
   config["shift"] = "three";
   EXPECT_THROW(FlowMatchEulerConfig::from_json(config), Error);

@@ -1,7 +1,7 @@
 #pragma once
-// FlowMatchEulerDiscreteScheduler as the FLUX.1 pipelines drive it (diffusers): σ from 1 down to
-// 1/N, shifted (statically, or dynamically by μ from the image token count), then Euler steps
-// x ← x + (σ_{i+1} − σ_i)·v. Timesteps, sigmas and steps round in float32 exactly where diffusers
+// FlowMatchEulerDiscreteScheduler as the FLUX.1 and Qwen-Image pipelines drive it (diffusers): σ from
+// 1 down to 1/N, shifted (statically, or dynamically by μ from the image token count), optionally
+// stretched so the last σ is `shift_terminal`, then Euler steps x ← x + (σ_{i+1} − σ_i)·v. Timesteps, sigmas and steps round in float32 exactly where diffusers
 // does. The step is token-wise, so each rank steps its own shard of the latents.
 #include <cpdit/core/tensor.hpp>
 
@@ -24,10 +24,13 @@ struct FlowMatchEulerConfig {
   // The line that maps the image token count to μ (the Flux pipeline's calculate_shift).
   double base_shift = 0.5, max_shift = 1.15;
   int64_t base_image_seq_len = 256, max_image_seq_len = 4096;
+  // 0 (config null): off. Otherwise the shifted σ are stretched, 1 − σ scaled so the last σ equals
+  // it (Qwen-Image 0.02, LTX-Video 0.1).
+  double shift_terminal = 0.0;
 
   // A diffusers scheduler_config.json dict. Unknown keys are ignored; options that change the
-  // schedule and are not implemented (karras / exponential / beta sigmas, shift_terminal,
-  // invert_sigmas, stochastic_sampling) are refused by name.
+  // schedule and are not implemented (karras / exponential / beta sigmas, invert_sigmas,
+  // stochastic_sampling) are refused by name.
   static FlowMatchEulerConfig from_json(const nlohmann::json& config);
   static FlowMatchEulerConfig from_file(const std::string& path);
   // The values FLUX.1-dev / FLUX.1-schnell ship in scheduler/scheduler_config.json, for the
@@ -43,8 +46,10 @@ class FlowMatchEulerScheduler {
  public:
   explicit FlowMatchEulerScheduler(FlowMatchEulerConfig config);
 
-  // The Flux pipeline's schedule: σ_in = linspace(1, 1/n, n) (float64, cast to float32 before the
-  // shift). `mu` is required with dynamic shifting and ignored without.
+  // The Flux and Qwen-Image pipelines' schedule: σ_in = linspace(1, 1/n, n) (float64, cast to
+  // float32 before the shift). `mu` is required with dynamic shifting and ignored without. With
+  // shift_terminal, a schedule whose last shifted σ is 1 (one step) is refused: the stretch divides
+  // by 1 − σ_last (diffusers returns NaN there).
   void set_timesteps(int num_inference_steps, std::optional<double> mu = std::nullopt);
 
   const FlowMatchEulerConfig& config() const { return config_; }
