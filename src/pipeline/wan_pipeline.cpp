@@ -1,5 +1,5 @@
 #include <cpdit/core/error.hpp>
-#include <cpdit/kernels/cpu.hpp>
+#include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
@@ -67,7 +67,6 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
   const bool guided = negative.defined() && options.guidance_scale > 1.0f;
   CPDIT_CHECK(!negative.defined() || negative.size(0) == batch, invalid_argument, "negative_prompt_embeds has batch ",
               negative.size(0), ", prompt_embeds ", batch);
-  const Tensor guidance = Tensor::full({1}, double(options.guidance_scale)), minus_one = Tensor::full({1}, -1.0);
   scheduler.set_timesteps(options.steps);
   WanGenerateResult result;
   for (int i = 0; i < options.steps; ++i) {
@@ -79,11 +78,7 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
           .at("sample");
     };
     Tensor velocity = predict(prompt_embeds);
-    if (guided) {  // one f32 rounding per op, in diffusers' order
-      const Tensor uncond = predict(negative);
-      const Tensor difference = kernels::add(velocity, kernels::mul(uncond, minus_one));  // negation is exact
-      velocity = kernels::add(uncond, kernels::mul(difference, guidance));
-    }
+    if (guided) velocity = combine_guidance(velocity, predict(negative), {options.guidance_scale});
     latents = scheduler.step(velocity, latents);
     result.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -1,16 +1,19 @@
 """Reference for `cpdit generate` end to end on FLUX.1: diffusers' own FluxPipeline on a tiny random
 transformer and VAE, with the prompt embeddings and the initial (packed) noise given, 3 steps,
-guidance 3.5, decoded to an image.
+guidance 3.5, decoded to an image; and the same with true CFG (true_cfg_scale 2.5 on a negative prompt's
+embeddings, no norm rescale in FluxPipeline).
 
 Writes tests/data/fixtures/flux_pipeline_tiny/:
   pipeline/            FluxPipeline.save_pretrained: model_index.json, transformer/ (FluxTransformer2DModel,
                        in_channels 16, 2 heads of 16, 1 double + 1 single block, guidance embedder),
                        vae/ (AutoencoderKL, latent_channels 4, block_out_channels (8, 16): scale factor 2),
                        scheduler/ (FlowMatchEulerDiscreteScheduler as FLUX.1-dev's); no text encoders
-  inputs.safetensors   prompt_embeds (1, 8, 32), pooled_prompt_embeds (1, 32), latents (1, 64, 16) packed
+  inputs.safetensors   prompt_embeds (1, 8, 32), pooled_prompt_embeds (1, 32), latents (1, 64, 16) packed,
+                       negative_prompt_embeds (1, 8, 32), negative_pooled_prompt_embeds (1, 32)
   expected.safetensors latents (1, 4, 16, 16): the final latents unpacked, before the VAE's scaling;
-                       image (1, 32, 32, 3) float32 in [0, 1] (output_type="np")
-  case.json            height, width, steps, guidance
+                       image (1, 32, 32, 3) float32 in [0, 1] (output_type="np");
+                       latents_true_cfg (1, 4, 16, 16): the final latents with true CFG
+  case.json            height, width, steps, guidance, true_cfg_scale
 
     OMP_NUM_THREADS=1 /work/venv/bin/python tools/reference/flux_pipeline.py   # torch 2.15, diffusers 0.42.1
 """
@@ -28,6 +31,7 @@ HEIGHT = WIDTH = 32
 STEPS = 3
 GUIDANCE = 3.5
 TEXT_TOKENS = 8
+TRUE_CFG = 2.5
 
 
 def reinitialise(model, seed):
@@ -69,23 +73,30 @@ def main():
     h = 2 * (HEIGHT // (pipe.vae_scale_factor * 2))
     w = 2 * (WIDTH // (pipe.vae_scale_factor * 2))
     latents = torch.randn(1, (h // 2) * (w // 2), transformer.config.in_channels, generator=g)
+    negative_embeds = 0.5 * torch.randn(1, TEXT_TOKENS, 32, generator=g)  # drawn last: the rest is unchanged
+    negative_pooled = torch.randn(1, 32, generator=g)
 
     common = dict(prompt_embeds=prompt_embeds, pooled_prompt_embeds=pooled, latents=latents, height=HEIGHT,
                   width=WIDTH, num_inference_steps=STEPS, guidance_scale=GUIDANCE)
     with torch.no_grad():
         packed = pipe(output_type="latent", **common).images
         image = pipe(output_type="np", **common).images
+        packed_cfg = pipe(output_type="latent", negative_prompt_embeds=negative_embeds,
+                          negative_pooled_prompt_embeds=negative_pooled, true_cfg_scale=TRUE_CFG, **common).images
     final = FluxPipeline._unpack_latents(packed, HEIGHT, WIDTH, pipe.vae_scale_factor)
+    final_cfg = FluxPipeline._unpack_latents(packed_cfg, HEIGHT, WIDTH, pipe.vae_scale_factor)
 
     if OUT.exists():
         shutil.rmtree(OUT)
     pipe.save_pretrained(OUT / "pipeline", safe_serialization=True)
-    save_file({"prompt_embeds": prompt_embeds, "pooled_prompt_embeds": pooled, "latents": latents.contiguous()},
+    save_file({"prompt_embeds": prompt_embeds, "pooled_prompt_embeds": pooled, "latents": latents.contiguous(),
+               "negative_prompt_embeds": negative_embeds, "negative_pooled_prompt_embeds": negative_pooled},
               OUT / "inputs.safetensors")
-    save_file({"latents": final.contiguous(), "image": torch.from_numpy(image).contiguous()},
-              OUT / "expected.safetensors")
+    save_file({"latents": final.contiguous(), "image": torch.from_numpy(image).contiguous(),
+               "latents_true_cfg": final_cfg.contiguous()}, OUT / "expected.safetensors")
     (OUT / "case.json").write_text(json.dumps(
-        {"height": HEIGHT, "width": WIDTH, "steps": STEPS, "guidance": GUIDANCE}, indent=2) + "\n")
+        {"height": HEIGHT, "width": WIDTH, "steps": STEPS, "guidance": GUIDANCE, "true_cfg_scale": TRUE_CFG},
+        indent=2) + "\n")
     print("image", image.shape, image.min(), image.max(), "latents", tuple(final.shape), float(final.abs().max()))
 
 

@@ -1,0 +1,26 @@
+#pragma once
+// Classifier-free guidance: how a pipeline combines the prediction for the prompt (cond) with the
+// one for the negative prompt (uncond), in one place for every pipeline and for CFG-parallel runs
+// (which compute the two predictions on two rank groups and combine them here).
+//
+//   Wan, FLUX.1 true CFG:  v = uncond + scale · (cond − uncond)
+//   Qwen-Image true CFG:   the same, then rescaled per token to the conditional prediction's norm,
+//                          v · ‖cond‖ / ‖v‖ over the last (channel) dimension.
+//
+// Both are token-wise over every dimension but the last, so each rank may combine its own shard.
+#include <cpdit/core/tensor.hpp>
+
+namespace cpdit::pipeline {
+
+struct GuidanceCombine {
+  float scale = 1.0f;
+  bool rescale_to_cond_norm = false;  // Qwen-Image
+};
+
+// f32 arithmetic in diffusers' order: difference, product, sum each rounded once; the norms are
+// accumulated in double (PyTorch's own reduction order is not reproduced) and rounded to f32 before
+// their quotient. A token whose combined prediction is all zeros stays zero (diffusers divides 0 by
+// 0 there). cond and uncond must have the same shape; the result is f32.
+Tensor combine_guidance(const Tensor& cond, const Tensor& uncond, const GuidanceCombine& how);
+
+}  // namespace cpdit::pipeline

@@ -1,0 +1,46 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/pipeline/guidance.hpp>
+#include <cpdit/pipeline/scheduler_common.hpp>
+
+#include <cmath>
+
+namespace cpdit::pipeline {
+
+namespace {
+
+CPDIT_SEPARATE_ROUNDING void combine(const float* cond, const float* uncond, float scale, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float difference = cond[i] - uncond[i];
+    const float scaled = scale * difference;
+    out[i] = uncond[i] + scaled;
+  }
+}
+
+float norm(const float* x, int64_t n) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += double(x[i]) * double(x[i]);
+  return float(std::sqrt(sum));
+}
+
+}  // namespace
+
+Tensor combine_guidance(const Tensor& cond, const Tensor& uncond, const GuidanceCombine& how) {
+  CPDIT_CHECK(cond.shape() == uncond.shape() && cond.dim() >= 1, invalid_argument,
+              "guidance: the conditional prediction ", cond.describe(), " and the unconditional one ",
+              uncond.describe(), " must have the same shape");
+  const Tensor c = cond.to(DType::f32).contiguous(), u = uncond.to(DType::f32).contiguous();
+  Tensor out = Tensor::empty(c.shape(), DType::f32);
+  combine(c.data<float>(), u.data<float>(), how.scale, out.data<float>(), out.numel());
+  if (!how.rescale_to_cond_norm) return out;
+  const int64_t channels = c.size(c.dim() - 1), rows = channels ? c.numel() / channels : 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    float* v = out.data<float>() + r * channels;
+    const float combined_norm = norm(v, channels);
+    if (combined_norm == 0.0f) continue;
+    const float ratio = norm(c.data<float>() + r * channels, channels) / combined_norm;
+    for (int64_t i = 0; i < channels; ++i) v[i] *= ratio;
+  }
+  return out;
+}
+
+}  // namespace cpdit::pipeline
