@@ -1,4 +1,4 @@
-// cpdit generate: a prompt to a FLUX.1 image or a Wan video across ranks, on a pipeline folder, a
+// cpdit generate: a prompt to a FLUX.1 or Qwen-Image image or a Wan video across ranks, on a pipeline folder, a
 // transformer checkpoint or a built-in preset, in stages (pipeline/stages.hpp): encode, the denoising
 // loop, decode.
 // Only rank 0 prints and writes files; outputs are written atomically at the end, so a failed run
@@ -27,6 +27,7 @@
 #include <cpdit/pipeline/pipeline_table.hpp>
 #include <cpdit/pipeline/preview.hpp>
 #include <cpdit/pipeline/presets.hpp>
+#include <cpdit/pipeline/qwenimage_pipeline.hpp>
 #include <cpdit/pipeline/stages.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
@@ -53,6 +54,7 @@ struct GenerateArgs {
   int64_t height = 0, width = 0, frames = 0, text_tokens = 512;
   uint64_t seed = 0;
   float guidance = std::nanf("");  // unset: the pipeline's default
+  float true_cfg_scale = std::nanf("");  // unset: FLUX.1 1.0 (off), Qwen-Image 4.0
   bool json = false;
   bool check_finite = false;
   ParallelFlags parallel;
@@ -65,7 +67,7 @@ struct Source {
   int64_t vae_scale_factor = 8;
   pipeline::WanVaeFactors wan_vae;
   pipeline::PipelineKind pipeline = pipeline::PipelineKind::flux;
-  pipeline::FlowMatchEulerConfig flux_scheduler;
+  pipeline::FlowMatchEulerConfig flux_scheduler;  // FLUX.1 and Qwen-Image
   pipeline::UniPCConfig wan_scheduler;
   std::string name;
 };
@@ -79,6 +81,7 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
     s.model = pipeline::preset_model(args.preset, args.seed ^ 0x5eedull, load);
     s.pipeline = pipeline::pipeline_for(s.model.class_name);
     if (s.pipeline == pipeline::PipelineKind::flux) s.flux_scheduler = pipeline::flux_preset_scheduler(args.preset);
+    else if (s.pipeline == pipeline::PipelineKind::qwenimage) s.flux_scheduler = pipeline::FlowMatchEulerConfig::qwenimage();
     else s.wan_scheduler = pipeline::UniPCConfig::wan21();
     return s;
   }
@@ -95,15 +98,19 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   s.pipeline = pipeline::pipeline_for(s.model.class_name);
   if (s.pipeline == pipeline::PipelineKind::wan)
     s.wan_scheduler = has_scheduler ? pipeline::UniPCConfig::from_file(scheduler.string()) : pipeline::UniPCConfig::wan21();
+  else if (has_scheduler)
+    s.flux_scheduler = pipeline::FlowMatchEulerConfig::from_file(scheduler.string());
   else
-    s.flux_scheduler = has_scheduler ? pipeline::FlowMatchEulerConfig::from_file(scheduler.string())
-                                     : pipeline::FlowMatchEulerConfig::flux_dev();
+    s.flux_scheduler = s.pipeline == pipeline::PipelineKind::qwenimage ? pipeline::FlowMatchEulerConfig::qwenimage()
+                                                                       : pipeline::FlowMatchEulerConfig::flux_dev();
   const std::optional<std::string> vae_folder = io::pipeline_component(args.model, "vae");
   const fs::path vae_config = vae_folder ? fs::path(*vae_folder) / "config.json" : fs::path();
   if (s.pipeline == pipeline::PipelineKind::flux && fs::is_regular_file(vae_config))
     s.vae_scale_factor = pipeline::kl_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
   if (s.pipeline == pipeline::PipelineKind::wan && fs::is_regular_file(vae_config))
     s.wan_vae = pipeline::WanVaeFactors::from_json(io::read_json(vae_config.string()));
+  if (s.pipeline == pipeline::PipelineKind::qwenimage && fs::is_regular_file(vae_config))
+    s.vae_scale_factor = pipeline::qwenimage_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
   return s;
 }
 
@@ -144,7 +151,7 @@ struct LoopStats {
 // What generate reports about its model, known once the denoise stage has opened it.
 struct RunInfo {
   std::string name;
-  bool wan = false;
+  pipeline::PipelineKind pipeline = pipeline::PipelineKind::flux;
   RankLayout layout;
 };
 
@@ -189,7 +196,7 @@ nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipel
                       {"peak_stage_bytes", stages.peak_bytes()},
                       {"peak_activation_bytes_per_rank", peaks},
                       {"latents_sharded_between_steps", result.latents_sharded}};
-  if (run.wan) j["frames"] = args.frames;
+  if (run.pipeline == pipeline::PipelineKind::wan) j["frames"] = args.frames;
   if (result.latents_sharded) {
     // diffusers gathers the model output at every step; keeping the latents sharded leaves one
     // gather in all.
@@ -258,6 +265,7 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     options.width = args.width;
     options.seed = args.seed;
     options.guidance = std::isnan(args.guidance) ? 3.5f : args.guidance;  // FluxPipeline's default
+    options.true_cfg_scale = std::isnan(args.true_cfg_scale) ? 1.0f : args.true_cfg_scale;  // FluxPipeline's default
     options.vae_scale_factor = source.vae_scale_factor;
     options.initial_latents = *initial;
     options.on_step = [&](int i, int n, double s) {
@@ -305,6 +313,33 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
   };
 }
 
+RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout,
+                        const nn::TensorMap& text) {
+  const models::qwenimage::QwenImageConfig& config = pipeline::config_of<models::qwenimage::QwenImageConfig>(source.model);
+  auto conditioning = std::make_shared<pipeline::QwenImageConditioning>(
+      text.empty() ? pipeline::random_qwenimage_conditioning(config, 1, args.text_tokens, args.seed)
+                   : pipeline::qwenimage_conditioning(text, text_source(args), config));
+  auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
+    std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
+    auto model = source.model.replica();
+    if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
+    if (group->size() > 1) model->enable_parallelism(group, layout.config);
+    pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
+    pipeline::QwenImageGenerateOptions options;
+    options.steps = args.steps;
+    options.height = args.height;
+    options.width = args.width;
+    options.seed = args.seed;
+    if (!std::isnan(args.true_cfg_scale)) options.true_cfg_scale = args.true_cfg_scale;
+    options.vae_scale_factor = source.vae_scale_factor;
+    options.initial_latents = *initial;
+    options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
+    pipeline::QwenImageGenerateResult r = pipeline::generate_qwenimage(*model, config, scheduler, *conditioning, options);
+    return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
+  };
+}
+
 // This process prints and writes: the only one, or rank 0 of an mpirun launch.
 bool lead_process() {
   if (!comm::launched_by_mpi()) return true;
@@ -330,9 +365,6 @@ nn::TensorMap text_embeddings(const GenerateArgs& args, const pipeline::Pipeline
   if (!args.prompt) return {};
   CPDIT_CHECK(parts.text, invalid_argument, "--prompt needs the pipeline's text encoders: ", args.model,
               " has no tokenizer/ and text_encoder/ (give --embeddings instead)");
-  CPDIT_CHECK(!args.negative_prompt || parts.text->pipeline_class.rfind("Flux", 0) != 0, invalid_argument,
-              "--negative-prompt: FLUX.1 uses a negative prompt only for true classifier-free guidance, which "
-              "generate does not run");
   pipeline::PromptEncoding request{*args.prompt, args.negative_prompt, args.text_tokens, load};
   const int threads = args.parallel.threads > 0 ? args.parallel.threads
                                                 : std::max(1, hardware_threads() / comm::ranks_on_this_machine());
@@ -370,16 +402,22 @@ void run(GenerateArgs args) {
     const Source source = open_source(args, load);
     refuse_overwriting_inputs(args);  // after the model's class and files are named, before anything is written
     info.name = source.name;
-    info.wan = source.pipeline == pipeline::PipelineKind::wan;
-    const bool wan = info.wan;
+    info.pipeline = source.pipeline;
+    const bool wan = source.pipeline == pipeline::PipelineKind::wan;
+    const bool qwen = source.pipeline == pipeline::PipelineKind::qwenimage;
     const bool preset = !args.preset.empty();
-    if (args.steps == 0) args.steps = preset ? 4 : wan ? 50 : 28;
+    if (args.steps == 0) args.steps = preset ? 4 : wan || qwen ? 50 : 28;
     if (args.height == 0) args.height = preset ? 256 : wan ? 480 : 1024;
     if (args.width == 0) args.width = preset ? 256 : wan ? 832 : 1024;
-    CPDIT_CHECK(wan || args.frames == 0, invalid_argument, "--frames is for video models; ", source.name, " is FLUX.1");
+    CPDIT_CHECK(wan || args.frames == 0, invalid_argument, "--frames is for video models; ", source.name, " is an image model");
     CPDIT_CHECK(!wan || args.preview.empty(), invalid_argument, "--preview is for FLUX.1 images, not Wan video latents");
-    CPDIT_CHECK(!wan || args.image.empty(), invalid_argument, "--image is for FLUX.1 images; write Wan video with --frames-dir");
-    CPDIT_CHECK(wan || args.frames_dir.empty(), invalid_argument, "--frames-dir is for video; write a FLUX.1 image with --image");
+    CPDIT_CHECK(!qwen || args.preview.empty(), invalid_argument, "--preview is for FLUX.1 latents, not Qwen-Image's");
+    CPDIT_CHECK(!wan || args.image.empty(), invalid_argument, "--image is for images; write Wan video with --frames-dir");
+    CPDIT_CHECK(wan || args.frames_dir.empty(), invalid_argument, "--frames-dir is for video; write an image with --image");
+    CPDIT_CHECK(!qwen || std::isnan(args.guidance), invalid_argument,
+                "--guidance is for guidance-distilled models; Qwen-Image's classifier-free guidance is --true-cfg-scale");
+    CPDIT_CHECK(!wan || std::isnan(args.true_cfg_scale), invalid_argument,
+                "--true-cfg-scale is for FLUX.1 and Qwen-Image; Wan's classifier-free guidance is --guidance");
     if (args.frames == 0) args.frames = preset ? 5 : 81;
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
     if (wan) {
@@ -394,7 +432,9 @@ void run(GenerateArgs args) {
     }
 
     info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
-    const RankLoop loop = wan ? wan_loop(args, source, info.layout, text) : flux_loop(args, source, info.layout, text);
+    const RankLoop loop = wan    ? wan_loop(args, source, info.layout, text)
+                          : qwen ? qwenimage_loop(args, source, info.layout, text)
+                                 : flux_loop(args, source, info.layout, text);
 
     comm::LocalOptions local;
     local.threads_per_rank = info.layout.threads_per_rank;
@@ -425,14 +465,19 @@ void run(GenerateArgs args) {
   const bool decode = parts.vae && (!args.out.empty() || !args.image.empty() || !args.frames_dir.empty());
   comm::LocalOptions local;
   local.threads_per_rank = info.layout.threads_per_rank;
-  const Tensor pixels = decode ? pipeline::decode_stage(stages, parts.vae, latents, info.layout.ranks, local) : Tensor();
+  Tensor pixels = decode ? pipeline::decode_stage(stages, parts.vae, latents, info.layout.ranks, local) : Tensor();
   if (!lead) return;
 
+  const bool wan = info.pipeline == pipeline::PipelineKind::wan;
+  const bool qwen = info.pipeline == pipeline::PipelineKind::qwenimage;
+  if (qwen && pixels.defined()) pixels = pipeline::qwenimage_image_pixels(pixels);
   const std::string layout_note =
-      info.wan ? "wan latents (B, 16, F, H/8, W/8)" : "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift";
+      wan    ? "wan latents (B, 16, F, H/8, W/8)"
+      : qwen ? "qwenimage latents (B, 16, 1, H/8, W/8), before the VAE's latents_mean/std"
+             : "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift";
   if (!args.out.empty()) {
     nn::TensorMap tensors{{"latents", latents}};
-    if (pixels.defined()) tensors[info.wan ? "video" : "image"] = pixels;
+    if (pixels.defined()) tensors[wan ? "video" : "image"] = pixels;
     io::save_safetensors(args.out, tensors,
                          {{"format", layout_note}, {"seed", std::to_string(args.seed)}, {"steps", std::to_string(args.steps)}});
   }
@@ -453,7 +498,7 @@ void run(GenerateArgs args) {
 void add_generate(CLI::App& parent) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = parent.add_subcommand(
-      "generate", "A prompt to a FLUX.1 image or a Wan video across ranks (the main job)");
+      "generate", "A prompt to a FLUX.1 or Qwen-Image image or a Wan video across ranks (the main job)");
   cmd->footer("A prompt to a FLUX.1 image or a Wan video, in stages that each load their model when they start and "
       "free it when they end: encode (the pipeline's tokenizers and text encoders, once per process), denoise "
       "(seeded noise, the model's scheduler — flow-match Euler for FLUX.1, UniPC for Wan — and the transformer, "
@@ -493,8 +538,16 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--prompt", args->prompt,
                   "the prompt, through the pipeline folder's (or preset's) tokenizers and text encoders");
   cmd->add_option("--negative-prompt", args->negative_prompt,
-                  "Wan: the negative prompt of classifier-free guidance (default \"\", as WanPipeline)");
-  cmd->add_option("--embeddings", args->embeddings, "safetensors with prompt_embeds (B, L, D) [FLUX.1: and pooled_prompt_embeds (B, P); Wan: and negative_prompt_embeds for guidance]");
+                  "the negative prompt of classifier-free guidance: Wan (default \"\", as WanPipeline); FLUX.1 "
+                  "(none by default; used with --true-cfg-scale > 1)");
+  cmd->add_option("--true-cfg-scale", args->true_cfg_scale,
+                  "true classifier-free guidance on the negative prompt (runs when there are negative embeddings "
+                  "and the scale is > 1): Qwen-Image (default 4.0, rescaled to the conditional norm), FLUX.1 "
+                  "(default 1.0: off)");
+  cmd->add_option("--embeddings", args->embeddings,
+                  "safetensors with prompt_embeds (B, L, D) [FLUX.1: and pooled_prompt_embeds (B, P), negative_prompt_embeds "
+                  "and negative_pooled_prompt_embeds for true CFG; Wan: and negative_prompt_embeds for guidance; "
+                  "Qwen-Image: and prompt_embeds_mask (B, L), negative_prompt_embeds [and its _mask] for true CFG]");
   cmd->add_option("--latents", args->latents,
                   "safetensors whose `latents` is the initial noise in the pipeline's layout (FLUX.1: packed (B, tokens, "
                   "in_channels); Wan: (B, C, F', h, w)), as diffusers' latents= argument; may be the --embeddings file");

@@ -54,6 +54,17 @@ FlowMatchEulerConfig FlowMatchEulerConfig::flux_dev() {
 
 FlowMatchEulerConfig FlowMatchEulerConfig::flux_schnell() { return FlowMatchEulerConfig{}; }
 
+FlowMatchEulerConfig FlowMatchEulerConfig::qwenimage() {
+  FlowMatchEulerConfig c;
+  c.use_dynamic_shifting = true;
+  c.base_shift = 0.5;
+  c.max_shift = 0.9;
+  c.base_image_seq_len = 256;
+  c.max_image_seq_len = 8192;
+  c.shift_terminal = 0.02;
+  return c;
+}
+
 CPDIT_SEPARATE_ROUNDING double FlowMatchEulerConfig::mu(int64_t image_seq_len) const {
   const double m = (max_shift - base_shift) / double(max_image_seq_len - base_image_seq_len);
   const double m_base = m * double(base_image_seq_len);

@@ -1,6 +1,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/parallel/shard.hpp>
 #include <cpdit/pipeline/flux_pipeline.hpp>
+#include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/random.hpp>
 
@@ -36,6 +37,14 @@ FluxConditioning flux_conditioning(const nn::TensorMap& tensors, const std::stri
   CPDIT_CHECK(q.dim() == 2 && q.size(0) == p.size(0) && q.size(1) == config.pooled_projection_dim,
               invalid_argument, source, ": pooled_prompt_embeds is ", q.describe(), ", the model needs (",
               p.size(0), ", ", config.pooled_projection_dim, ")");
+  if (tensors.count("negative_prompt_embeds") && tensors.count("negative_pooled_prompt_embeds")) {
+    c.negative_prompt_embeds = tensors.at("negative_prompt_embeds").to(DType::f32);
+    c.negative_pooled_prompt_embeds = tensors.at("negative_pooled_prompt_embeds").to(DType::f32);
+    CPDIT_CHECK(c.negative_prompt_embeds.shape() == p.shape() && c.negative_pooled_prompt_embeds.shape() == q.shape(),
+                invalid_argument, source, ": the negative pair ", c.negative_prompt_embeds.describe(), ", ",
+                c.negative_pooled_prompt_embeds.describe(), " must have the shapes of prompt_embeds ", p.describe(),
+                " and pooled_prompt_embeds ", q.describe());
+  }
   return c;
 }
 
@@ -43,8 +52,10 @@ FluxConditioning random_flux_conditioning(const FluxConfig& config, int64_t batc
                                           uint64_t seed) {
   CPDIT_CHECK(batch >= 1 && text_tokens >= 1, invalid_argument, "random conditioning needs batch >= 1 and at least one text token");
   // T5-XXL outputs are of order 0.1-0.3; CLIP pooled outputs of order 1.
-  return {scaled_randn({batch, text_tokens, config.joint_attention_dim}, seed ^ 0x7e47ull, 0.2f),
-          scaled_randn({batch, config.pooled_projection_dim}, seed ^ 0xc11dull, 1.0f)};
+  FluxConditioning c;
+  c.prompt_embeds = scaled_randn({batch, text_tokens, config.joint_attention_dim}, seed ^ 0x7e47ull, 0.2f);
+  c.pooled_prompt_embeds = scaled_randn({batch, config.pooled_projection_dim}, seed ^ 0xc11dull, 1.0f);
+  return c;
 }
 
 parallel::ContextParallelPlan flux_sharded_latents_plan() {
@@ -85,6 +96,7 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
   }
   Tensor img_ids = flux_image_ids(shape.height / 2, shape.width / 2).narrow(0, begin, count).contiguous();
   Tensor txt_ids = flux_text_ids(conditioning.prompt_embeds.size(1));
+  const bool guided = conditioning.negative_prompt_embeds.defined() && options.true_cfg_scale > 1.0f;
 
   scheduler.set_timesteps(options.steps, scheduler.config().mu(tokens));
   FluxGenerateResult result;
@@ -100,6 +112,11 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
                          {"txt_ids", txt_ids}};
     if (config.guidance_embeds) inputs["guidance"] = Tensor::full({batch}, double(options.guidance));
     Tensor velocity = model.forward(inputs).at("sample");
+    if (guided) {
+      inputs["encoder_hidden_states"] = conditioning.negative_prompt_embeds;
+      inputs["pooled_projections"] = conditioning.negative_pooled_prompt_embeds;
+      velocity = combine_guidance(velocity, model.forward(inputs).at("sample"), {options.true_cfg_scale});
+    }
     latents = scheduler.step(velocity, i, latents);
     result.step_seconds.push_back(seconds_since(start));
     if (options.on_step) options.on_step(i, options.steps, result.step_seconds.back());

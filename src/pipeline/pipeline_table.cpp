@@ -9,6 +9,7 @@ PipelineKind pipeline_for(const std::string& class_name) {
   static const std::vector<std::pair<std::string, PipelineKind>> table = {
       {"FluxTransformer2DModel", PipelineKind::flux},
       {"WanTransformer3DModel", PipelineKind::wan},
+      {"QwenImageTransformer2DModel", PipelineKind::qwenimage},
   };
   std::string runnable;
   for (const auto& [name, kind] : table) {

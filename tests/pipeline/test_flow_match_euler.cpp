@@ -177,4 +177,10 @@ TEST(FlowMatchEuler, PresetsMatchTheShippedConfigs) {
   const auto schnell = FlowMatchEulerConfig::flux_schnell();
   EXPECT_EQ(schnell.shift, 1.0);
   EXPECT_FALSE(schnell.use_dynamic_shifting);
+  const auto qwen = FlowMatchEulerConfig::qwenimage();
+  const auto qwen_shipped = FlowMatchEulerConfig::from_json(fixture(kTerminalDir)["configs"]["qwenimage"]);
+  EXPECT_EQ(qwen.use_dynamic_shifting, qwen_shipped.use_dynamic_shifting);
+  EXPECT_EQ(qwen.shift_terminal, qwen_shipped.shift_terminal);
+  EXPECT_EQ(qwen.mu(4096), qwen_shipped.mu(4096));
+  EXPECT_EQ(qwen.mu(16384), qwen_shipped.mu(16384));
 }

@@ -1,7 +1,10 @@
 // `cpdit generate` on diffusers pipeline folders saved by save_pretrained (tiny transformer + VAE +
 // scheduler): FluxPipeline (tests/data/fixtures/flux_pipeline_tiny, tools/reference/flux_pipeline.py;
-// initial packed noise, 3 steps at guidance 3.5) and WanPipeline with classifier-free guidance
-// (wan_pipeline_tiny, tools/reference/wan_pipeline.py; negative embeddings, 3 steps at guidance 5.0).
+// initial packed noise, 3 steps at guidance 3.5, and with true CFG 2.5 on negative embeddings), WanPipeline
+// with classifier-free guidance (wan_pipeline_tiny, tools/reference/wan_pipeline.py; negative embeddings,
+// 3 steps at guidance 5.0) and QwenImagePipeline (qwenimage_pipeline_tiny, tools/reference/qwenimage_pipeline.py;
+// padded prompt mask, negative pair, Qwen-Image's schedule with shift_terminal, true CFG 4.0 with the norm
+// rescale, and without CFG).
 // Given diffusers' embeddings and initial latents, the final latents and the decoded image or video
 // are diffusers' on one rank and under every split, and every split decodes what one rank decodes.
 #include "support/read_png.hpp"
@@ -26,6 +29,7 @@ using cpdit::testing::TempDir;
 
 const fs::path kCase = fs::path(CPDIT_TEST_DATA) / "fixtures" / "flux_pipeline_tiny";
 const fs::path kWanCase = fs::path(CPDIT_TEST_DATA) / "fixtures" / "wan_pipeline_tiny";
+const fs::path kQwenCase = fs::path(CPDIT_TEST_DATA) / "fixtures" / "qwenimage_pipeline_tiny";
 
 // diffusers' float32 run and ours differ only in summation order over 3 steps of a 2-block model:
 // the observed gap is 1e-5 on latents of magnitude 5 (both pipelines); 1e-4 is the bound and the tightest
@@ -39,10 +43,12 @@ constexpr double kPixelsTolerance = 2e-4;
 // decode adds none of its own (halo rows are exact copies); 1e-4 is the bound.
 constexpr double kSplitTolerance = 1e-4;
 
-// Runs generate under each split (the first is "--ranks 1") and compares its latents and decoded
-// `pixels` ("image" or "video") with the case's expected ones and with the first split's.
+// Runs generate under each split (the first is "--ranks 1") and compares its latents with the case's
+// `latents_name` of expected.safetensors and, unless `pixels` is empty, its decoded `pixels` ("image"
+// or "video") with the case's and with the first split's.
 void expect_outputs_on_every_split(const fs::path& case_dir, const std::string& args, const std::string& pixels,
-                                   const std::vector<std::string>& splits) {
+                                   const std::vector<std::string>& splits,
+                                   const std::string& latents_name = "latents") {
   const auto expected = io::load_safetensors((case_dir / "expected.safetensors").string());
   Tensor single;
   for (const std::string& split : splits) {
@@ -51,7 +57,8 @@ void expect_outputs_on_every_split(const fs::path& case_dir, const std::string& 
     const auto r = run_cli(args + " " + split + " --out " + out);
     ASSERT_EQ(r.code, 0) << split << "\n" << r.err;
     const auto got = io::load_safetensors(out);
-    EXPECT_LT(max_abs_diff(got.at("latents"), expected.at("latents")), kLatentsTolerance) << split;
+    EXPECT_LT(max_abs_diff(got.at("latents"), expected.at(latents_name)), kLatentsTolerance) << split;
+    if (pixels.empty()) continue;
     ASSERT_TRUE(got.count(pixels)) << split << ": no " << pixels << " in --out";
     EXPECT_EQ(got.at(pixels).shape(), expected.at(pixels).shape()) << split;
     EXPECT_LT(max_abs_diff(got.at(pixels), expected.at(pixels)), kPixelsTolerance) << split;
@@ -90,6 +97,13 @@ TEST(FluxPipelineParity, FinalLatentsAndImageMatchDiffusersOnEverySplit) {
                                 {"--ranks 1", "--ring 2", "--ulysses 2", "--ring 3", "--ring 2 --ulysses 2"});
 }
 
+// FluxPipeline's true_cfg_scale: a second call on negative_prompt_embeds / negative_pooled_prompt_embeds,
+// combined without rescale; the guidance embedding still gets 3.5 in both calls.
+TEST(FluxPipelineParity, TrueCfgFinalLatentsMatchDiffusersOnEverySplit) {
+  expect_outputs_on_every_split(kCase, generate_args((kCase / "inputs.safetensors").string()) + " --true-cfg-scale 2.5",
+                                "", {"--ranks 1", "--ulysses 2", "--ring 3"}, "latents_true_cfg");
+}
+
 std::string wan_args() {
   const std::string inputs = (kWanCase / "inputs.safetensors").string();
   return "generate --model " + (kWanCase / "pipeline").string() + " --embeddings " + inputs + " --latents " + inputs +
@@ -125,6 +139,32 @@ TEST(WanPipelineParity, FramesDirHoldsDiffusersFramesInEightBits) {
     expect_png_is_pixels((frames / name).string(), expected, f);
   }
   EXPECT_FALSE(fs::exists(frames / "frame_00005.png")) << "5 frames, no more";
+}
+
+std::string qwenimage_args() {
+  const std::string inputs = (kQwenCase / "inputs.safetensors").string();
+  return "generate --model " + (kQwenCase / "pipeline").string() + " --embeddings " + inputs + " --latents " + inputs +
+         " --steps 3 --height 32 --width 32";
+}
+
+// No --true-cfg-scale: QwenImagePipeline's default 4.0 must be the one applied. 2 heads, 64 image and 9
+// text tokens (3 of them padding), so ring 3 splits both streams unevenly.
+TEST(QwenImagePipelineParity, TrueCfgFinalLatentsAndImageMatchDiffusersOnEverySplit) {
+  expect_outputs_on_every_split(kQwenCase, qwenimage_args(), "image",
+                                {"--ranks 1", "--ring 2", "--ulysses 2", "--ring 3", "--ring 2 --ulysses 2"});
+}
+
+TEST(QwenImagePipelineParity, WithoutCfgFinalLatentsMatchDiffusers) {
+  expect_outputs_on_every_split(kQwenCase, qwenimage_args() + " --true-cfg-scale 1", "", {"--ranks 1", "--ring 2"},
+                                "latents_no_cfg");
+}
+
+TEST(QwenImagePipelineParity, GuidanceFlagsOfOtherPipelinesAreRefused) {
+  for (const std::string& flag : {std::string("--guidance 3.5"), std::string("--preview p.png")}) {
+    const auto r = run_cli(qwenimage_args() + " " + flag);
+    EXPECT_EQ(r.code, 2) << flag << "\n" << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  }
 }
 
 TEST(FluxPipelineParity, LatentsOfTheWrongLayoutAreOneLineAndNothingWritten) {

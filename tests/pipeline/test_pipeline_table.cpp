@@ -12,6 +12,7 @@ namespace {
 TEST(PipelineTable, EachTransformerClassRunsItsOwnLoop) {
   EXPECT_EQ(pipeline_for("FluxTransformer2DModel"), PipelineKind::flux);
   EXPECT_EQ(pipeline_for("WanTransformer3DModel"), PipelineKind::wan);
+  EXPECT_EQ(pipeline_for("QwenImageTransformer2DModel"), PipelineKind::qwenimage);
 }
 
 TEST(PipelineTable, AClassWithoutALoopIsRefusedNamingTheOnesWithOne) {

@@ -37,6 +37,8 @@ struct FlowMatchEulerConfig {
   // built-in presets that have no scheduler folder.
   static FlowMatchEulerConfig flux_dev();
   static FlowMatchEulerConfig flux_schnell();
+  // Qwen-Image's: dynamic exponential shift on 256..8192 tokens from 0.5 to 0.9, shift_terminal 0.02.
+  static FlowMatchEulerConfig qwenimage();
 
   // μ for an image of `image_seq_len` tokens, in float64 as the Flux pipeline computes it.
   double mu(int64_t image_seq_len) const;

@@ -18,14 +18,18 @@
 namespace cpdit::pipeline {
 
 // What a FLUX.1 text-encoder stage produces: T5 prompt_embeds (B, L, joint_attention_dim) and CLIP
-// pooled_prompt_embeds (B, pooled_projection_dim).
+// pooled_prompt_embeds (B, pooled_projection_dim); for true CFG also the negative prompt's pair, of
+// the same shapes (FluxPipeline requires that), else undefined.
 struct FluxConditioning {
   Tensor prompt_embeds;
   Tensor pooled_prompt_embeds;
+  Tensor negative_prompt_embeds;
+  Tensor negative_pooled_prompt_embeds;
 };
 
 // `prompt_embeds` and `pooled_prompt_embeds` of the encode stage's output or an --embeddings file
-// (`source` names it in errors), checked against the model.
+// (`source` names it in errors), checked against the model, and the negative pair
+// (`negative_prompt_embeds`, `negative_pooled_prompt_embeds`) when the tensors hold both.
 FluxConditioning flux_conditioning(const nn::TensorMap& tensors, const std::string& source,
                                    const models::flux::FluxConfig& config);
 // Deterministic stand-in embeddings for demos and benchmarks (no text encoder): N(0, 1) scaled to
@@ -38,6 +42,9 @@ struct FluxGenerateOptions {
   int64_t height = 256, width = 256;  // pixels, multiples of 16
   uint64_t seed = 0;
   float guidance = 3.5f;  // used when the model has a guidance embedder (FLUX.1-dev), else ignored
+  // FluxPipeline's true_cfg_scale: with the negative pair and a scale > 1, a second transformer call
+  // per step on the negative prompt, combined as uncond + scale·(cond − uncond) (no norm rescale).
+  float true_cfg_scale = 1.0f;
   int64_t vae_scale_factor = 8;  // 2^(len(block_out_channels) - 1) of the pipeline's VAE
   // The initial noise in the pipeline's packed layout (B, tokens, in_channels), as diffusers'
   // `latents=` argument; undefined: seeded noise. Every rank passes the whole tensor and keeps its shard.

@@ -10,7 +10,7 @@
 
 namespace cpdit::pipeline {
 
-enum class PipelineKind { flux, wan };
+enum class PipelineKind { flux, wan, qwenimage };
 
 // Refuses a class that has no pipeline, naming the classes that have one.
 PipelineKind pipeline_for(const std::string& class_name);

@@ -1,0 +1,68 @@
+#pragma once
+// The Qwen-Image text-to-image denoising loop (diffusers' QwenImagePipeline between its text encoder
+// and its VAE): packed 2x2 latents as FLUX.1 packs them, the flow-match schedule with Qwen-Image's
+// options (μ from the image token count, shift_terminal), one transformer call per timestep — two
+// with true CFG, combined with the norm rescale (pipeline/guidance.hpp) — and one Euler step.
+//
+// Under context parallelism the model's own plan splits the tokens at its first block and gathers
+// its output, so every rank steps the same full latents.
+#include <cpdit/models/qwenimage/model.hpp>
+#include <cpdit/pipeline/flow_match_euler.hpp>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cpdit::pipeline {
+
+// What the Qwen2.5-VL text stage gives the loop: prompt_embeds (B, L, joint_attention_dim) with
+// prompt_embeds_mask (B, L) (1 = a real token; undefined = all real), and optionally the negative
+// pair (its own length L'). True CFG runs when the negative embeddings are given and the scale > 1.
+struct QwenImageConditioning {
+  Tensor prompt_embeds, prompt_embeds_mask;
+  Tensor negative_prompt_embeds, negative_prompt_embeds_mask;
+};
+
+// prompt_embeds [+ prompt_embeds_mask] [+ negative_prompt_embeds [+ negative_prompt_embeds_mask]] of
+// a text stage's output or an --embeddings file (`source` names it in errors), checked against the model.
+QwenImageConditioning qwenimage_conditioning(const nn::TensorMap& tensors, const std::string& source,
+                                             const models::qwenimage::QwenImageConfig& config);
+// Deterministic stand-ins for demos and benchmarks (no text encoder): a prompt and a negative prompt
+// of `text_tokens` tokens each, N(0, 1) scaled to the magnitude of Qwen2.5-VL hidden states, no padding.
+QwenImageConditioning random_qwenimage_conditioning(const models::qwenimage::QwenImageConfig& config,
+                                                    int64_t batch, int64_t text_tokens, uint64_t seed);
+
+// Pixels per latent of Qwen-Image's VAE (AutoencoderKLQwenImage), as the pipeline derives it:
+// 2^len(temperal_downsample). `source` names the file in errors.
+int64_t qwenimage_vae_scale_factor(const nlohmann::json& vae_config, const std::string& source);
+
+struct QwenImageGenerateOptions {
+  int steps = 4;
+  int64_t height = 256, width = 256;  // pixels, multiples of 2 · vae_scale_factor
+  uint64_t seed = 0;
+  float true_cfg_scale = 4.0f;   // QwenImagePipeline's default
+  int64_t vae_scale_factor = 8;  // qwenimage_vae_scale_factor of the pipeline's VAE
+  // The initial noise packed (B, tokens, in_channels), as diffusers' `latents=`; undefined: seeded.
+  Tensor initial_latents;
+  std::function<void(int, int, double)> on_step;  // (step index, steps, seconds of that step)
+};
+
+struct QwenImageGenerateResult {
+  Tensor latents;  // (B, C, 1, H/f, W/f): one frame for the Wan-architecture VAE, before its denormalisation
+  std::vector<double> step_seconds;
+};
+
+// QwenImagePipeline's image from the one-frame pixels its Wan-architecture VAE decodes: (B, 1, H, W, 3)
+// to (B, H, W, 3).
+Tensor qwenimage_image_pixels(const Tensor& frame_pixels);
+
+// Every rank of the model's context-parallel group calls it (the model gathers its own output).
+// `model` is a QwenImageTransformer2DModel of `config`.
+QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const models::qwenimage::QwenImageConfig& config,
+                                           FlowMatchEulerScheduler& scheduler,
+                                           const QwenImageConditioning& conditioning,
+                                           const QwenImageGenerateOptions& options);
+
+}  // namespace cpdit::pipeline

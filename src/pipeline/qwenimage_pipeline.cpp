@@ -1,0 +1,147 @@
+#include <cpdit/core/error.hpp>
+#include <cpdit/pipeline/guidance.hpp>
+#include <cpdit/pipeline/latents.hpp>
+#include <cpdit/pipeline/qwenimage_pipeline.hpp>
+#include <cpdit/pipeline/random.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+namespace cpdit::pipeline {
+
+using models::qwenimage::QwenImageConfig;
+
+namespace {
+
+Tensor read_embeds(const nn::TensorMap& tensors, const std::string& path, const std::string& name,
+                   const QwenImageConfig& config) {
+  Tensor p = tensors.at(name).to(DType::f32);
+  CPDIT_CHECK(p.dim() == 3 && p.size(1) > 0 && p.size(2) == config.joint_attention_dim, invalid_argument, path, ": ",
+              name, " is ", p.describe(), ", the model needs (B, L, ", config.joint_attention_dim, ")");
+  return p;
+}
+
+// The mask `name` for `embeds`, I64 (B, L); absent: undefined (every token real).
+Tensor read_mask(const nn::TensorMap& tensors, const std::string& path, const std::string& name,
+                 const Tensor& embeds) {
+  if (!tensors.count(name)) return {};
+  Tensor m = tensors.at(name).to(DType::i64);
+  CPDIT_CHECK(m.dim() == 2 && m.size(0) == embeds.size(0) && m.size(1) == embeds.size(1), invalid_argument, path,
+              ": ", name, " is ", m.describe(), ", its embeddings need (", embeds.size(0), ", ", embeds.size(1), ")");
+  return m;
+}
+
+// QwenImagePipeline.encode_prompt drops a mask whose every token is real.
+Tensor unless_all_real(const Tensor& mask) {
+  if (!mask.defined()) return mask;
+  const int64_t* v = mask.data<int64_t>();
+  for (int64_t i = 0; i < mask.numel(); ++i)
+    if (v[i] == 0) return mask;
+  return {};
+}
+
+}  // namespace
+
+QwenImageConditioning qwenimage_conditioning(const nn::TensorMap& tensors, const std::string& path,
+                                             const QwenImageConfig& config) {
+  CPDIT_CHECK(tensors.count("prompt_embeds"), invalid_argument, path,
+              " has no tensor 'prompt_embeds' (a Qwen-Image text stage writes prompt_embeds (B, L, ",
+              config.joint_attention_dim, ") and prompt_embeds_mask (B, L))");
+  QwenImageConditioning c;
+  c.prompt_embeds = read_embeds(tensors, path, "prompt_embeds", config);
+  c.prompt_embeds_mask = read_mask(tensors, path, "prompt_embeds_mask", c.prompt_embeds);
+  if (tensors.count("negative_prompt_embeds")) {
+    c.negative_prompt_embeds = read_embeds(tensors, path, "negative_prompt_embeds", config);
+    CPDIT_CHECK(c.negative_prompt_embeds.size(0) == c.prompt_embeds.size(0), invalid_argument, path,
+                ": negative_prompt_embeds has batch ", c.negative_prompt_embeds.size(0), ", prompt_embeds ",
+                c.prompt_embeds.size(0));
+    c.negative_prompt_embeds_mask = read_mask(tensors, path, "negative_prompt_embeds_mask", c.negative_prompt_embeds);
+  }
+  return c;
+}
+
+Tensor qwenimage_image_pixels(const Tensor& frame_pixels) {
+  CPDIT_CHECK(frame_pixels.defined() && frame_pixels.dim() == 5 && frame_pixels.size(1) == 1, invalid_argument,
+              "Qwen-Image's VAE decodes one frame (B, 1, H, W, 3), got ",
+              frame_pixels.defined() ? frame_pixels.describe() : "undefined");
+  return frame_pixels.select(1, 0).contiguous();
+}
+
+QwenImageConditioning random_qwenimage_conditioning(const QwenImageConfig& config, int64_t batch,
+                                                    int64_t text_tokens, uint64_t seed) {
+  CPDIT_CHECK(batch >= 1 && text_tokens >= 1, invalid_argument, "random embeddings need batch >= 1 and a text token");
+  auto embeds = [&](uint64_t stream) {
+    Tensor t = randn({batch, text_tokens, config.joint_attention_dim}, seed ^ stream);
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] *= 2.0f;  // Qwen2.5-VL's last hidden states are of order 1-3
+    return t;
+  };
+  QwenImageConditioning c;
+  c.prompt_embeds = embeds(0x9e17ull);
+  c.negative_prompt_embeds = embeds(0x4e6aull);
+  return c;
+}
+
+int64_t qwenimage_vae_scale_factor(const nlohmann::json& vae_config, const std::string& source) {
+  CPDIT_CHECK(vae_config.contains("temperal_downsample") && vae_config["temperal_downsample"].is_array() &&
+                  vae_config["temperal_downsample"].size() < 16,
+              invalid_argument, source, ": the Qwen-Image VAE config needs temperal_downsample (a short list)");
+  return int64_t(1) << vae_config["temperal_downsample"].size();
+}
+
+QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenImageConfig& config,
+                                           FlowMatchEulerScheduler& scheduler, const QwenImageConditioning& c,
+                                           const QwenImageGenerateOptions& options) {
+  CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
+  CPDIT_CHECK(config.patch_size == 2 && config.in_channels % 4 == 0, invalid_argument,
+              "the Qwen-Image pipeline packs 2x2 latent patches into in_channels = 4 * latent channels; this model "
+              "has patch_size ", config.patch_size, " and in_channels ", config.in_channels);
+  const int64_t batch = c.prompt_embeds.size(0);
+  const FluxLatentShape shape =
+      flux_latent_shape(options.height, options.width, config.in_channels / 4, batch, options.vae_scale_factor);
+  Tensor latents;
+  if (options.initial_latents.defined()) {
+    CPDIT_CHECK(options.initial_latents.shape() == shape.packed(), invalid_argument, "the initial latents are ",
+                options.initial_latents.describe(), "; a ", options.height, "x", options.width,
+                " image on this model needs them packed as ", shape_string(shape.packed()));
+    latents = options.initial_latents.to(DType::f32).contiguous();
+  } else {
+    latents = flux_packed_noise(shape, options.seed, 0, shape.tokens());
+  }
+  const bool guided = c.negative_prompt_embeds.defined() && options.true_cfg_scale > 1.0f;
+  // One image segment of (1 frame, h/2, w/2) tokens per batch item.
+  Tensor img_shapes = Tensor::empty({batch, 1, 3}, DType::i64);
+  for (int64_t b = 0; b < batch; ++b) {
+    int64_t* s = img_shapes.data<int64_t>() + 3 * b;
+    s[0] = 1, s[1] = shape.height / 2, s[2] = shape.width / 2;
+  }
+  const Tensor mask = unless_all_real(c.prompt_embeds_mask);
+  const Tensor negative_mask = unless_all_real(c.negative_prompt_embeds_mask);
+
+  scheduler.set_timesteps(options.steps, scheduler.config().mu(shape.tokens()));
+  QwenImageGenerateResult result;
+  for (int i = 0; i < options.steps; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    // The pipeline passes t / 1000 in float32; the model's sinusoid scales it back.
+    const Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)] / 1000.0f));
+    auto predict = [&](const Tensor& text, const Tensor& text_mask) {
+      nn::TensorMap inputs{{"hidden_states", latents}, {"encoder_hidden_states", text},
+                           {"timestep", timestep}, {"img_shapes", img_shapes}};
+      if (text_mask.defined()) inputs["encoder_hidden_states_mask"] = text_mask;
+      return model.forward(inputs).at("sample");
+    };
+    Tensor velocity = predict(c.prompt_embeds, mask);
+    if (guided)
+      velocity = combine_guidance(velocity, predict(c.negative_prompt_embeds, negative_mask),
+                                  {options.true_cfg_scale, /*rescale_to_cond_norm=*/true});
+    latents = scheduler.step(velocity, i, latents);
+    result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    if (options.on_step) options.on_step(i, options.steps, result.step_seconds.back());
+  }
+  const Tensor unpacked = flux_unpack(latents, shape.height, shape.width);
+  result.latents = unpacked.reshape({batch, shape.channels, 1, shape.height, shape.width});
+  return result;
+}
+
+}  // namespace cpdit::pipeline
