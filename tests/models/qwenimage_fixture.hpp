@@ -24,6 +24,13 @@ inline QwenImageCheckpoint fixture_checkpoint() {
 
 inline nn::TensorMap fixture_inputs() { return io::load_safetensors(fixture_dir() + "/inputs.safetensors"); }
 
+// The zero_cond_t fixture (tools/reference/qwenimage_zero_cond_t.py): batch 2, two image segments.
+inline std::string zero_cond_t_dir() { return std::string(CPDIT_TEST_DATA) + "/fixtures/qwenimage_zero_cond_t"; }
+inline QwenImageCheckpoint zero_cond_t_checkpoint() {
+  return read_qwenimage_checkpoint(zero_cond_t_dir() + "/weights.safetensors", zero_cond_t_dir() + "/config.json");
+}
+inline nn::TensorMap zero_cond_t_inputs() { return io::load_safetensors(zero_cond_t_dir() + "/inputs.safetensors"); }
+
 // The fixture's intermediates; `proj_out` is the model's sample (no expected.safetensors is kept).
 inline nn::TensorMap fixture_intermediates() {
   return io::load_safetensors(fixture_dir() + "/intermediates.safetensors");

@@ -59,9 +59,29 @@ TEST(QwenImage, ConfigIsInferredFromTheTensors) {
   EXPECT_EQ(c.num_layers, 2);
 }
 
+// zero_cond_t (Edit-2511): per image token the t or the t = 0 modulation, on a batch of 2 with two
+// image segments and a padded text mask. The same weights without zero_cond_t land 1.2 away, far
+// outside the tolerance, so the check is not passed by ignoring the flag.
+TEST(QwenImage, ZeroCondTMatchesDiffusers) {
+  const QwenImageCheckpoint ck = testing::zero_cond_t_checkpoint();
+  ASSERT_TRUE(ck.config.zero_cond_t);
+  const auto expected = io::load_safetensors(testing::zero_cond_t_dir() + "/expected.safetensors");
+  const Tensor sample = load_qwenimage(ck)->forward(testing::zero_cond_t_inputs()).at("sample");
+  ASSERT_EQ(sample.shape(), expected.at("sample").shape());
+  EXPECT_LT(relative_error(sample, expected.at("sample")), kRelativeTolerance);
+  EXPECT_GT(relative_error(expected.at("sample_t_everywhere"), expected.at("sample")), 100 * kRelativeTolerance);
+
+  // Segments that do not cover an item's image tokens are one clear error.
+  auto inputs = testing::zero_cond_t_inputs();
+  Tensor shapes = inputs.at("img_shapes").clone();
+  shapes.data<int64_t>()[6 + 5] = 5;  // item 1's second segment: 15 tokens instead of 12
+  inputs["img_shapes"] = shapes;
+  EXPECT_THROW(load_qwenimage(ck)->forward(inputs), Error);
+}
+
 TEST(QwenImage, UnsupportedVariantsAreRefused) {
   QwenImageConfig c = fixture_checkpoint().config;
-  c.zero_cond_t = true;
+  c.use_additional_t_cond = true;
   EXPECT_THROW(QwenImageTransformer2DModel{c}, Error);
   c = fixture_checkpoint().config;
   c.axes_dims_rope = {4, 6, 8};  // sums to 18, not the head dim 16

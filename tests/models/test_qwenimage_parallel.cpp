@@ -23,6 +23,12 @@ void expect_every_mix_matches(const nn::TensorMap& inputs, const std::string& wh
                                      testing::relative_error, testing::kRelativeTolerance);
 }
 
+// zero_cond_t: modulate_index is made whole by the model and split by every block as the plan declares,
+// so each rank's image tokens pick their own modulation half.
+TEST(QwenImageParallel, ZeroCondTModulateIndexFollowsItsTokens) {
+  expect_every_mix_matches(testing::zero_cond_t_inputs(), "zero_cond_t", testing::zero_cond_t_checkpoint());
+}
+
 TEST(QwenImageParallel, FixtureInputs) { expect_every_mix_matches(testing::fixture_inputs(), "fixture"); }
 
 TEST(QwenImageParallel, PaddedTextAndUnevenTokens) {

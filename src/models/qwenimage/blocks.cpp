@@ -3,12 +3,31 @@
 #include <cpdit/models/common/rope.hpp>
 #include <cpdit/models/qwenimage/blocks.hpp>
 
+#include <algorithm>
+
 namespace cpdit::models::qwenimage {
 
 using common::Activation;
 
 namespace {
 constexpr float kEps = 1e-6f;  // every LayerNorm and q/k RMSNorm of Qwen-Image
+
+// zero_cond_t: a modulation vector (2B, D) — the t half, then the t = 0 half — spread per token
+// (B, S, D) by index (B, S): 0 takes the t row of its item, anything else the t = 0 row.
+Tensor per_token(const Tensor& vector, const Tensor& index) {
+  const int64_t batch = index.size(0), tokens = index.size(1), dim = vector.size(1);
+  CPDIT_CHECK(vector.size(0) == 2 * batch, invalid_argument, "Qwen-Image zero_cond_t: the modulation has ",
+              vector.size(0), " rows, modulate_index ", index.describe(), " needs 2 x ", batch);
+  const Tensor v = vector.contiguous();
+  const Tensor i = index.to(DType::i64).contiguous();
+  Tensor out = Tensor::empty({batch, tokens, dim}, DType::f32);
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t s = 0; s < tokens; ++s) {
+      const int64_t row = i.data<int64_t>()[b * tokens + s] == 0 ? b : batch + b;
+      std::copy_n(v.data<float>() + row * dim, dim, out.data<float>() + (b * tokens + s) * dim);
+    }
+  return out;
+}
 }  // namespace
 
 // ---- embeddings -----------------------------------------------------------------------------------
@@ -53,15 +72,19 @@ TransformerBlock::TransformerBlock(int64_t dim, int64_t heads, int64_t head_dim)
 
 std::vector<Tensor> TransformerBlock::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states,
                                               const Tensor& encoder_hidden_states_mask, const Tensor& temb,
-                                              const Tensor& cos, const Tensor& sin) const {
+                                              const Tensor& cos, const Tensor& sin,
+                                              const Tensor& modulate_index) const {
   nn::TensorMap args{{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states},
                      {"encoder_hidden_states_mask", encoder_hidden_states_mask}, {"temb", temb}, {"cos", cos},
-                     {"sin", sin}};
+                     {"sin", sin}, {"modulate_index", modulate_index}};
   return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
     const Tensor &x = in.at("hidden_states"), &c = in.at("encoder_hidden_states");
+    const Tensor& index = in.at("modulate_index");  // this rank's image tokens, as the plan splits it
     // shift, scale, gate for attention, then for the MLP, per stream.
     auto m = img_mod_.forward(in.at("temb"));
-    auto mc = txt_mod_.forward(in.at("temb"));
+    if (index.defined())
+      for (Tensor& v : m) v = per_token(v, index);
+    auto mc = txt_mod_.forward(index.defined() ? in.at("temb").narrow(0, 0, index.size(0)) : in.at("temb"));
     auto attn = attn_.forward(common::norm_modulate(x, m[1], m[0], kEps), common::norm_modulate(c, mc[1], mc[0], kEps),
                               in.at("cos"), in.at("sin"), in.at("encoder_hidden_states_mask"));
     Tensor x1 = common::gated_residual(x, attn[0], m[2]);  // never write into the inputs, which hooks may hold

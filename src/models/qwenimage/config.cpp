@@ -38,9 +38,9 @@ void QwenImageConfig::validate() const {
   for (int64_t a : axes_dims_rope)
     CPDIT_CHECK(a > 0 && a % 2 == 0, invalid_argument,
                 "Qwen-Image config: every axes_dims_rope width must be even and positive");
-  CPDIT_CHECK(!guidance_embeds && !zero_cond_t && !use_additional_t_cond && !use_layer3d_rope, unsupported,
-              "Qwen-Image config: guidance_embeds, zero_cond_t, use_additional_t_cond and use_layer3d_rope are "
-              "not supported yet (the text-to-image checkpoints have them all false)");
+  CPDIT_CHECK(!guidance_embeds && !use_additional_t_cond && !use_layer3d_rope, unsupported,
+              "Qwen-Image config: guidance_embeds, use_additional_t_cond and use_layer3d_rope are not supported yet "
+              "(the text-to-image and edit checkpoints have them all false)");
 }
 
 }  // namespace cpdit::models::qwenimage

@@ -1,6 +1,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/models/qwenimage/model.hpp>
 
+#include <algorithm>
 #include <set>
 
 namespace cpdit::models::qwenimage {
@@ -13,7 +14,8 @@ parallel::ContextParallelPlan qwenimage_plan() {
   first_block.inputs = {{"hidden_states", ContextParallelInput{1, 3}},
                         {"encoder_hidden_states", ContextParallelInput{1, 3}}};
   parallel::ModulePlan every_block;
-  every_block.inputs = {{"encoder_hidden_states_mask", ContextParallelInput{1, 2}}};
+  every_block.inputs = {{"encoder_hidden_states_mask", ContextParallelInput{1, 2}},
+                        {"modulate_index", ContextParallelInput{1, 2}}};
   parallel::ModulePlan proj_out;
   proj_out.gathers = {{0, ContextParallelOutput{1, 3}}};
   return {{"pos_embed", pos_embed},
@@ -40,6 +42,27 @@ QwenImageTransformer2DModel::QwenImageTransformer2DModel(const QwenImageConfig& 
 namespace {
 const std::set<std::string> kInputNames{"hidden_states", "encoder_hidden_states", "encoder_hidden_states_mask",
                                         "timestep", "img_shapes"};
+
+// zero_cond_t's modulate_index I64 (B, N): per item, 0 on its first image segment's tokens (t), 1 on
+// the later segments' (t = 0). Every item's segments must cover the `tokens` image tokens.
+Tensor modulate_index(const Tensor& img_shapes, int64_t tokens) {
+  const Tensor v = img_shapes.to(DType::i64).contiguous();
+  const int64_t batch = v.size(0), segments = v.size(1);
+  std::vector<int64_t> index;
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t k = 0; k < segments; ++k) {
+      const int64_t* s = v.data<int64_t>() + 3 * (b * segments + k);
+      CPDIT_CHECK(s[0] > 0 && s[1] > 0 && s[2] > 0, invalid_argument, "Qwen-Image img_shapes: item ", b, " segment ",
+                  k, " must have positive (frames, h, w)");
+      index.insert(index.end(), size_t(s[0] * s[1] * s[2]), k == 0 ? 0 : 1);
+    }
+    CPDIT_CHECK(int64_t(index.size()) == (b + 1) * tokens, invalid_argument, "Qwen-Image img_shapes: item ", b,
+                " describes ", int64_t(index.size()) - b * tokens, " image tokens, hidden_states has ", tokens);
+  }
+  Tensor out = Tensor::empty({batch, tokens}, DType::i64);
+  std::copy(index.begin(), index.end(), out.data<int64_t>());
+  return out;
+}
 
 // The image tokens img_shapes' first item describes (diffusers reads only that one).
 int64_t image_tokens(const Tensor& img_shapes) {
@@ -94,16 +117,20 @@ nn::TensorMap QwenImageTransformer2DModel::forward(const nn::TensorMap& inputs) 
 
     Tensor x = img_in_.forward(latent.to(DType::f32));
     Tensor c = txt_in_.forward(txt_norm_.forward(text.to(DType::f32)));
-    const Tensor temb = time_text_embed_.forward(timestep);
+    // zero_cond_t embeds [t; 0 · t] (2B rows) and lets each image token pick its half.
+    const Tensor t = timestep.to(DType::f32).reshape({-1});
+    const Tensor temb = time_text_embed_.forward(config_.zero_cond_t ? cat({t, Tensor::zeros(t.shape())}, 0) : t);
+    const Tensor index = config_.zero_cond_t ? modulate_index(in.at("img_shapes"), latent.size(1)) : Tensor();
     auto rope = pos_embed_.forward(in.at("img_shapes"), text.size(1));
     // The joint attention sees [text; image]: its tables likewise (this rank's share of each).
     const Tensor cos = cat({rope[2], rope[0]}, 0), sin = cat({rope[3], rope[1]}, 0);
     for (TransformerBlock* block : transformer_blocks_) {
-      auto out = block->forward(x, c, mask, temb, cos, sin);
+      auto out = block->forward(x, c, mask, temb, cos, sin, index);
       c = out[0];
       x = out[1];
     }
-    return std::vector<Tensor>{proj_out_.forward(norm_out_.forward(x, temb))};
+    const Tensor head_temb = config_.zero_cond_t ? temb.narrow(0, 0, batch) : temb;  // the t half
+    return std::vector<Tensor>{proj_out_.forward(norm_out_.forward(x, head_temb))};
   })[0]}};
 }
 

@@ -34,16 +34,19 @@ class PosEmbed : public nn::Module {
 };
 
 // QwenImageTransformerBlock: forward(hidden_states (image), encoder_hidden_states (text),
-// encoder_hidden_states_mask (B, L) bool or undefined, temb (B, D), cos, sin (tables over [text; image]))
-// returns (encoder_hidden_states, hidden_states). Each stream has its own modulation (shift, scale,
-// gate for attention, then for the MLP), LayerNorms without affine and GELU-tanh MLP; one joint
-// attention over [text; image].
+// encoder_hidden_states_mask (B, L) bool or undefined, temb (B, D), cos, sin (tables over [text; image]),
+// modulate_index) returns (encoder_hidden_states, hidden_states). Each stream has its own modulation
+// (shift, scale, gate for attention, then for the MLP), LayerNorms without affine and GELU-tanh MLP;
+// one joint attention over [text; image].
+// With zero_cond_t, temb is (2B, D) — rows [0, B) for t, [B, 2B) for t = 0 — and modulate_index
+// I64 (B, S) picks per image token which half modulates it (0: t); the text stream takes the t half.
+// Without it modulate_index is undefined.
 class TransformerBlock : public nn::Module {
  public:
   TransformerBlock(int64_t dim, int64_t heads, int64_t head_dim);
   std::vector<Tensor> forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states,
                               const Tensor& encoder_hidden_states_mask, const Tensor& temb, const Tensor& cos,
-                              const Tensor& sin) const;
+                              const Tensor& sin, const Tensor& modulate_index = {}) const;
 
  private:
   common::AdaLayerNormZero& img_mod_;

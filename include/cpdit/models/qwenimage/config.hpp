@@ -18,9 +18,11 @@ struct QwenImageConfig : common::TransformerConfig {
   int64_t patch_size = 2;
   int64_t joint_attention_dim = 3584;
   std::array<int64_t, 3> axes_dims_rope{16, 56, 56};  // frame, height, width
+  // Edit-2511: the first image segment (the image being made) is modulated by t, the later ones (the
+  // condition images) by t = 0; text and the output head by t.
+  bool zero_cond_t = false;
   // Variants this port does not run yet; each must stay false.
   bool guidance_embeds = false;
-  bool zero_cond_t = false;          // Edit-2511: per-token choice of the t or t = 0 modulation
   bool use_additional_t_cond = false;
   bool use_layer3d_rope = false;
 
