@@ -1,4 +1,4 @@
-// `cpdit bench model --model flux|wan|ltx`: latency of a model family's blocks at full width on 1 rank
+// `cpdit bench model --model flux|wan|ltx|qwenimage`: latency of a model family's blocks at full width on 1 rank
 // and on 2 ranks (one compute thread each, context parallel: Ulysses, and ring unless --quick), with
 // each rank's peak tensor memory. The families (bench/model_flux.cpp, model_wan.cpp, model_ltx.cpp) say what
 // to build; the one loop here times every family the same way. Multi-rank lines carry their
@@ -45,15 +45,17 @@ struct ModelBenchArgs {
 
 // The block benchmark of a registered model class, by the class name or its family's short name.
 BlockBench block_bench(const std::string& model, const nn::LoadOptions& load) {
-  const std::string class_name = model == "flux"  ? "FluxTransformer2DModel"
-                                 : model == "wan" ? "WanTransformer3DModel"
-                                 : model == "ltx" ? "LTXVideoTransformer3DModel"
-                                                  : model;
+  const std::string class_name = model == "flux"        ? "FluxTransformer2DModel"
+                                 : model == "wan"       ? "WanTransformer3DModel"
+                                 : model == "ltx"       ? "LTXVideoTransformer3DModel"
+                                 : model == "qwenimage" ? "QwenImageTransformer2DModel"
+                                                        : model;
   models::model_entry(class_name);  // a class nobody registered is refused with the known ones
   if (class_name == "FluxTransformer2DModel") return flux_blocks(load);
   if (class_name == "WanTransformer3DModel") return wan_blocks(load);
   if (class_name == "LTXVideoTransformer3DModel") return ltx_blocks(load);
-  fail(ErrorKind::unsupported, "bench model has no blocks for ", class_name, " (it times flux, wan and ltx)");
+  if (class_name == "QwenImageTransformer2DModel") return qwenimage_blocks(load);
+  fail(ErrorKind::unsupported, "bench model has no blocks for ", class_name, " (it times flux, wan, ltx and qwenimage)");
 }
 
 struct LayoutRun {
@@ -142,7 +144,8 @@ void add_model_bench(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand("model", "per-block latency of a model at full width, 1 and 2 ranks");
   cmd->add_option("--model", args->model,
                   "flux | wan (Wan 2.1 1.3B block, 1950 / 7800 video tokens) | ltx (LTX-Video 2B block, 1536 / "
-                  "384 video tokens), or the registered class name")
+                  "384 video tokens) | qwenimage (one dual-stream block, 4096 image + 256 text tokens), or the "
+                  "registered class name")
       ->capture_default_str();
   cmd->add_flag("--quick", args->quick, "the smaller token count, one timed run, no ring layout");
   cmd->add_option("--dtype", args->dtype, "weights and arithmetic: f32, or bf16 (bf16 Linear layers, f32 accumulation; as --dtype bf16 of generate)")->capture_default_str();

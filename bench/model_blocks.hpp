@@ -35,6 +35,8 @@ BlockBench flux_blocks(const nn::LoadOptions& load);
 BlockBench wan_blocks(const nn::LoadOptions& load);
 // An LTX-Video 2B block (2048 = 32 heads x 64, FFN 8192, 128 text tokens split with the video).
 BlockBench ltx_blocks(const nn::LoadOptions& load);
+// A Qwen-Image dual-stream block (3072 = 24 heads x 128, 256 text tokens).
+BlockBench qwenimage_blocks(const nn::LoadOptions& load);
 
 // Random weights for `module` (PyTorch's Linear initialisation, from `seed`), converted once to the
 // load dtype and bound to it; blocks loaded from the result share them.

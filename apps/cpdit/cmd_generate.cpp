@@ -519,7 +519,7 @@ void add_generate(CLI::App& parent) {
                      "a diffusers FLUX.1 or Wan pipeline folder (model_index.json, transformer/, scheduler/), a "
                      "transformer folder, an index json, or one .safetensors file (e.g. the original FLUX.1 release)");
   source->add_option("--preset", args->preset,
-                     "a built-in model with seeded random weights: flux-tiny, flux-mini, wan-tiny or wan-mini");
+                     "a built-in model with seeded random weights: flux-tiny, flux-mini, wan-tiny, wan-mini or qwen-mini");
   source->require_option(1);
   cmd->add_option("--config", args->config, "transformer config.json overriding the checkpoint's or the inferred one");
   cmd->add_option("--scheduler-config", args->scheduler_config,

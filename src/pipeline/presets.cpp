@@ -10,7 +10,7 @@ namespace cpdit::pipeline {
 
 using models::flux::FluxConfig;
 
-std::vector<std::string> preset_names() { return {"flux-tiny", "flux-mini", "wan-tiny", "wan-mini"}; }
+std::vector<std::string> preset_names() { return {"flux-tiny", "flux-mini", "wan-tiny", "wan-mini", "qwen-mini"}; }
 
 namespace {
 std::string known_presets() {
@@ -29,6 +29,7 @@ void check_preset(const std::string& name) {
 models::LoadedModel preset_model(const std::string& name, uint64_t seed, const nn::LoadOptions& options) {
   check_preset(name);
   if (name.rfind("flux-", 0) == 0) return models::flux::share_flux(flux_preset(name, seed), options);
+  if (name.rfind("qwen-", 0) == 0) return models::qwenimage::share_qwenimage(qwenimage_preset(name, seed), options);
   return models::wan::share_wan(wan_preset(name, seed), options);
 }
 
@@ -89,6 +90,16 @@ models::wan::WanConfig wan_preset_config(const std::string& name) {
 models::wan::WanCheckpoint wan_preset(const std::string& name, uint64_t seed) {
   models::wan::WanConfig config = wan_preset_config(name);
   models::wan::WanTransformer3DModel shape_only(config);
+  return {config, random_state_dict(shape_only, seed)};
+}
+
+models::qwenimage::QwenImageCheckpoint qwenimage_preset(const std::string& name, uint64_t seed) {
+  CPDIT_CHECK(name == "qwen-mini", invalid_argument, "'", name, "' is not a Qwen-Image preset (presets: ",
+              known_presets(), ")");
+  models::qwenimage::QwenImageConfig config;  // the class defaults are the released widths
+  config.num_layers = 2;
+  config.validate();
+  models::qwenimage::QwenImageTransformer2DModel shape_only(config);
   return {config, random_state_dict(shape_only, seed)};
 }
 

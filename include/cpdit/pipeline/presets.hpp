@@ -7,7 +7,10 @@
 //              2 double and 4 single blocks, with a guidance embedder (dev-like).
 //   wan-tiny   Wan at the test fixture's widths (2 heads of 12, text width 16) but 16 latent channels.
 //   wan-mini   Wan 2.1 1.3B widths (12 heads of 128, FFN 8960, text width 4096), 2 blocks.
+//   qwen-mini  Qwen-Image widths (3072 hidden, 24 heads of 128, text width 3584, 64 input channels),
+//              2 dual-stream blocks; runs with Qwen-Image's scheduler and true CFG.
 #include <cpdit/models/flux/checkpoint.hpp>
+#include <cpdit/models/qwenimage/checkpoint.hpp>
 #include <cpdit/models/wan/checkpoint.hpp>
 #include <cpdit/nn/load.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
@@ -33,6 +36,8 @@ models::flux::FluxCheckpoint flux_preset(const std::string& name, uint64_t seed)
 
 models::wan::WanConfig wan_preset_config(const std::string& name);
 models::wan::WanCheckpoint wan_preset(const std::string& name, uint64_t seed);
+
+models::qwenimage::QwenImageCheckpoint qwenimage_preset(const std::string& name, uint64_t seed);
 
 // Random values for every parameter of `model`, deterministic in `seed`: matrices
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as PyTorch initialises a Linear (fan_in = elements per output

@@ -5,12 +5,15 @@
 
 namespace cpdit::models::qwenimage {
 
+LoadedModel share_qwenimage(QwenImageCheckpoint checkpoint, const nn::LoadOptions& options) {
+  return share_weights("QwenImageTransformer2DModel", std::move(checkpoint), load_qwenimage, options);
+}
+
 ModelEntry registry_entry() {
   return {"QwenImageTransformer2DModel",
           [](const io::Checkpoint& c) { return c.contains("txt_norm.weight") && c.contains("img_in.weight"); },
           [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
-            return share_weights("QwenImageTransformer2DModel", read_qwenimage_checkpoint(path, config),
-                                 load_qwenimage, load);
+            return share_qwenimage(read_qwenimage_checkpoint(path, config), load);
           }};
 }
 

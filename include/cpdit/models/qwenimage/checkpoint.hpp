@@ -25,4 +25,7 @@ QwenImageCheckpoint read_qwenimage_checkpoint(const std::string& path,
 std::unique_ptr<QwenImageTransformer2DModel> load_qwenimage(const QwenImageCheckpoint& checkpoint,
                                                             const nn::LoadOptions& options = {});
 
+// The checkpoint as the model registry hands models out (weights converted once, shared by replicas).
+LoadedModel share_qwenimage(QwenImageCheckpoint checkpoint, const nn::LoadOptions& options = {});
+
 }  // namespace cpdit::models::qwenimage
