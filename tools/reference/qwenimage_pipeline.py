@@ -26,27 +26,13 @@ from diffusers import (AutoencoderKLQwenImage, FlowMatchEulerDiscreteScheduler, 
                        QwenImageTransformer2DModel)
 from safetensors.torch import save_file
 
+from flux_pipeline import reinitialise  # same folder: weights N(0, 1/fan_in), norm scales near 1
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests/data/fixtures/qwenimage_pipeline_tiny"
 HEIGHT = WIDTH = 32
 STEPS = 3
 TRUE_CFG = 4.0
-
-
-def reinitialise(model, seed):
-    """Every parameter random at a scale that keeps activations O(1): weights N(0, 1/fan_in), norm
-    scales near 1, biases small."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            noise = torch.randn(p.shape, generator=g)
-            if p.dim() >= 2:
-                p.copy_(noise / p[0].numel() ** 0.5)
-            elif "norm" in name and name.endswith("weight"):
-                p.copy_(1 + 0.1 * noise)
-            else:
-                p.copy_(0.1 * noise)
-    return model.eval()
 
 
 def main():

@@ -22,25 +22,12 @@ import torch
 from diffusers import QwenImageTransformer2DModel
 from safetensors.torch import save_file
 
+from flux_pipeline import reinitialise  # same folder: weights N(0, 1/fan_in), norm scales near 1
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "tests/data/fixtures/qwenimage_zero_cond_t"
 CONFIG = dict(patch_size=2, in_channels=16, out_channels=4, num_layers=2, attention_head_dim=16, num_attention_heads=2,
               joint_attention_dim=24, axes_dims_rope=(4, 6, 6))
-
-
-def reinitialise(model, seed):
-    """Weights N(0, 1/fan_in), norm scales 1 + 0.1 N, other vectors 0.1 N."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for name, p in model.named_parameters():
-            noise = torch.randn(p.shape, generator=g)
-            if p.dim() >= 2:
-                p.copy_(noise / p[0].numel() ** 0.5)
-            elif "norm" in name and name.endswith("weight"):
-                p.copy_(1 + 0.1 * noise)
-            else:
-                p.copy_(0.1 * noise)
-    return model.eval()
 
 
 def main():
