@@ -78,11 +78,16 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   Source s;
   if (!args.preset.empty()) {
     s.name = "preset " + args.preset;
+    pipeline::check_preset(args.preset);
+    // Qwen-Image's schedule refuses one step: refused here, before the preset's weights are built.
+    if (args.preset.rfind("qwen-", 0) == 0) {
+      s.flux_scheduler = pipeline::FlowMatchEulerConfig::qwenimage();
+      s.flux_scheduler.check_steps(args.steps);
+    }
     s.model = pipeline::preset_model(args.preset, args.seed ^ 0x5eedull, load);
     s.pipeline = pipeline::pipeline_for(s.model.class_name);
     if (s.pipeline == pipeline::PipelineKind::flux) s.flux_scheduler = pipeline::flux_preset_scheduler(args.preset);
-    else if (s.pipeline == pipeline::PipelineKind::qwenimage) s.flux_scheduler = pipeline::FlowMatchEulerConfig::qwenimage();
-    else s.wan_scheduler = pipeline::UniPCConfig::wan21();
+    else if (s.pipeline == pipeline::PipelineKind::wan) s.wan_scheduler = pipeline::UniPCConfig::wan21();
     return s;
   }
   // A diffusers pipeline folder holds transformer/ and scheduler/; otherwise the path is the
@@ -363,7 +368,8 @@ nn::TensorMap text_embeddings(const GenerateArgs& args, const pipeline::Pipeline
                               const nn::LoadOptions& load, pipeline::StageLog& stages) {
   if (!args.embeddings.empty()) return io::load_safetensors(args.embeddings);
   if (!args.prompt) return {};
-  CPDIT_CHECK(parts.text, invalid_argument, "--prompt needs the pipeline's text encoders: ", args.model,
+  CPDIT_CHECK(parts.text, invalid_argument, "--prompt needs the pipeline's text encoders: ",
+              args.preset.empty() ? args.model : "preset " + args.preset,
               " has no tokenizer/ and text_encoder/ (give --embeddings instead)");
   pipeline::PromptEncoding request{*args.prompt, args.negative_prompt, args.text_tokens, load};
   const int threads = args.parallel.threads > 0 ? args.parallel.threads
@@ -398,6 +404,7 @@ void run(GenerateArgs args) {
   Tensor latents;
   LoopStats loop_stats;
   std::vector<int64_t> peaks;
+  if (args.steps == 0 && !args.preset.empty()) args.steps = 4;
   stages.run("denoise", [&] {
     const Source source = open_source(args, load);
     refuse_overwriting_inputs(args);  // after the model's class and files are named, before anything is written
@@ -406,7 +413,7 @@ void run(GenerateArgs args) {
     const bool wan = source.pipeline == pipeline::PipelineKind::wan;
     const bool qwen = source.pipeline == pipeline::PipelineKind::qwenimage;
     const bool preset = !args.preset.empty();
-    if (args.steps == 0) args.steps = preset ? 4 : wan || qwen ? 50 : 28;
+    if (args.steps == 0) args.steps = wan || qwen ? 50 : 28;
     if (args.height == 0) args.height = preset ? 256 : wan ? 480 : 1024;
     if (args.width == 0) args.width = preset ? 256 : wan ? 832 : 1024;
     CPDIT_CHECK(wan || args.frames == 0, invalid_argument, "--frames is for video models; ", source.name, " is an image model");

@@ -29,7 +29,9 @@ FluxConditioning flux_conditioning(const nn::TensorMap& tensors, const std::stri
     CPDIT_CHECK(tensors.count(name), invalid_argument, source, " has no tensor '", name,
                 "' (a FLUX.1 text-encoder stage writes prompt_embeds (B, L, ", config.joint_attention_dim,
                 ") and pooled_prompt_embeds (B, ", config.pooled_projection_dim, "))");
-  FluxConditioning c{tensors.at("prompt_embeds").to(DType::f32), tensors.at("pooled_prompt_embeds").to(DType::f32)};
+  FluxConditioning c;
+  c.prompt_embeds = tensors.at("prompt_embeds").to(DType::f32);
+  c.pooled_prompt_embeds = tensors.at("pooled_prompt_embeds").to(DType::f32);
   const Tensor& p = c.prompt_embeds;
   const Tensor& q = c.pooled_prompt_embeds;
   CPDIT_CHECK(p.dim() == 3 && p.size(2) == config.joint_attention_dim && p.size(1) > 0, invalid_argument, source,

@@ -49,8 +49,9 @@ models::LoadedModel random_clip(int64_t width, uint64_t seed, const nn::LoadOpti
 
 }  // namespace
 
-TextComponents preset_text_components(const std::string& name, uint64_t seed) {
+std::optional<TextComponents> preset_text_components(const std::string& name, uint64_t seed) {
   check_preset(name);
+  if (name.rfind("qwen-", 0) == 0) return std::nullopt;
   TextComponents c;
   const bool flux = is_flux_preset(name);
   // The widths the transformer reads.

@@ -160,6 +160,11 @@ TEST(FlowMatchEuler, RefusesWhatItCannotDo) {
   config["shift_terminal"] = 0.02;
   FlowMatchEulerScheduler terminal(FlowMatchEulerConfig::from_json(config));
   EXPECT_THROW(terminal.set_timesteps(1, 1.0), Error);  // σ_last = 1: diffusers' stretch gives NaN
+  // check_steps refuses it without a schedule (before a model is loaded), and only it.
+  EXPECT_THROW(terminal.config().check_steps(1), Error);
+  EXPECT_NO_THROW(terminal.config().check_steps(2));
+  EXPECT_NO_THROW(FlowMatchEulerConfig::flux_dev().check_steps(1));
+  EXPECT_THROW(FlowMatchEulerConfig::flux_dev().check_steps(0), Error);
   config["shift_terminal"] = nullptr;
   config["shift"] = "three";
   EXPECT_THROW(FlowMatchEulerConfig::from_json(config), Error);

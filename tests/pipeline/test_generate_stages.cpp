@@ -32,10 +32,11 @@ std::map<std::string, Tensor> generate(const TempDir& dir, const std::string& ar
 }
 
 // The prompt through the encode stage gives the loop what encode-prompt writes for the same preset
-// and seed: the same latents and pixels, bit for bit (the same code on the same inputs).
-void expect_prompt_is_its_embeddings(const std::string& args, const std::string& preset, const std::string& pixels) {
+// and seed: the same latents and pixels, bit for bit (the same code on the same inputs). `prompt` is
+// the prompt flags, both commands'.
+void expect_prompt_is_its_embeddings(const std::string& args, const std::string& preset, const std::string& pixels,
+                                     const std::string& prompt = " --prompt 'a red fox in the snow'") {
   TempDir dir("generate_prompt");
-  const std::string prompt = " --prompt 'a red fox in the snow'";
   const auto from_prompt = generate(dir, args + prompt, "prompt");
   const std::string embeddings = dir.file("embeddings.safetensors");
   const auto e = run_cli("encode-prompt --preset " + preset + " --seed 5 --max-sequence-length 16" + prompt +
@@ -56,6 +57,18 @@ TEST(GenerateStages, FluxPromptIsWhatEncodePromptWrites) { expect_prompt_is_its_
 TEST(GenerateStages, WanPromptIsWhatEncodePromptWrites) {
   // Wan encodes the default negative prompt "" too, and guidance runs on it.
   expect_prompt_is_its_embeddings(kWan, "wan-tiny", "video");
+}
+
+// FLUX.1 true CFG from a prompt: the encode stage adds the negative pair, which the loop combines.
+TEST(GenerateStages, FluxNegativePromptIsWhatEncodePromptWrites) {
+  const std::string prompt = " --prompt 'a red fox in the snow' --negative-prompt 'blurry'";
+  expect_prompt_is_its_embeddings(kFlux + " --true-cfg-scale 2.5", "flux-tiny", "image", prompt);
+  // And true CFG ran: without the negative prompt (FluxPipeline then skips it) the latents differ.
+  TempDir dir("generate_negative");
+  const auto guided = generate(dir, kFlux + " --true-cfg-scale 2.5" + prompt, "guided");
+  const auto plain = generate(dir, kFlux + " --true-cfg-scale 2.5 --prompt 'a red fox in the snow'", "plain");
+  ASSERT_TRUE(guided.count("latents") && plain.count("latents"));
+  EXPECT_GT(max_abs_diff(guided.at("latents"), plain.at("latents")), 1e-3);
 }
 
 TEST(GenerateStages, EachStageFreesItsWeightsAndTheSummaryTimesEach) {
@@ -125,11 +138,15 @@ void expect_one_line_error(const std::string& args, const std::string& words, co
 TEST(GenerateStages, MisuseIsOneLineAndNothingWritten) {
   TempDir dir("generate_stage_errors");
   const std::string png = dir.file("a.png"), frames = dir.file("frames");
-  expect_one_line_error(kWan + " --image " + png, "--image is for FLUX.1 images", png);
+  expect_one_line_error(kWan + " --image " + png, "--image is for images", png);
   expect_one_line_error(kFlux + " --frames-dir " + frames, "--frames-dir is for video", frames);
   expect_one_line_error(kFlux + " --prompt a --embeddings x.safetensors --image " + png, "not both", png);
   expect_one_line_error(kFlux + " --negative-prompt a --image " + png, "--negative-prompt goes with --prompt", png);
-  expect_one_line_error(kFlux + " --prompt a --negative-prompt b --image " + png, "true classifier-free guidance", png);
+  expect_one_line_error(kWan + " --true-cfg-scale 2 --out " + png, "Wan's classifier-free guidance is --guidance", png);
+  // qwen-mini has no built-in text encoder, and Qwen-Image's schedule needs 2 steps: refused before
+  // its Qwen-Image-width weights are built.
+  expect_one_line_error("generate --preset qwen-mini --prompt a --out " + png, "preset qwen-mini has no tokenizer/", png);
+  expect_one_line_error("generate --preset qwen-mini --steps 1 --out " + png, "use at least 2 steps", png);
   // A pipeline folder without text encoders or a transformer file without a VAE.
   const std::string folder = std::string(CPDIT_TEST_DATA) + "/fixtures/flux_pipeline_tiny/pipeline";
   expect_one_line_error("generate --model " + folder + " --prompt a --height 32 --width 32 --image " + png,

@@ -42,6 +42,9 @@ struct FlowMatchEulerConfig {
 
   // μ for an image of `image_seq_len` tokens, in float64 as the Flux pipeline computes it.
   double mu(int64_t image_seq_len) const;
+  // Refuses a step count set_timesteps refuses with every μ: fewer than 1, or 1 with shift_terminal
+  // (its only σ is 1, which the stretch cannot move), so a caller can refuse it before loading a model.
+  void check_steps(int num_inference_steps) const;
 };
 
 class FlowMatchEulerScheduler {

@@ -6,16 +6,19 @@
 //     factor 8, as FLUX.1's), narrow (16 to 32 channels), FLUX.1's scaling and shift factors.
 //   wan-*: UMT5 (d_model = text_dim), one layer, with the built-in SentencePiece tokenizer;
 //     AutoencoderKLWan with z_dim 16, Wan 2.1's factors (8 spatial, 4 temporal), base_dim 8.
+//   qwen-*: no text encoder (Qwen2.5-VL is not built in: give --embeddings or none); the same
+//     AutoencoderKLWan as wan-*, the architecture of Qwen-Image's VAE.
 #include <cpdit/models/registry.hpp>
 #include <cpdit/pipeline/prompt_encoding.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 namespace cpdit::pipeline {
 
-// The preset's text encoders, each built when the encode stage asks for it.
-TextComponents preset_text_components(const std::string& name, uint64_t seed);
+// The preset's text encoders, each built when the encode stage asks for it; none for qwen-*.
+std::optional<TextComponents> preset_text_components(const std::string& name, uint64_t seed);
 models::LoadedModel preset_vae(const std::string& name, uint64_t seed);
 
 }  // namespace cpdit::pipeline
