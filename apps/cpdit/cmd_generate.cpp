@@ -250,6 +250,17 @@ using RankLoop = std::function<std::pair<Tensor, LoopStats>(comm::Communicator& 
 // Where the text embeddings came from, for errors.
 std::string text_source(const GenerateArgs& args) { return args.embeddings.empty() ? "the encoded prompt" : args.embeddings; }
 
+// This rank's replica of the transformer on the --backend asked for, its tokens split over `group`
+// when it has more than one rank (by `plan`, else the model's own).
+std::unique_ptr<nn::Model> rank_replica(const GenerateArgs& args, const Source& source, const RankLayout& layout,
+                                        const std::shared_ptr<comm::Communicator>& group,
+                                        std::optional<parallel::ContextParallelPlan> plan = std::nullopt) {
+  std::unique_ptr<nn::Model> model = source.model.replica();
+  if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
+  if (group->size() > 1) model->enable_parallelism(group, layout.config, std::move(plan));
+  return model;
+}
+
 // `text`: the encode stage's output or the --embeddings file; empty: random embeddings.
 RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
   const models::flux::FluxConfig& config = pipeline::config_of<models::flux::FluxConfig>(source.model);
@@ -259,9 +270,7 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
   return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
-    auto model = source.model.replica();
-    if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
-    if (group->size() > 1) model->enable_parallelism(group, layout.config, pipeline::flux_sharded_latents_plan());
+    auto model = rank_replica(args, source, layout, group, pipeline::flux_sharded_latents_plan());
     FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
     pipeline::FluxGenerateOptions options;
@@ -294,9 +303,7 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
   return [&args, &source, &layout, &config, embeds, negative, initial](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
-    auto model = source.model.replica();
-    if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
-    if (group->size() > 1) model->enable_parallelism(group, layout.config);
+    auto model = rank_replica(args, source, layout, group);
     FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::UniPCMultistepScheduler scheduler(source.wan_scheduler);
     pipeline::WanGenerateOptions options;
@@ -327,9 +334,8 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
   return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
     std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
-    auto model = source.model.replica();
-    if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
-    if (group->size() > 1) model->enable_parallelism(group, layout.config);
+    auto model = rank_replica(args, source, layout, group);
+    FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
     pipeline::QwenImageGenerateOptions options;
     options.steps = args.steps;
