@@ -440,8 +440,10 @@ void run(GenerateArgs args) {
       check_generate_fits(elements, elements / double(latent[1] * config.patch_volume()), double(config.inner_dim()));
     } else {
       const pipeline::FluxLatentShape latent = pipeline::flux_latent_shape(args.height, args.width, 16, 1, source.vae_scale_factor);
+      const int64_t hidden = qwen ? pipeline::config_of<models::qwenimage::QwenImageConfig>(source.model).inner_dim()
+                                  : pipeline::config_of<models::flux::FluxConfig>(source.model).inner_dim();
       check_generate_fits(double(shape_numel(latent.unpacked())), double(latent.tokens() + args.text_tokens),
-                          double(pipeline::config_of<models::flux::FluxConfig>(source.model).inner_dim()));
+                          double(hidden));
     }
 
     info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
