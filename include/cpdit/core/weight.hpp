@@ -1,8 +1,11 @@
 #pragma once
 // Weight: the learned values a layer computes with (a Linear's or a convolution's matrix, a bias, a
 // norm's scale), kept as the checkpoint stores them. A dense weight is a Tensor of f32, bf16 or f16,
-// often a zero-copy view into the mapped checkpoint file. A block-quantised weight (GGUF's formats)
-// holds its codes and one scale per block of `block_size` consecutive values along the last dim.
+// often a zero-copy view into the mapped checkpoint file. A block-quantised weight holds its codes
+// and one scale per block of `block_size` consecutive values along the last dim: either as a separate
+// `scales` tensor, or inside the blocks themselves (GGUF's formats, core/block_format.hpp: the codes
+// are then each row's blocks as bytes, a (rows, blocks * block_bytes) byte tensor, often a view of the
+// mapped .gguf file).
 // Kernels read the format and refuse, with a clear error, one they do not compute with.
 //
 // Memory: the weights of a process are counted on one counter (weight_memory_counter), each storage
@@ -11,13 +14,14 @@
 #include <cpdit/core/tensor.hpp>
 
 #include <string>
+#include <vector>
 
 namespace cpdit {
 
 struct BlockQuantisation {
   std::string format;      // the layout of the codes, e.g. "Q8_0", "Q4_0"
   int64_t block_size = 0;  // consecutive values along the last dim that share one scale
-  Tensor scales;           // (rows, cols / block_size)
+  Tensor scales;           // (rows, cols / block_size); undefined when the blocks carry their scales
 };
 
 class Weight {
@@ -27,6 +31,9 @@ class Weight {
   Weight(Tensor values);  // NOLINT(google-explicit-constructor)
   // A block-quantised (rows, cols) weight: `codes` as the format lays them out, `q.scales` one per block.
   static Weight quantised(const Shape& shape, Tensor codes, BlockQuantisation q);
+  // A (rows, cols) weight in one of GGUF's block formats: `blocks` is a byte tensor (dtype bool, read
+  // only as raw bytes) of (rows, cols / block_size * block_bytes).
+  static Weight blocks(const Shape& shape, const std::string& format, Tensor blocks);
 
   bool defined() const { return data_.defined(); }
   const Shape& shape() const { return shape_; }
@@ -41,6 +48,11 @@ class Weight {
   const Tensor& values(const char* user = "this layer") const;
   const Tensor& codes() const { return data_; }
   const BlockQuantisation& quantisation() const { return quant_; }
+
+  // Rows [start, start + length) of a 2-D weight, dense or quantised, as a view (no copy).
+  Weight narrow_rows(int64_t start, int64_t length) const;
+  // The rows of `parts` one after another (a copy); all dense of one dtype, or all in one block format.
+  static Weight cat_rows(const std::vector<Weight>& parts);
 
   // Moves every storage this weight holds onto `counter` (a mapped view starts being counted there).
   void charge_to(MemoryCounter& counter) const;
