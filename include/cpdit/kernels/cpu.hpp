@@ -25,7 +25,8 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 // y = x W^T + b. x (..., in) f32; weight (out, in), dispatched on its format: f32 runs the sgemm
 // directly; bf16 and f16 are widened to f32 (exactly) for the call, except that a bf16 weight under
 // MatmulPrecision::bf16 (core/precision.hpp, what --dtype bf16 sets) runs as linear_bf16_compute.
-// Quantised formats are refused (unsupported).
+// GGUF's block formats (core/block_format.hpp) are decoded to f32 one tile of rows at a time (never
+// whole) and multiplied by the sgemm.
 // bias (out) f32, bf16, f16 or undefined. Returns (..., out) f32.
 Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias = {});
 // As linear, into a preallocated contiguous f32 `out` of shape (..., out) (reused across steps).
@@ -34,6 +35,10 @@ void linear_into(const Tensor& x, const Weight& weight, const Tensor& bias, Tens
 // weight must be bf16, products accumulate in f32 (oneDNN bf16 matmul). On this CPU (AVX512-BF16,
 // no AMX) it runs at over three times the rate of the f32 sgemm at one thread (bench gemm).
 Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& bias = {});
+
+// The values of a weight as a contiguous f32 (rows, cols) tensor: block-quantised formats decoded as
+// ggml lays them out (exactly as the gguf Python package's dequantize), dense ones widened.
+Tensor dequantise(const Weight& weight);
 
 // ---- Normalisation (over the last dim) -----------------------------------------------------------
 // Weight and bias vectors may be f32, bf16 or f16 (a half-precision checkpoint's, as stored).

@@ -1,7 +1,7 @@
 // Linear layers, dispatched on the weight's format and the process's matmul precision. f32 weights,
 // and every weight under exact_f32, run the f32 sgemm (bf16 and f16 widened exactly first). A bf16
 // weight under MatmulPrecision::bf16 runs oneDNN's bf16 matmul, about twice the f32 sgemm's rate at
-// one thread on this CPU (bench gemm).
+// one thread on this CPU (bench gemm). Block-quantised weights go to linear_quantised.cpp.
 #include "kernels/cpu/linear_args.hpp"
 
 #include <cpdit/core/precision.hpp>
@@ -44,13 +44,14 @@ Tensor widen_to_f32(const Tensor& weight) {
 }
 
 void run_linear(const detail::LinearArgs& a, Tensor& out) {
-  if (a.weight.dtype() == DType::bf16 && matmul_precision() == MatmulPrecision::bf16) {
+  if (a.weight.defined() && a.weight.dtype() == DType::bf16 && matmul_precision() == MatmulPrecision::bf16) {
     detail::bf16_matmul_into(a, out);
     return;
   }
   float* y = out.data<float>();
   const bool with_bias = a.bias.defined();
   if (with_bias) broadcast_rows(a.bias.data<float>(), a.m, a.n, y);
+  if (a.blocks.defined()) return detail::linear_quantised(a, with_bias ? 1.0f : 0.0f, y);
   const int64_t ld = std::max<int64_t>(a.k, 1);  // BLAS wants ld >= 1 even for k == 0
   gemm(false, true, a.m, a.n, a.k, 1.0f, a.x.data<float>(), ld, widen_to_f32(a.weight).data<float>(), ld,
        with_bias ? 1.0f : 0.0f, y, a.n);
@@ -59,7 +60,7 @@ void run_linear(const detail::LinearArgs& a, Tensor& out) {
 }  // namespace
 
 void linear_into(const Tensor& x, const Weight& weight, const Tensor& bias, Tensor& out) {
-  const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear");
+  const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear", true);
   CPDIT_CHECK(out.defined() && out.dtype() == DType::f32 && out.is_contiguous() && out.shape() == a.out_shape,
               invalid_argument, "linear_into: out must be contiguous f32 ", shape_string(a.out_shape), ", got ",
               out.defined() ? out.describe() : "undefined");
@@ -68,7 +69,7 @@ void linear_into(const Tensor& x, const Weight& weight, const Tensor& bias, Tens
 }
 
 Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias) {
-  const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear");
+  const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear", true);
   Tensor out = Tensor::empty(a.out_shape);
   run_linear(a, out);
   return out;

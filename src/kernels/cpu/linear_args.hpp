@@ -8,23 +8,27 @@ namespace cpdit::kernels::detail {
 
 struct LinearArgs {
   Tensor x;       // contiguous f32 (..., k)
-  Tensor weight;  // contiguous (n, k), f32, bf16 or f16
+  Tensor weight;  // contiguous (n, k), f32, bf16 or f16; undefined for a quantised weight
+  Weight blocks;  // the weight when it is block-quantised (only where the kernel allows it)
   Tensor bias;    // contiguous f32 (n) or undefined
   int64_t m = 0, n = 0, k = 0;
   Shape out_shape;  // (..., n)
 };
 
-inline LinearArgs linear_args(const Tensor& x, const Weight& w, const Tensor& bias, const char* kernel) {
+// `quantised_ok`: the kernel computes from block-quantised weights too (else they are refused).
+inline LinearArgs linear_args(const Tensor& x, const Weight& w, const Tensor& bias, const char* kernel,
+                              bool quantised_ok = false) {
   check_min_dims(x, 1, kernel, "x");
-  const Tensor& weight = w.values(kernel);
-  CPDIT_CHECK(weight.defined() && weight.dim() == 2, invalid_argument, kernel, ": weight must be (out, in), got ",
+  if (!quantised_ok || !w.is_quantised()) w.values(kernel);  // refuses a quantised weight, naming the kernel
+  CPDIT_CHECK(w.defined() && w.shape().size() == 2, invalid_argument, kernel, ": weight must be (out, in), got ",
               w.describe());
-  CPDIT_CHECK(weight.size(1) == x.size(-1), invalid_argument, kernel, ": x ", x.describe(), " has ", x.size(-1),
-              " features but weight ", weight.describe(), " expects ", weight.size(1));
+  CPDIT_CHECK(w.shape()[1] == x.size(-1), invalid_argument, kernel, ": x ", x.describe(), " has ", x.size(-1),
+              " features but weight ", w.describe(), " expects ", w.shape()[1]);
   LinearArgs a;
   a.x = f32_input(x, kernel, "x");
-  a.weight = weight.contiguous();
-  a.n = weight.size(0);
+  if (w.is_quantised()) a.blocks = w;
+  else a.weight = w.values(kernel).contiguous();
+  a.n = w.shape()[0];
   a.k = x.size(-1);
   a.bias = optional_vector(bias, a.n, kernel, "bias");
   a.out_shape = x.shape();
@@ -36,5 +40,9 @@ inline LinearArgs linear_args(const Tensor& x, const Weight& w, const Tensor& bi
 // out = x W^T + b with x rounded to bf16 and bf16 dot products accumulated in f32 (oneDNN's bf16
 // matmul); a.weight must be bf16, out contiguous f32 of a.out_shape.
 void bf16_matmul_into(const LinearArgs& a, Tensor& out);
+
+// y = x W^T + beta * y for a block-quantised W, y contiguous (m, n): each tile of W's rows is decoded
+// to f32 and multiplied by the sgemm (linear_quantised.cpp).
+void linear_quantised(const LinearArgs& a, float beta, float* y);
 
 }  // namespace cpdit::kernels::detail
