@@ -2,6 +2,8 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/weight.hpp>
 
+#include <algorithm>
+
 namespace cpdit {
 
 Weight::Weight(Tensor values) : shape_(values.shape()), data_(std::move(values)) {
@@ -45,7 +47,6 @@ Weight Weight::blocks(const Shape& shape, const std::string& format, Tensor bloc
 }
 
 Weight Weight::narrow_rows(int64_t start, int64_t length) const {
-  CPDIT_CHECK(shape_.size() == 2, invalid_argument, "narrow_rows needs a 2-D weight, got ", describe());
   if (!is_quantised()) return Weight(data_.narrow(0, start, length));
   Weight w = *this;
   w.data_ = data_.narrow(0, start, length);
@@ -60,7 +61,8 @@ Weight Weight::cat_rows(const std::vector<Weight>& parts) {
   std::vector<Tensor> data, scales;
   int64_t rows = 0;
   for (const Weight& p : parts) {
-    CPDIT_CHECK(p.format() == first.format() && p.shape_.size() == 2 && p.shape_[1] == first.shape_[1],
+    CPDIT_CHECK(p.format() == first.format() && p.shape_.size() == first.shape_.size() &&
+                    std::equal(p.shape_.begin() + 1, p.shape_.end(), first.shape_.begin() + 1),
                 invalid_argument, "cat_rows: ", p.describe(), " does not match ", first.describe());
     data.push_back(p.data_);
     if (p.quant_.scales.defined()) scales.push_back(p.quant_.scales);

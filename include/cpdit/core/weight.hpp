@@ -49,9 +49,10 @@ class Weight {
   const Tensor& codes() const { return data_; }
   const BlockQuantisation& quantisation() const { return quant_; }
 
-  // Rows [start, start + length) of a 2-D weight, dense or quantised, as a view (no copy).
+  // Rows (entries of dim 0) [start, start + length) of a weight, dense or quantised, as a view (no copy).
   Weight narrow_rows(int64_t start, int64_t length) const;
-  // The rows of `parts` one after another (a copy); all dense of one dtype, or all in one block format.
+  // The rows of `parts` one after another (a copy): all dense of one dtype, or all in one quantised
+  // format, alike in every dim but the first.
   static Weight cat_rows(const std::vector<Weight>& parts);
 
   // Moves every storage this weight holds onto `counter` (a mapped view starts being counted there).
