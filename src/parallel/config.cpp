@@ -29,10 +29,18 @@ void validate_degrees(const ContextParallelConfig& config, int group_size) {
   CPDIT_CHECK(config.ring_degree >= 1 && config.ulysses_degree >= 1, invalid_argument,
               "context parallel: ring degree ", config.ring_degree, " and Ulysses degree ",
               config.ulysses_degree, " must both be at least 1 (1 turns a mode off)");
+  CPDIT_CHECK(config.cfg_degree == 1 || config.cfg_degree == 2, invalid_argument, "CFG-parallel degree ",
+              config.cfg_degree, " is not 1 or 2: guidance has two passes (conditional, unconditional) to share");
   CPDIT_CHECK(config.group_size() == group_size, invalid_argument, "context parallel: ring degree ",
               config.ring_degree, " x Ulysses degree ", config.ulysses_degree, " = ",
               config.group_size(), " but the group has ", group_size,
               " ranks; choose degrees whose product is ", group_size);
+}
+
+void validate_cfg(const ContextParallelConfig& config, bool runs_guidance, const std::string& why_not) {
+  CPDIT_CHECK(config.cfg_degree == 1 || runs_guidance, invalid_argument, "CFG-parallel (cfg ", config.cfg_degree, ")",
+              " puts the conditional and unconditional passes of classifier-free guidance on two rank groups, but ",
+              why_not, ", so no unconditional pass runs; use cfg 1 (no --cfg)");
 }
 
 void validate_call(const ContextParallelConfig& config, const attention::Backend& backend,

@@ -19,18 +19,28 @@ RotateMethod parse_rotate_method(const std::string& name);  // "p2p" | "allgathe
 struct ContextParallelConfig {
   int ring_degree = 1;
   int ulysses_degree = 1;
+  // CFG-parallel: 2 runs the conditional and the unconditional pass of classifier-free guidance on
+  // two rank groups of ring x Ulysses each (comm::Mesh), which swap their noise predictions. A model
+  // is parallel over one group; the pipeline's guidance step (pipeline/guidance.hpp) spans both.
+  int cfg_degree = 1;
   RotateMethod rotate_method = RotateMethod::p2p;
   // true: every chunk is computed from f32 inputs, so each partial result is exact f32 before the
   // LSE merge. false: the backend sees the model dtype. Merges always run in f32 and the output is
   // cast to the model dtype once, at the end.
   bool convert_to_fp32 = true;
 
-  int group_size() const { return ring_degree * ulysses_degree; }
+  int group_size() const { return ring_degree * ulysses_degree; }  // the ranks of one CFG group
+  int world_size() const { return cfg_degree * group_size(); }
   attention::Requirements::Mode mode() const;  // local | ring | ulysses | unified
 };
 
-// Degrees >= 1 and ring * ulysses == the size of the context-parallel group.
+// Degrees >= 1, cfg 1 or 2, and ring * ulysses == the size of the context-parallel group (one CFG
+// group).
 void validate_degrees(const ContextParallelConfig& config, int group_size);
+
+// cfg 2 only where the pipeline runs classifier-free guidance; `why_not` says why a run has none
+// ("FLUX.1-dev's guidance is an embedding").
+void validate_cfg(const ContextParallelConfig& config, bool runs_guidance, const std::string& why_not);
 
 // What one attention call asks of the context-parallel path.
 struct CallShape {
