@@ -1,3 +1,4 @@
+#include <cpdit/comm/tensor_ops.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/scheduler_common.hpp>
@@ -41,6 +42,20 @@ Tensor combine_guidance(const Tensor& cond, const Tensor& uncond, const Guidance
     for (int64_t i = 0; i < channels; ++i) v[i] *= ratio;
   }
   return out;
+}
+
+GuidancePair predict_cond_uncond(const std::function<Tensor()>& predict_cond,
+                                 const std::function<Tensor()>& predict_uncond, comm::Communicator* cfg) {
+  if (cfg == nullptr || cfg->size() == 1) return {predict_cond(), predict_uncond()};
+  CPDIT_CHECK(cfg->size() == 2, invalid_argument, "CFG-parallel guidance needs 2 rank groups, got ", cfg->size());
+  const bool conditional = cfg->rank() == 0;
+  const int peer = 1 - cfg->rank();
+  const Tensor mine = (conditional ? predict_cond() : predict_uncond()).contiguous();
+  Tensor theirs = Tensor::empty(mine.shape(), mine.dtype());
+  auto sending = comm::isend(*cfg, mine, peer);
+  comm::recv(*cfg, theirs, peer);
+  sending->wait();
+  return conditional ? GuidancePair{mine, theirs} : GuidancePair{theirs, mine};
 }
 
 }  // namespace cpdit::pipeline

@@ -48,6 +48,10 @@ Shape wan_latent_shape(const WanConfig& config, int64_t batch, int64_t frames, i
   return {batch, config.in_channels, (frames - 1) / t + 1, height / vae.spatial, width / vae.spatial};
 }
 
+bool wan_runs_guidance(const Tensor& negative_prompt_embeds, float guidance_scale) {
+  return negative_prompt_embeds.defined() && guidance_scale > 1.0f;
+}
+
 WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanConfig& config,
                                UniPCMultistepScheduler& scheduler, const Tensor& prompt_embeds,
                                const WanGenerateOptions& options) {
@@ -64,9 +68,11 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
     latents = randn(shape, options.seed);
   }
   const Tensor& negative = options.negative_prompt_embeds;
-  const bool guided = negative.defined() && options.guidance_scale > 1.0f;
+  const bool guided = wan_runs_guidance(negative, options.guidance_scale);
   CPDIT_CHECK(!negative.defined() || negative.size(0) == batch, invalid_argument, "negative_prompt_embeds has batch ",
               negative.size(0), ", prompt_embeds ", batch);
+  CPDIT_CHECK(guided || options.cfg == nullptr || options.cfg->size() == 1, invalid_argument,
+              "CFG-parallel Wan needs classifier-free guidance: negative_prompt_embeds and guidance_scale > 1");
   scheduler.set_timesteps(options.steps);
   WanGenerateResult result;
   for (int i = 0; i < options.steps; ++i) {
@@ -77,8 +83,14 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
       return model.forward({{"hidden_states", latents}, {"timestep", timestep}, {"encoder_hidden_states", text}})
           .at("sample");
     };
-    Tensor velocity = predict(prompt_embeds);
-    if (guided) velocity = combine_guidance(velocity, predict(negative), {options.guidance_scale});
+    Tensor velocity;
+    if (guided) {
+      const GuidancePair pair = predict_cond_uncond([&] { return predict(prompt_embeds); },
+                                                    [&] { return predict(negative); }, options.cfg);
+      velocity = combine_guidance(pair.cond, pair.uncond, {options.guidance_scale});
+    } else {
+      velocity = predict(prompt_embeds);
+    }
     latents = scheduler.step(velocity, latents);
     result.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -35,6 +35,9 @@ struct WanGenerateOptions {
   // WanPipeline: noise_uncond + guidance_scale * (noise_cond - noise_uncond).
   float guidance_scale = 5.0f;
   Tensor negative_prompt_embeds;  // (B, L', text_dim)
+  // CFG-parallel: this rank's comm::Mesh::cfg() when the two passes run on two rank groups (the model
+  // is parallel over this rank's group); null: both passes here (pipeline/guidance.hpp).
+  comm::Communicator* cfg = nullptr;
   // The initial latents (B, C, F', h, w), as diffusers' `latents=` argument; undefined: seeded noise.
   Tensor initial_latents;
   std::function<void(int, int, double)> on_step;  // (step index, steps, seconds of that step)
@@ -58,7 +61,11 @@ Tensor random_wan_prompt_embeds(const models::wan::WanConfig& config, int64_t ba
 Shape wan_latent_shape(const models::wan::WanConfig& config, int64_t batch, int64_t frames, int64_t height,
                        int64_t width, const WanVaeFactors& vae = {});
 
-// Every rank of the model's context-parallel group calls it (the model gathers its own output).
+// True when WanPipeline runs classifier-free guidance: negative embeddings given and guidance_scale > 1.
+bool wan_runs_guidance(const Tensor& negative_prompt_embeds, float guidance_scale);
+
+// Every rank of the model's context-parallel group calls it (the model gathers its own output); with
+// options.cfg, every rank of both CFG groups.
 // `model` is a WanTransformer3DModel of `config`.
 WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanConfig& config,
                                UniPCMultistepScheduler& scheduler, const Tensor& prompt_embeds,
