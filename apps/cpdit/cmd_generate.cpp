@@ -13,6 +13,7 @@
 #include "weight_flags.hpp"
 
 #include <cpdit/comm/launch.hpp>
+#include <cpdit/comm/mesh.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
@@ -188,6 +189,7 @@ nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipel
                       {"dtype", args.dtype},
                       {"ranks", layout.ranks},
                       {"engine", layout.mpi ? "mpi" : "local"},
+                      {"cfg", layout.config.cfg_degree},
                       {"ring", layout.config.ring_degree},
                       {"ulysses", layout.config.ulysses_degree},
                       {"rotate", parallel::rotate_method_name(layout.config.rotate_method)},
@@ -223,8 +225,10 @@ void print_summary(const nlohmann::json& s) {
   std::printf("model        %s, %lldx%lld%s, %d steps, seed %llu\n", s["model"].get<std::string>().c_str(),
               (long long)s["height"], (long long)s["width"], frames.c_str(), int(s["steps"]),
               (unsigned long long)s["seed"]);
-  std::printf("parallelism  %d %s ranks, ring %d x ulysses %d (%s), %d threads per rank\n", int(s["ranks"]),
-              s["engine"].get<std::string>().c_str(), int(s["ring"]), int(s["ulysses"]),
+  std::printf("parallelism  %d %s ranks, %sring %d x ulysses %d (%s), %d threads per rank\n", int(s["ranks"]),
+              s["engine"].get<std::string>().c_str(),
+              int(s["cfg"]) > 1 ? ("cfg " + std::to_string(int(s["cfg"])) + " x ").c_str() : "", int(s["ring"]),
+              int(s["ulysses"]),
               s["rotate"].get<std::string>().c_str(), int(s["threads_per_rank"]));
   std::printf("time         %s wall, %.3f s per step (fastest %.3f s)\n",
               format_duration(s["wall_seconds"]).c_str(), double(s["seconds_per_step"]),
@@ -244,22 +248,28 @@ void print_summary(const nlohmann::json& s) {
     if (s.contains(file)) std::printf("wrote        %s\n", s[file].get<std::string>().c_str());
 }
 
+// This rank's (cfg, ring, Ulysses) mesh over `world`, and its replica of the model on the --backend asked
+// for, its tokens split over its CFG group when that has more than one rank (by `plan`, else the model's own).
+struct RankModel {
+  comm::Mesh mesh;
+  std::unique_ptr<nn::Model> model;
+};
+
+RankModel rank_model(comm::Communicator& world, const GenerateArgs& args, const Source& source, const RankLayout& layout,
+                     std::optional<parallel::ContextParallelPlan> plan = std::nullopt) {
+  const parallel::ContextParallelConfig& c = layout.config;
+  RankModel m{comm::Mesh(world.split(0, world.rank()), c.ring_degree, c.ulysses_degree, c.cfg_degree),
+              source.model.replica()};
+  if (!args.parallel.backend.empty()) m.model->set_attention_backend(args.parallel.backend);
+  if (m.mesh.flat().size() > 1) m.model->enable_parallelism(m.mesh.flat_group(), c, plan);
+  return m;
+}
+
 // One rank's denoising loop; returns the full latents (every rank) and what it measured.
 using RankLoop = std::function<std::pair<Tensor, LoopStats>(comm::Communicator& world, Progress& progress)>;
 
 // Where the text embeddings came from, for errors.
 std::string text_source(const GenerateArgs& args) { return args.embeddings.empty() ? "the encoded prompt" : args.embeddings; }
-
-// This rank's replica of the transformer on the --backend asked for, its tokens split over `group`
-// when it has more than one rank (by `plan`, else the model's own).
-std::unique_ptr<nn::Model> rank_replica(const GenerateArgs& args, const Source& source, const RankLayout& layout,
-                                        const std::shared_ptr<comm::Communicator>& group,
-                                        std::optional<parallel::ContextParallelPlan> plan = std::nullopt) {
-  std::unique_ptr<nn::Model> model = source.model.replica();
-  if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
-  if (group->size() > 1) model->enable_parallelism(group, layout.config, std::move(plan));
-  return model;
-}
 
 // `text`: the encode stage's output or the --embeddings file; empty: random embeddings.
 RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
@@ -268,9 +278,11 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
       text.empty() ? pipeline::random_flux_conditioning(config, 1, args.text_tokens, args.seed)
                    : pipeline::flux_conditioning(text, text_source(args), config));
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  parallel::validate_cfg(layout.config, false, "FLUX.1's --guidance is an embedding the transformer reads");
   return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
-    std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
-    auto model = rank_replica(args, source, layout, group, pipeline::flux_sharded_latents_plan());
+    RankModel ranked = rank_model(world, args, source, layout, pipeline::flux_sharded_latents_plan());
+    const auto& model = ranked.model;
+    comm::Communicator* group = &ranked.mesh.flat();
     FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
     pipeline::FluxGenerateOptions options;
@@ -286,7 +298,7 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
       finite.step_done();
       progress.step(i, n, s);
     };
-    pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, config, scheduler, *conditioning, options, group.get());
+    pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, config, scheduler, *conditioning, options, group);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, true, r.gather_seconds, r.gather_bytes});
   };
 }
@@ -301,18 +313,24 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
   if (text.count("negative_prompt_embeds"))
     *negative = pipeline::wan_prompt_embeds(text, text_source(args), config, "negative_prompt_embeds");
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
-  return [&args, &source, &layout, &config, embeds, negative, initial](comm::Communicator& world, Progress& progress) {
-    std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
-    auto model = rank_replica(args, source, layout, group);
+  const float guidance = std::isnan(args.guidance) ? 5.0f : args.guidance;  // WanPipeline's default
+  parallel::validate_cfg(layout.config, pipeline::wan_runs_guidance(*negative, guidance),
+                         negative->defined() ? "--guidance is at most 1"
+                                             : "--embeddings holds no negative_prompt_embeds");
+  return [&args, &source, &layout, &config, embeds, negative, initial, guidance](comm::Communicator& world,
+                                                                                 Progress& progress) {
+    RankModel ranked = rank_model(world, args, source, layout);
+    const auto& model = ranked.model;
     FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::UniPCMultistepScheduler scheduler(source.wan_scheduler);
     pipeline::WanGenerateOptions options;
+    options.cfg = &ranked.mesh.cfg();
     options.steps = args.steps;
     options.frames = args.frames;
     options.height = args.height;
     options.width = args.width;
     options.seed = args.seed;
-    options.guidance_scale = std::isnan(args.guidance) ? 5.0f : args.guidance;  // WanPipeline's default
+    options.guidance_scale = guidance;
     options.negative_prompt_embeds = *negative;
     options.initial_latents = *initial;
     options.vae = source.wan_vae;
@@ -332,9 +350,10 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
       text.empty() ? pipeline::random_qwenimage_conditioning(config, 1, args.text_tokens, args.seed)
                    : pipeline::qwenimage_conditioning(text, text_source(args), config));
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  parallel::validate_cfg(layout.config, false, "Qwen-Image's true CFG runs its two passes on one rank group");
   return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
-    std::shared_ptr<comm::Communicator> group = world.split(0, world.rank());
-    auto model = rank_replica(args, source, layout, group);
+    RankModel ranked = rank_model(world, args, source, layout);
+    const auto& model = ranked.model;
     FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
     pipeline::QwenImageGenerateOptions options;
@@ -581,6 +600,7 @@ void add_generate(CLI::App& parent) {
                 "check every module's outputs for NaN/Inf and name the first module that made them (slower; "
                 "the transformer's output is always checked once per step)");
   add_parallel_flags(*cmd, args->parallel);
+  add_cfg_flag(*cmd, args->parallel);
   cmd->callback([args] { run(*args); });
 }
 

@@ -2,7 +2,8 @@
 add_dependencies(test_pipeline cpdit_app)
 
 # `cpdit generate` under mpirun (ranks as processes): the latents of the same run on local ranks,
-# each process's share of the cores by default, and diffusers' latents for the guided Wan pipeline.
+# each process's share of the cores by default, and diffusers' latents for the guided Wan pipeline,
+# serial and CFG-parallel.
 if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   # A `cmake -P` script that runs cpdit under mpirun, with its own WORK folder in the build tree.
   function(add_mpi_script_test name script)
@@ -17,6 +18,7 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   add_mpi_script_test(generate_mpi_default_threads generate_mpi_threads.cmake)
   add_mpi_script_test(pipeline_parity_mpi pipeline_parity_mpi.cmake)
   add_mpi_script_test(generate_mpi_mismatched_arguments generate_mpi_arguments.cmake)
+  add_mpi_script_test(pipeline_cfg_mpi pipeline_cfg_mpi.cmake)
 endif()
 
 # The PNG outputs of generate are read back in the tests (support/read_png.hpp).

@@ -6,7 +6,8 @@
 // padded prompt mask, negative pair, Qwen-Image's schedule with shift_terminal, true CFG 4.0 with the norm
 // rescale, and without CFG).
 // Given diffusers' embeddings and initial latents, the final latents and the decoded image or video
-// are diffusers' on one rank and under every split, and every split decodes what one rank decodes.
+// are diffusers' on one rank and under every split, CFG-parallel rank groups (--cfg 2) included, and every
+// split decodes what one rank decodes.
 #include "support/read_png.hpp"
 #include "support/run_cli.hpp"
 
@@ -165,6 +166,60 @@ TEST(QwenImagePipelineParity, GuidanceFlagsOfOtherPipelinesAreRefused) {
     EXPECT_EQ(r.code, 2) << flag << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+// CFG-parallel: the conditional and unconditional passes on two rank groups, each split ring x
+// Ulysses inside, on 2, 4, 6 and 8 ranks. The latents and video are diffusers' and one rank's.
+TEST(WanPipelineParity, CfgParallelMatchesDiffusersAndOneRank) {
+  const std::vector<std::string> splits = {"--cfg 2", "--cfg 2 --ring 2", "--cfg 2 --ulysses 2", "--cfg 2 --ring 3",
+                                           "--cfg 2 --ring 2 --ulysses 2"};
+  std::vector<std::string> with_one_rank = {"--ranks 1"};
+  with_one_rank.insert(with_one_rank.end(), splits.begin(), splits.end());
+  expect_outputs_on_every_split(kWanCase, wan_args(), "video", with_one_rank);
+  TempDir dir("wan_cfg_parallel");
+  const std::string one = dir.file("one.safetensors");
+  ASSERT_EQ(run_cli(wan_args() + " --ranks 1 --out " + one).code, 0);
+  const Tensor single = io::load_safetensors(one).at("latents");
+  for (const std::string& split : splits) {
+    const std::string out = dir.file("split.safetensors");
+    const auto r = run_cli(wan_args() + " " + split + " --out " + out);
+    ASSERT_EQ(r.code, 0) << split << "\n" << r.err;
+    // 1e-4: the ring and Ulysses splits inside each group change the attention's summation order
+    // (observed 1e-5 on latents of magnitude 5); the CFG exchange itself adds no rounding.
+    EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("latents"), single), kLatentsTolerance) << split;
+  }
+}
+
+// The CFG exchange adds nothing: with no split inside the groups, CFG-parallel is one rank bit for bit.
+TEST(WanPipelineParity, CfgParallelWithoutSplitsIsOneRankExactly) {
+  TempDir dir("wan_cfg_exact");
+  const std::string one = dir.file("one.safetensors"), two = dir.file("two.safetensors");
+  // One compute thread in both runs, so the kernels sum in the same order.
+  ASSERT_EQ(run_cli(wan_args() + " --ranks 1 --threads 1 --out " + one).code, 0);
+  const auto r = run_cli(wan_args() + " --cfg 2 --threads 1 --out " + two);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(max_abs_diff(io::load_safetensors(two).at("latents"), io::load_safetensors(one).at("latents")), 0.0);
+}
+
+// Expects a one-line error naming `needle`, exit 2, and nothing written.
+void expect_one_line_error(const std::string& args, const std::string& needle) {
+  TempDir dir("cfg_refused");
+  const std::string out = dir.file("out.safetensors");
+  const auto r = run_cli(args + " --out " + out);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out));
+}
+
+TEST(CfgParallel, RefusedWhereNoClassifierFreeGuidanceRuns) {
+  // FLUX.1-dev's guidance is an embedding: there is no unconditional pass to put on a second group.
+  expect_one_line_error(generate_args((kCase / "inputs.safetensors").string()) + " --cfg 2",
+                        "FLUX.1's --guidance is an embedding");
+  // Wan with guidance 1 runs one pass, as WanPipeline does.
+  expect_one_line_error(wan_args() + " --cfg 2 --guidance 1", "--guidance is at most 1");
+  // Two groups need an even rank count.
+  expect_one_line_error(wan_args() + " --cfg 2 --ranks 3", "even rank count");
 }
 
 TEST(FluxPipelineParity, LatentsOfTheWrongLayoutAreOneLineAndNothingWritten) {
