@@ -12,6 +12,7 @@ packages=(
   clang libclang-rt-14-dev
   libpng-dev
   libsentencepiece-dev libicu-dev
+  libavcodec-dev libavformat-dev libswscale-dev
 )
 
 missing=()
