@@ -1,5 +1,5 @@
-// `cpdit decode`: latents that `generate` wrote, through the pipeline's VAE, to an image (PNG) or the
-// decoded sample (safetensors). FLUX.1's latents are unscaled (/ scaling_factor + shift_factor) and
+// `cpdit decode`: latents that `generate` wrote, through the pipeline's VAE, to an image (PNG), a Wan
+// video (MP4) or the decoded sample (safetensors). FLUX.1's latents are unscaled (/ scaling_factor + shift_factor) and
 // Wan's denormalised (* latents_std + latents_mean) first, as the pipelines do; the decode is split
 // by rows over the local ranks (or the processes of an mpirun launch).
 #include "command.hpp"
@@ -8,10 +8,12 @@
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/core/error.hpp>
+#include <cpdit/io/video.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
 #include <cpdit/pipeline/picture_files.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
+#include <cpdit/pipeline/wan_pipeline.hpp>
 
 #include <filesystem>
 #include <memory>
@@ -20,7 +22,7 @@ namespace cpdit::app {
 namespace {
 
 struct DecodeOptions {
-  std::string model, latents, out;
+  std::string model, latents, out, video;
   int ranks = 1, threads = 0;
 };
 
@@ -38,10 +40,22 @@ void write_image(const std::string& path, const Tensor& sample) {
   pipeline::write_image_pngs(path, pipeline::postprocess_pixels(sample.dim() == 4 ? sample : sample.select(2, 0)));
 }
 
+// A Wan video sample (1, 3, F, H, W) as an H.264 MP4 at Wan's frame rate.
+void write_video(const std::string& path, const models::LoadedModel& vae, const Tensor& sample) {
+  CPDIT_CHECK(std::any_cast<models::vae::WanVaeConfig>(&vae.config) != nullptr, invalid_argument,
+              "--video needs a video VAE (Wan's AutoencoderKLWan); this one decodes images, use --out image.png");
+  CPDIT_CHECK(sample.dim() == 5 && sample.size(0) == 1, invalid_argument, "--video writes one clip, but the decoded ",
+              "sample is ", sample.describe(), "; write a batch to a .safetensors file");
+  io::write_mp4(path, pipeline::postprocess_pixels(sample).select(0, 0), pipeline::kWanFramesPerSecond);
+}
+
 void run_decode(const DecodeOptions& o) {
   const bool png = o.out.ends_with(".png");
-  CPDIT_CHECK(png || o.out.ends_with(".safetensors"), invalid_argument, "--out must end in .png or .safetensors, got '",
-              o.out, "'");
+  CPDIT_CHECK(!o.out.empty() || !o.video.empty(), invalid_argument, "give --out, --video or both");
+  CPDIT_CHECK(o.out.empty() || png || o.out.ends_with(".safetensors"), invalid_argument,
+              "--out must end in .png or .safetensors, got '", o.out, "'");
+  CPDIT_CHECK(o.video.empty() || o.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
+              o.video, "'");
   CPDIT_CHECK(o.ranks >= 1, invalid_argument, "--ranks must be at least 1, got ", o.ranks);
   refuse_overwrite({{"--out", o.out}}, {{"--latents", o.latents}});
   const auto file = io::load_safetensors(o.latents);
@@ -54,9 +68,10 @@ void run_decode(const DecodeOptions& o) {
   comm::run_ranks(o.ranks, [&](comm::Communicator& world) {
     const Tensor sample = pipeline::decode_latents(vae, it->second, world);
     if (world.rank() != 0) return;
+    if (!o.video.empty()) write_video(o.video, vae, sample);
     if (png) {
       write_image(o.out, sample);
-    } else {
+    } else if (!o.out.empty()) {
       io::save_safetensors(o.out, {{"sample", sample}});
     }
   }, local);
@@ -65,11 +80,11 @@ void run_decode(const DecodeOptions& o) {
 void add_decode(CLI::App& parent) {
   auto o = std::make_shared<DecodeOptions>();
   CLI::App* cmd = parent.add_subcommand(
-      "decode", "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, Qwen-Image) to a PNG or safetensors.");
+      "decode", "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, Qwen-Image) to a PNG, an MP4 or safetensors.");
   cmd->add_option("--model", o->model, "diffusers pipeline folder (its vae/ is used) or a VAE folder")->required();
   cmd->add_option("--latents", o->latents, "safetensors holding `latents`, as generate writes them")->required();
-  cmd->add_option("--out", o->out, "image.png (one file per batch item; one frame) or out.safetensors (`sample` in [-1, 1])")
-      ->required();
+  cmd->add_option("--out", o->out, "image.png (one file per batch item; one frame) or out.safetensors (`sample` in [-1, 1])");
+  cmd->add_option("--video", o->video, "clip.mp4: a Wan video as H.264 at 16 frames per second");
   cmd->add_option("--ranks", o->ranks, "local thread ranks splitting the rows (ignored under mpirun)")
       ->capture_default_str()
       ->check(whole_number<int>());

@@ -36,3 +36,6 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
 && $<TARGET_FILE:cpdit_app> diff ${ltx_result}_one.safetensors ${ltx_result}_four.safetensors --tolerance 4.5e-5")
   set_tests_properties(models.mpi.ltx_video_text_split PROPERTIES TIMEOUT 300 LABELS "mpi;models")
 endif()
+
+# The decode test reads the MP4 it wrote back through the FFmpeg libraries.
+target_link_libraries(test_models PRIVATE PkgConfig::FFMPEG)

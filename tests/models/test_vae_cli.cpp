@@ -1,6 +1,8 @@
 // `cpdit forward` on the VAE fixtures: config.json's _class_name picks the decoder, an input
 // `latents` is decoded on one rank or split by rows over several, and bad input is one line, exit 2.
+// `cpdit decode` on pipeline folders: FLUX.1 latents to a sample or PNG, Wan latents to an MP4.
 #include "models/vae_fixture.hpp"
+#include "support/read_mp4.hpp"
 #include "support/run_cli.hpp"
 
 #include <gtest/gtest.h>
@@ -107,6 +109,43 @@ TEST(VaeCli, DecodeWritesAPngOfTheImageSize) {
                                            " --out " + dir.file("image.jpg"));
   EXPECT_EQ(bad.code, 2);
   EXPECT_FALSE(fs::exists(dir.file("image.jpg")));
+}
+
+// diffusers' final latents of wan_pipeline_tiny decode to an MP4 that plays as diffusers' video:
+// its 5 frames of 32 x 48 at 16 fps, each frame's mean colour that of diffusers' float frame.
+TEST(VaeCli, DecodeWritesWanLatentsAsAnMp4OfDiffusersVideo) {
+  const fs::path wan = fs::path(CPDIT_TEST_DATA) / "fixtures" / "wan_pipeline_tiny";
+  const std::string expected = (wan / "expected.safetensors").string();
+  cpdit::testing::TempDir dir("decode_mp4");
+  const std::string mp4 = dir.file("clip.mp4");
+  const auto r = cpdit::testing::run_cli("decode --model " + (wan / "pipeline").string() + " --latents " + expected +
+                                         " --ranks 2 --threads 1 --video " + mp4);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Tensor video = io::load_safetensors(expected).at("video");  // (1, F, H, W, 3) in [0, 1]
+  const cpdit::testing::DecodedVideo decoded = cpdit::testing::read_mp4(mp4);
+  EXPECT_EQ(decoded.codec, "h264");
+  EXPECT_EQ(decoded.fps, 16.0);  // Wan's frame rate
+  EXPECT_EQ(decoded.width, video.size(3));
+  EXPECT_EQ(decoded.height, video.size(2));
+  ASSERT_EQ(int64_t(decoded.rgb.size()), video.size(1));
+  const int64_t pixels = video.size(2) * video.size(3);
+  for (int64_t f = 0; f < video.size(1); ++f)
+    for (int c = 0; c < 3; ++c) {
+      double sum = 0;
+      for (int64_t i = 0; i < pixels; ++i) sum += video.data<float>()[(f * pixels + i) * 3 + c];
+      // 2/255: H.264 at CRF 18 through 8-bit BT.601 limited-range 4:2:0 moves a frame's mean colour by
+      // up to 1.5 levels on these noisy random-weight frames (the io test's bound); cpdit's decode
+      // itself is within 1e-5 of diffusers' sample.
+      EXPECT_NEAR(cpdit::testing::mean_channel(decoded.rgb[size_t(f)], c), sum / double(pixels), 2.0 / 255)
+          << "frame " << f << " channel " << c;
+    }
+  // An image VAE has no video to write.
+  PipelineFolder flux;
+  const auto image = cpdit::testing::run_cli("decode --model " + flux.model() + " --latents " + flux.latents() +
+                                             " --video " + dir.file("image.mp4"));
+  EXPECT_EQ(image.code, 2) << image.err;
+  EXPECT_NE(image.err.find("--video needs a video VAE"), std::string::npos) << image.err;
+  EXPECT_FALSE(fs::exists(dir.file("image.mp4")));
 }
 
 }  // namespace

@@ -18,6 +18,9 @@
 
 namespace cpdit::pipeline {
 
+// Wan 2.x makes 16 frames per second of video (diffusers' Wan examples export at fps=16).
+inline constexpr int kWanFramesPerSecond = 16;
+
 // Pixels and frames per latent, from the VAE config's scale_factor_spatial / scale_factor_temporal
 // as WanPipeline reads them (Wan 2.1's VAE: 8 and 4).
 struct WanVaeFactors {
