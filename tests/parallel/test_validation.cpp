@@ -62,6 +62,22 @@ TEST(Validation, DegreesMustBePositiveAndMultiplyToTheGroupSize) {
   validate_degrees(degrees(2, 2), 4);
 }
 
+// A model is parallel over one CFG group: cfg 2 leaves the group's size ring x Ulysses, and only two
+// passes (conditional, unconditional) exist to share.
+TEST(Validation, CfgDegreeIsOneOrTwoAndOnlyWhereGuidanceRuns) {
+  ContextParallelConfig two = degrees(2, 1);
+  two.cfg_degree = 2;
+  validate_degrees(two, 2);
+  EXPECT_EQ(two.world_size(), 4);
+  ContextParallelConfig three = two;
+  three.cfg_degree = 3;
+  expect_refused([&] { validate_degrees(three, 2); }, ErrorKind::invalid_argument, "is not 1 or 2");
+  validate_cfg(two, true, "unused");
+  validate_cfg(degrees(2, 1), false, "unused");
+  expect_refused([&] { validate_cfg(two, false, "this model reads guidance as an embedding"); },
+                 ErrorKind::invalid_argument, "this model reads guidance as an embedding");
+}
+
 TEST(Validation, ContextRefusesAMeshThatDoesNotFitTheWorld) {
   expect_refused(
       [] {
