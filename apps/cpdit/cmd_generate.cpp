@@ -315,8 +315,7 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
   const float guidance = std::isnan(args.guidance) ? 5.0f : args.guidance;  // WanPipeline's default
   parallel::validate_cfg(layout.config, pipeline::wan_runs_guidance(*negative, guidance),
-                         negative->defined() ? "--guidance is at most 1"
-                                             : "--embeddings holds no negative_prompt_embeds");
+                         negative->defined() ? "--guidance is at most 1" : "there are no negative prompt embeddings");
   return [&args, &source, &layout, &config, embeds, negative, initial, guidance](comm::Communicator& world,
                                                                                  Progress& progress) {
     RankModel ranked = rank_model(world, args, source, layout);
