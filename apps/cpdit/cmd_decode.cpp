@@ -57,7 +57,7 @@ void run_decode(const DecodeOptions& o) {
   CPDIT_CHECK(o.video.empty() || o.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
               o.video, "'");
   CPDIT_CHECK(o.ranks >= 1, invalid_argument, "--ranks must be at least 1, got ", o.ranks);
-  refuse_overwrite({{"--out", o.out}}, {{"--latents", o.latents}});
+  refuse_overwrite({{"--out", o.out}, {"--video", o.video}}, {{"--latents", o.latents}});
   const auto file = io::load_safetensors(o.latents);
   const auto it = file.find("latents");
   CPDIT_CHECK(it != file.end(), invalid_argument, o.latents, " holds no tensor named `latents` (what generate writes)");

@@ -21,6 +21,7 @@
 #include <cpdit/io/model_files.hpp>
 #include <cpdit/io/png.hpp>
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/io/video.hpp>
 #include <cpdit/models/registry.hpp>
 #include <cpdit/pipeline/flux_pipeline.hpp>
 #include <cpdit/pipeline/latents.hpp>
@@ -50,7 +51,7 @@ namespace fs = std::filesystem;
 struct GenerateArgs {
   std::string model, preset, config, scheduler_config, embeddings, latents, out, preview, dtype = "auto";
   std::optional<std::string> prompt, negative_prompt;
-  std::string image, frames_dir;  // decoded outputs: PNG per batch item, PNG frames of a video
+  std::string image, frames_dir, video;  // decoded outputs: PNG per batch item, PNG frames of a video, MP4
   int steps = 0;
   int64_t height = 0, width = 0, frames = 0, text_tokens = 512;
   uint64_t seed = 0;
@@ -143,7 +144,8 @@ void refuse_overwriting_inputs(const GenerateArgs& args) {
     for (NamedPath& file : model_inputs("--model", args.model, "transformer",
                                         args.config.empty() ? std::nullopt : std::optional(args.config)))
       inputs.push_back(std::move(file));
-  refuse_overwrite({{"--out", args.out}, {"--preview", args.preview}, {"--image", args.image}}, inputs);
+  refuse_overwrite({{"--out", args.out}, {"--preview", args.preview}, {"--image", args.image}, {"--video", args.video}},
+                   inputs);
 }
 
 // What one denoising loop measured, whichever model ran it.
@@ -216,6 +218,7 @@ nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipel
   if (!args.preview.empty()) j["preview"] = args.preview;
   if (!args.image.empty()) j["image"] = args.image;
   if (!args.frames_dir.empty()) j["frames_dir"] = args.frames_dir;
+  if (!args.video.empty()) j["video"] = args.video;
   return j;
 }
 
@@ -244,7 +247,7 @@ void print_summary(const nlohmann::json& s) {
     std::printf("latents      split between steps, gathered once at the end (%.2f MiB, %.4f s): %d per-step gathers avoided\n",
                 mib(s["latents_gather_bytes"]), double(s["latents_gather_seconds"]), int(s["gathers_avoided"]));
   if (s.contains("out")) std::printf("wrote        %s\n", s["out"].get<std::string>().c_str());
-  for (const char* file : {"preview", "image", "frames_dir"})
+  for (const char* file : {"preview", "image", "frames_dir", "video"})
     if (s.contains(file)) std::printf("wrote        %s\n", s[file].get<std::string>().c_str());
 }
 
@@ -409,6 +412,9 @@ void run(GenerateArgs args) {
   // A folder may be named with a trailing slash ("frames/"): its parent must exist.
   const fs::path frames_dir(args.frames_dir);
   check_output_path((frames_dir.has_filename() ? frames_dir : frames_dir.parent_path()).string(), "--frames-dir");
+  check_output_path(args.video, "--video");
+  CPDIT_CHECK(args.video.empty() || args.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
+              args.video, "'");
   CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
   CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
   const bool lead = lead_process();
@@ -417,8 +423,8 @@ void run(GenerateArgs args) {
   const pipeline::PipelineParts parts = args.preset.empty()
                                             ? pipeline::PipelineParts::of_folder(args.model)
                                             : pipeline::PipelineParts::of_preset(args.preset, args.seed);
-  CPDIT_CHECK((args.image.empty() && args.frames_dir.empty()) || parts.vae, invalid_argument,
-              "--image and --frames-dir need the pipeline's VAE: ", args.model,
+  CPDIT_CHECK((args.image.empty() && args.frames_dir.empty() && args.video.empty()) || parts.vae, invalid_argument,
+              "--image, --frames-dir and --video need the pipeline's VAE: ", args.model,
               " has no vae/ (give a diffusers pipeline folder or a preset)");
   pipeline::StageLog stages;
   report_stages(stages, args.json || !lead);
@@ -449,6 +455,7 @@ void run(GenerateArgs args) {
                 "--guidance is for guidance-distilled models; Qwen-Image's classifier-free guidance is --true-cfg-scale");
     CPDIT_CHECK(!wan || std::isnan(args.true_cfg_scale), invalid_argument,
                 "--true-cfg-scale is for FLUX.1 and Qwen-Image; Wan's classifier-free guidance is --guidance");
+    CPDIT_CHECK(wan || args.video.empty(), invalid_argument, "--video is for video; write an image with --image");
     if (args.frames == 0) args.frames = preset ? 5 : 81;
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
     if (wan) {
@@ -495,7 +502,8 @@ void run(GenerateArgs args) {
   });
 
   // The decoded pixels, when there is a VAE and an output wants them.
-  const bool decode = parts.vae && (!args.out.empty() || !args.image.empty() || !args.frames_dir.empty());
+  const bool decode =
+      parts.vae && (!args.out.empty() || !args.image.empty() || !args.frames_dir.empty() || !args.video.empty());
   comm::LocalOptions local;
   local.threads_per_rank = info.layout.threads_per_rank;
   Tensor pixels = decode ? pipeline::decode_stage(stages, parts.vae, latents, info.layout.ranks, local) : Tensor();
@@ -518,6 +526,8 @@ void run(GenerateArgs args) {
     io::write_png(args.preview, pipeline::flux_latent_preview(latents), args.width, args.height);
   if (!args.image.empty()) pipeline::write_image_pngs(args.image, pixels);
   if (!args.frames_dir.empty()) pipeline::write_frame_pngs(args.frames_dir, pixels);
+  // generate's Wan loop makes one clip: item 0 of the (1, F, H, W, 3) video.
+  if (!args.video.empty()) io::write_mp4(args.video, pixels.select(0, 0), pipeline::kWanFramesPerSecond);
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json s = summary(args, info, stages, loop_stats, peaks, wall);
   if (args.json) {
@@ -593,6 +603,7 @@ void add_generate(CLI::App& parent) {
                   "or `video` (B, F, H, W, 3), f32 in [0, 1]");
   cmd->add_option("--image", args->image, "FLUX.1: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
   cmd->add_option("--frames-dir", args->frames_dir, "Wan: write the decoded frames into this folder as frame_00000.png, ...");
+  cmd->add_option("--video", args->video, "Wan: write the decoded video here as H.264 MP4 at 16 frames per second");
   cmd->add_option("--preview", args->preview, "write a PNG preview of the latents here (linear latent-to-RGB projection)");
   cmd->add_flag("--json", args->json, "print the closing summary as one JSON object and no progress");
   cmd->add_flag("--check-finite", args->check_finite,

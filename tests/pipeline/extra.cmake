@@ -21,5 +21,5 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   add_mpi_script_test(pipeline_cfg_mpi pipeline_cfg_mpi.cmake)
 endif()
 
-# The PNG outputs of generate are read back in the tests (support/read_png.hpp).
-target_link_libraries(test_pipeline PRIVATE PNG::PNG)
+# The PNG and MP4 outputs of generate are read back in the tests (support/read_png.hpp, read_mp4.hpp).
+target_link_libraries(test_pipeline PRIVATE PNG::PNG PkgConfig::FFMPEG)

@@ -8,6 +8,7 @@
 // Given diffusers' embeddings and initial latents, the final latents and the decoded image or video
 // are diffusers' on one rank and under every split, CFG-parallel rank groups (--cfg 2) included, and every
 // split decodes what one rank decodes.
+#include "support/read_mp4.hpp"
 #include "support/read_png.hpp"
 #include "support/run_cli.hpp"
 
@@ -166,6 +167,26 @@ TEST(QwenImagePipelineParity, GuidanceFlagsOfOtherPipelinesAreRefused) {
     EXPECT_EQ(r.code, 2) << flag << "\n" << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
+}
+
+// generate --video: the decoded Wan video as an MP4 that plays as diffusers' video, from CFG-parallel
+// rank groups; an MP4 that would replace an input, or for a FLUX.1 image, is refused before any work.
+TEST(WanPipelineParity, VideoIsDiffusersVideoAsAnMp4) {
+  TempDir dir("wan_pipeline_mp4");
+  const std::string mp4 = dir.file("clip.mp4");
+  const auto r = run_cli(wan_args() + " --cfg 2 --video " + mp4);
+  ASSERT_EQ(r.code, 0) << r.err;
+  cpdit::testing::expect_mp4_shows_video(
+      mp4, io::load_safetensors((kWanCase / "expected.safetensors").string()).at("video"));
+
+  const auto same = run_cli(wan_args() + " --out " + dir.file("same.mp4") + " --video " + dir.file("same.mp4"));
+  EXPECT_EQ(same.code, 2) << same.err;
+  EXPECT_NE(same.err.find("--video"), std::string::npos) << same.err;
+  EXPECT_FALSE(fs::exists(dir.file("same.mp4")));
+  const auto flux = run_cli(generate_args((kCase / "inputs.safetensors").string()) + " --video " + dir.file("flux.mp4"));
+  EXPECT_EQ(flux.code, 2) << flux.err;
+  EXPECT_NE(flux.err.find("--video is for video"), std::string::npos) << flux.err;
+  EXPECT_FALSE(fs::exists(dir.file("flux.mp4")));
 }
 
 // CFG-parallel: the conditional and unconditional passes on two rank groups, each split ring x

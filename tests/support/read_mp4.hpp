@@ -1,6 +1,8 @@
 #pragma once
 // Decodes a video file back through the FFmpeg libraries (libavformat demuxer, libavcodec decoder,
 // libswscale to RGB), so tests check what a player would show. Link the test with PkgConfig::FFMPEG.
+#include <cpdit/core/tensor.hpp>
+
 #include <gtest/gtest.h>
 
 extern "C" {
@@ -78,6 +80,29 @@ inline double mean_channel(const std::vector<uint8_t>& rgb, int c) {
   double sum = 0;
   for (size_t i = size_t(c); i < rgb.size(); i += 3) sum += rgb[i];
   return sum / double(rgb.size() / 3) / 255.0;
+}
+
+// The MP4 at `path` is `video` ((1, F, H, W, 3) f32 in [0, 1], as diffusers' pipelines return it) at
+// Wan's 16 frames per second: H.264, the same size and frame count, and each frame's mean colour per
+// channel within 2/255 of the pixels'.
+inline void expect_mp4_shows_video(const std::string& path, const cpdit::Tensor& video) {
+  const DecodedVideo decoded = read_mp4(path);
+  EXPECT_EQ(decoded.codec, "h264");
+  EXPECT_EQ(decoded.fps, 16.0);  // Wan's frame rate
+  EXPECT_EQ(decoded.width, video.size(3));
+  EXPECT_EQ(decoded.height, video.size(2));
+  ASSERT_EQ(int64_t(decoded.rgb.size()), video.size(1));
+  const int64_t pixels = video.size(2) * video.size(3);
+  for (int64_t f = 0; f < video.size(1); ++f)
+    for (int c = 0; c < 3; ++c) {
+      double sum = 0;
+      for (int64_t i = 0; i < pixels; ++i) sum += video.data<float>()[(f * pixels + i) * 3 + c];
+      // 2/255: H.264 at CRF 18 through 8-bit BT.601 limited-range 4:2:0 moves a frame's mean colour by
+      // up to 1.5 levels on these noisy random-weight frames (the io test's bound); cpdit's decode
+      // itself is within 1e-5 of diffusers' sample.
+      EXPECT_NEAR(mean_channel(decoded.rgb[size_t(f)], c), sum / double(pixels), 2.0 / 255)
+          << "frame " << f << " channel " << c;
+    }
 }
 
 }  // namespace cpdit::testing
