@@ -352,8 +352,12 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
       text.empty() ? pipeline::random_qwenimage_conditioning(config, 1, args.text_tokens, args.seed)
                    : pipeline::qwenimage_conditioning(text, text_source(args), config));
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
-  parallel::validate_cfg(layout.config, false, "Qwen-Image's true CFG runs its two passes on one rank group");
-  return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
+  const float true_cfg_scale = std::isnan(args.true_cfg_scale) ? 4.0f : args.true_cfg_scale;  // QwenImagePipeline's
+  parallel::validate_cfg(layout.config, pipeline::qwenimage_runs_true_cfg(*conditioning, true_cfg_scale),
+                         conditioning->negative_prompt_embeds.defined() ? "--true-cfg-scale is at most 1"
+                                                                        : "there are no negative prompt embeddings");
+  return [&args, &source, &layout, &config, conditioning, initial, true_cfg_scale](comm::Communicator& world,
+                                                                                   Progress& progress) {
     RankModel ranked = rank_model(world, args, source, layout);
     const auto& model = ranked.model;
     FiniteWatch finite(*model, "denoise", args.check_finite);
@@ -363,7 +367,8 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
     options.height = args.height;
     options.width = args.width;
     options.seed = args.seed;
-    if (!std::isnan(args.true_cfg_scale)) options.true_cfg_scale = args.true_cfg_scale;
+    options.true_cfg_scale = true_cfg_scale;
+    options.cfg = &ranked.mesh.cfg();
     options.vae_scale_factor = source.vae_scale_factor;
     options.initial_latents = *initial;
     options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };

@@ -90,6 +90,10 @@ int64_t qwenimage_vae_scale_factor(const nlohmann::json& vae_config, const std::
   return int64_t(1) << vae_config["temperal_downsample"].size();
 }
 
+bool qwenimage_runs_true_cfg(const QwenImageConditioning& conditioning, float true_cfg_scale) {
+  return conditioning.negative_prompt_embeds.defined() && true_cfg_scale > 1.0f;
+}
+
 QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenImageConfig& config,
                                            FlowMatchEulerScheduler& scheduler, const QwenImageConditioning& c,
                                            const QwenImageGenerateOptions& options) {
@@ -109,7 +113,9 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
   } else {
     latents = flux_packed_noise(shape, options.seed, 0, shape.tokens());
   }
-  const bool guided = c.negative_prompt_embeds.defined() && options.true_cfg_scale > 1.0f;
+  const bool guided = qwenimage_runs_true_cfg(c, options.true_cfg_scale);
+  CPDIT_CHECK(guided || options.cfg == nullptr || options.cfg->size() == 1, invalid_argument,
+              "CFG-parallel Qwen-Image needs true CFG: negative_prompt_embeds and true_cfg_scale > 1");
   // One image segment of (1 frame, h/2, w/2) tokens per batch item.
   Tensor img_shapes = Tensor::empty({batch, 1, 3}, DType::i64);
   for (int64_t b = 0; b < batch; ++b) {
@@ -131,10 +137,15 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
       if (text_mask.defined()) inputs["encoder_hidden_states_mask"] = text_mask;
       return model.forward(inputs).at("sample");
     };
-    Tensor velocity = predict(c.prompt_embeds, mask);
-    if (guided)
-      velocity = combine_guidance(velocity, predict(c.negative_prompt_embeds, negative_mask),
-                                  {options.true_cfg_scale, /*rescale_to_cond_norm=*/true});
+    Tensor velocity;
+    if (guided) {
+      const GuidancePair pair = predict_cond_uncond([&] { return predict(c.prompt_embeds, mask); },
+                                                    [&] { return predict(c.negative_prompt_embeds, negative_mask); },
+                                                    options.cfg);
+      velocity = combine_guidance(pair.cond, pair.uncond, {options.true_cfg_scale, /*rescale_to_cond_norm=*/true});
+    } else {
+      velocity = predict(c.prompt_embeds, mask);
+    }
     latents = scheduler.step(velocity, i, latents);
     result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     if (options.on_step) options.on_step(i, options.steps, result.step_seconds.back());

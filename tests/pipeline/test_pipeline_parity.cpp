@@ -161,6 +161,19 @@ TEST(QwenImagePipelineParity, WithoutCfgFinalLatentsMatchDiffusers) {
                                 "latents_no_cfg");
 }
 
+// CFG-parallel true CFG with the norm rescale: the two passes on two rank groups (ring 2 inside each
+// on 4 ranks) are diffusers' and one rank's; with no split inside the groups, one rank's bit for bit.
+TEST(QwenImagePipelineParity, CfgParallelMatchesDiffusersAndOneRank) {
+  expect_outputs_on_every_split(kQwenCase, qwenimage_args(), "image", {"--ranks 1", "--cfg 2", "--cfg 2 --ring 2"});
+  TempDir dir("qwen_cfg_exact");
+  const std::string one = dir.file("one.safetensors"), two = dir.file("two.safetensors");
+  // One compute thread in both runs, so the kernels sum in the same order.
+  ASSERT_EQ(run_cli(qwenimage_args() + " --ranks 1 --threads 1 --out " + one).code, 0);
+  const auto r = run_cli(qwenimage_args() + " --cfg 2 --threads 1 --out " + two);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(max_abs_diff(io::load_safetensors(two).at("latents"), io::load_safetensors(one).at("latents")), 0.0);
+}
+
 TEST(QwenImagePipelineParity, GuidanceFlagsOfOtherPipelinesAreRefused) {
   for (const std::string& flag : {std::string("--guidance 3.5"), std::string("--preview p.png")}) {
     const auto r = run_cli(qwenimage_args() + " " + flag);
@@ -239,6 +252,8 @@ TEST(CfgParallel, RefusedWhereNoClassifierFreeGuidanceRuns) {
                         "FLUX.1's --guidance is an embedding");
   // Wan with guidance 1 runs one pass, as WanPipeline does.
   expect_one_line_error(wan_args() + " --cfg 2 --guidance 1", "--guidance is at most 1");
+  // Qwen-Image at true_cfg_scale 1 runs one pass, as QwenImagePipeline does.
+  expect_one_line_error(qwenimage_args() + " --cfg 2 --true-cfg-scale 1", "--true-cfg-scale is at most 1");
   // Two groups need an even rank count.
   expect_one_line_error(wan_args() + " --cfg 2 --ranks 3", "even rank count");
 }

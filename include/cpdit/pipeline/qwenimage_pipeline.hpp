@@ -6,6 +6,7 @@
 //
 // Under context parallelism the model's own plan splits the tokens at its first block and gathers
 // its output, so every rank steps the same full latents.
+#include <cpdit/comm/communicator.hpp>
 #include <cpdit/models/qwenimage/model.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
 
@@ -43,6 +44,9 @@ struct QwenImageGenerateOptions {
   int64_t height = 256, width = 256;  // pixels, multiples of 2 · vae_scale_factor
   uint64_t seed = 0;
   float true_cfg_scale = 4.0f;   // QwenImagePipeline's default
+  // CFG-parallel: this rank's comm::Mesh::cfg() when the two passes run on two rank groups (the model
+  // is parallel over this rank's group); null: both passes here (pipeline/guidance.hpp).
+  comm::Communicator* cfg = nullptr;
   int64_t vae_scale_factor = 8;  // qwenimage_vae_scale_factor of the pipeline's VAE
   // The initial noise packed (B, tokens, in_channels), as diffusers' `latents=`; undefined: seeded.
   Tensor initial_latents;
@@ -58,7 +62,11 @@ struct QwenImageGenerateResult {
 // to (B, H, W, 3).
 Tensor qwenimage_image_pixels(const Tensor& frame_pixels);
 
-// Every rank of the model's context-parallel group calls it (the model gathers its own output).
+// True when QwenImagePipeline runs true CFG: a negative prompt given and true_cfg_scale > 1.
+bool qwenimage_runs_true_cfg(const QwenImageConditioning& conditioning, float true_cfg_scale);
+
+// Every rank of the model's context-parallel group calls it (the model gathers its own output); with
+// options.cfg, every rank of both CFG groups.
 // `model` is a QwenImageTransformer2DModel of `config`.
 QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const models::qwenimage::QwenImageConfig& config,
                                            FlowMatchEulerScheduler& scheduler,
