@@ -7,7 +7,7 @@
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
-#include <cpdit/models/wan/blocks.hpp>
+#include <cpdit/models/common/wan_layers.hpp>
 #include <cpdit/parallel/shard.hpp>
 
 #include <memory>
@@ -27,8 +27,8 @@ std::array<int64_t, 3> grid_for(int64_t tokens) {
        tokens);
 }
 
-std::unique_ptr<models::wan::Block> make_block() {
-  return std::make_unique<models::wan::Block>(kDim, kHeads, kHeadDim, kFfn, /*cross_attn_norm=*/true, 1e-6f);
+std::unique_ptr<models::common::wan::Block> make_block() {
+  return std::make_unique<models::common::wan::Block>(kDim, kHeads, kHeadDim, kFfn, /*cross_attn_norm=*/true, 1e-6f);
 }
 }  // namespace
 
@@ -42,10 +42,10 @@ BlockBench wan_blocks(const nn::LoadOptions& load) {
   };
   auto blocks = [weights, load](int64_t tokens, comm::Communicator* flat) {
     const auto grid = grid_for(tokens);
-    std::shared_ptr<models::wan::Block> block = make_block();
+    std::shared_ptr<models::common::wan::Block> block = make_block();
     nn::load_state_dict(*block, *weights, load);
     const Tensor latent = Tensor::empty({1, kChannels, grid[0] * kPatch[0], grid[1] * kPatch[1], grid[2] * kPatch[2]});
-    std::vector<Tensor> rope = models::wan::RotaryPosEmbed(kHeadDim, kPatch, 1024).forward(latent);
+    std::vector<Tensor> rope = models::common::wan::RotaryPosEmbed(kHeadDim, kPatch, 1024).forward(latent);
     Tensor x = random_tensor({1, tokens, kDim}, 11), cos = rope[0], sin = rope[1];
     const Tensor text = random_tensor({1, kText, kDim}, 12);
     const Tensor temb = kernels::mul(random_tensor({1, 6, kDim}, 13), Tensor::full({1}, 0.1));  // modulation-sized

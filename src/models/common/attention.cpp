@@ -51,7 +51,7 @@ Attention::Attention(const AttentionShape& shape)
                   : nullptr) {}
 
 Tensor Attention::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
-                          const Tensor& sin, const Tensor& text_keep) const {
+                          const Tensor& sin, const Tensor& text_keep, const attention::Mask& self_mask) const {
   nn::TensorMap args{{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states},
                      {"cos", cos}, {"sin", sin}, {"text_keep", text_keep}};
   return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
@@ -60,7 +60,7 @@ Tensor Attention::forward(const Tensor& hidden_states, const Tensor& encoder_hid
     const bool cross = text.defined();
     Qkv qkv = project(projections_, shape_, x, cross ? text : x);
     if (!cross) rotate(qkv, in.at("cos"), in.at("sin"));
-    attention::Mask mask;
+    attention::Mask mask = cross ? attention::Mask::none() : self_mask;
     if (const Tensor& keep = in.at("text_keep"); keep.defined()) {
       CPDIT_CHECK(cross && keep.dim() == 2 && keep.size(0) == text.size(0) && keep.size(1) == text.size(1),
                   invalid_argument, "cross-attention: the text mask must be (B, L) of encoder_hidden_states ",

@@ -32,6 +32,27 @@ Tensor timestep_sinusoid(const Tensor& t, int64_t channels, const SinusoidOption
   return out;
 }
 
+Tensor timestep_sinusoid_f64(const Tensor& t, int64_t channels) {
+  // Integer timesteps up to 2^24 are exact in float32, so going through it loses nothing.
+  Tensor ts = t.to(DType::f32).contiguous();
+  CPDIT_CHECK(ts.dim() == 1, invalid_argument, "timestep must be (B,), got ", ts.describe());
+  CPDIT_CHECK(channels >= 2 && channels % 2 == 0, invalid_argument, "timestep embedding width must be even, got ",
+              channels);
+  const int64_t batch = ts.size(0), half = channels / 2;
+  Tensor out = Tensor::empty({batch, channels});
+  const float* tv = ts.data<float>();
+  float* o = out.data<float>();
+  for (int64_t j = 0; j < half; ++j) {
+    const double omega = 1.0 / std::pow(10000.0, double(j) / double(half));
+    for (int64_t b = 0; b < batch; ++b) {
+      const double arg = double(tv[b]) * omega;
+      o[b * channels + j] = float(std::cos(arg));
+      o[b * channels + half + j] = float(std::sin(arg));
+    }
+  }
+  return out;
+}
+
 MlpEmbedder::MlpEmbedder(int64_t in, int64_t hidden, Activation activation, int64_t out)
     : linear_1_(add_module<nn::Linear>("linear_1", in, hidden)),
       linear_2_(add_module<nn::Linear>("linear_2", hidden, out > 0 ? out : hidden)),

@@ -83,31 +83,8 @@ nn::TensorMap WanTransformer3DModel::forward(const nn::TensorMap& inputs) const 
     auto head = common::scale_shift_modulation(scale_shift_table_.value,
                            temb.dim() == 2 ? temb.reshape({batch, 1, dim}) : temb.reshape({batch, temb.size(1), 1, dim}));
     x = kernels::modulate(norm_out_.forward(x), head[1], head[0]);
-    return std::vector<Tensor>{unpatchify(proj_out_.forward(x), config_.patch_size, grid)};
+    return std::vector<Tensor>{common::wan::unpatchify(proj_out_.forward(x), config_.patch_size, grid)};
   })[0]}};
-}
-
-Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch, std::array<int64_t, 3> grid) {
-  const Tensor y = tokens.contiguous();
-  const int64_t batch = y.size(0), volume = patch[0] * patch[1] * patch[2];
-  CPDIT_CHECK(y.dim() == 3 && y.size(1) == grid[0] * grid[1] * grid[2] && y.size(2) % volume == 0, internal,
-              "unpatchify: tokens ", y.describe(), " do not match the grid");
-  const int64_t channels = y.size(2) / volume;
-  const int64_t F = grid[0] * patch[0], H = grid[1] * patch[1], W = grid[2] * patch[2];
-  Tensor out = Tensor::empty({batch, channels, F, H, W});
-  const float* src = y.data<float>();
-  float* dst = out.data<float>();
-#pragma omp parallel for collapse(2) num_threads(compute_threads())
-  for (int64_t b = 0; b < batch; ++b)
-    for (int64_t c = 0; c < channels; ++c)
-      for (int64_t f = 0; f < F; ++f)
-        for (int64_t h = 0; h < H; ++h)
-          for (int64_t w = 0; w < W; ++w) {
-            const int64_t token = ((f / patch[0]) * grid[1] + h / patch[1]) * grid[2] + w / patch[2];
-            const int64_t within = ((f % patch[0]) * patch[1] + h % patch[1]) * patch[2] + w % patch[2];
-            dst[(((b * channels + c) * F + f) * H + h) * W + w] = src[(b * y.size(1) + token) * y.size(2) + within * channels + c];
-          }
-  return out;
 }
 
 }  // namespace cpdit::models::wan

@@ -37,13 +37,15 @@ struct StreamProjections {
 // Self-attention (RoPE when tables are given, sharded keys) when encoder_hidden_states is undefined;
 // cross-attention to encoder_hidden_states (no RoPE, keys placed as shape.text_keys) otherwise.
 // text_keep (B, L) bool, when given, hides the padded text keys of cross-attention (true = attend);
-// it is the share of the mask that belongs to this rank's keys. Returns (B, S, dim), or
-// (B, S, heads·head_dim) without an output projection.
+// it is the share of the mask that belongs to this rank's keys. `self_mask` is handed to
+// attention::dispatch for self-attention as is: a position rule on global token positions
+// (block-causal video frames), never S x S. Returns (B, S, dim), or (B, S, heads·head_dim) without an
+// output projection.
 class Attention : public nn::Module {
  public:
   explicit Attention(const AttentionShape& shape);
   Tensor forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
-                 const Tensor& sin, const Tensor& text_keep = {}) const;
+                 const Tensor& sin, const Tensor& text_keep = {}, const attention::Mask& self_mask = {}) const;
 
  private:
   AttentionShape shape_;

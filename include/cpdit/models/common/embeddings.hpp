@@ -18,6 +18,10 @@ struct SinusoidOptions {
 // in float32 step by step as diffusers computes it (the fixtures check the last bits of these arguments).
 Tensor timestep_sinusoid(const Tensor& t, int64_t channels, const SinusoidOptions& options = {});
 
+// t (B,) -> (B, channels): [cos(t w_j), sin(t w_j)], w_j = 1 / 10000^(j / half), all in float64 and
+// rounded to float32 once at the end, as diffusers' get_1d_sincos_pos_embed_from_grid (SkyReels-V2).
+Tensor timestep_sinusoid_f64(const Tensor& t, int64_t channels);
+
 // linear_1 (in -> hidden), activation, linear_2 (hidden -> out): TimestepEmbedding (SiLU, out = hidden)
 // and PixArtAlphaTextProjection (SiLU or GELU-tanh).
 class MlpEmbedder : public nn::Module {

@@ -1,11 +1,16 @@
 #pragma once
 // WanTransformer3DModel (Wan 2.1 / 2.2 text-to-video), computing what diffusers computes
 // (spec/models.md §3), with its context-parallel plan. Parameters carry the diffusers key names.
-#include <cpdit/models/wan/blocks.hpp>
-#include <cpdit/models/wan/config.hpp>
+#include <cpdit/models/common/wan_layers.hpp>
+#include <cpdit/models/common/wan_config.hpp>
 #include <cpdit/nn/model.hpp>
 
 namespace cpdit::models::wan {
+
+// The Wan 2.1 layers live in models/common, shared with SkyReels-V2.
+using common::wan::WanConfig;
+using common::wan::Block, common::wan::ConditionEmbedder, common::wan::PatchEmbedding, common::wan::RotaryPosEmbed,
+    common::wan::unpatchify;
 
 // The plan diffusers declares (spec/context-parallel.md §12): the RoPE tables are computed for the
 // whole grid and split on the token dim afterwards; hidden_states is split at blocks.0 (patch
@@ -36,9 +41,5 @@ class WanTransformer3DModel : public nn::Model {
   nn::Linear& proj_out_;
   nn::Parameter& scale_shift_table_;  // [1, 2, D]: shift, scale of the output head
 };
-
-// (B, S, pt*ph*pw*C) tokens -> (B, C, F, H, W), the proj_out channel of (pt, ph, pw, c) being
-// ((pt*ph_size + ph)*pw_size + pw)*C + c.
-Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch_size, std::array<int64_t, 3> grid);
 
 }  // namespace cpdit::models::wan

@@ -1,10 +1,10 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/nn/config_inference.hpp>
-#include <cpdit/models/wan/config.hpp>
+#include <cpdit/models/common/wan_config.hpp>
 
 #include <algorithm>
 
-namespace cpdit::models::wan {
+namespace cpdit::models::common::wan {
 
 WanConfig WanConfig::from_json(const nlohmann::json& j, WanConfig c) {
   nn::read_config_fields(j, "Wan", c.shared_fields());
@@ -52,4 +52,4 @@ void WanConfig::validate() const {
               "supported; use a text-to-video checkpoint");
 }
 
-}  // namespace cpdit::models::wan
+}  // namespace cpdit::models::common::wan

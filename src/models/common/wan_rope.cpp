@@ -1,7 +1,7 @@
 #include <cpdit/core/error.hpp>
-#include <cpdit/models/wan/blocks.hpp>
+#include <cpdit/models/common/wan_layers.hpp>
 
-namespace cpdit::models::wan {
+namespace cpdit::models::common::wan {
 
 RotaryPosEmbed::RotaryPosEmbed(int64_t head_dim, std::array<int64_t, 3> patch_size, int64_t max_seq_len)
     : axes_dims_{head_dim - 4 * (head_dim / 6), 2 * (head_dim / 6), 2 * (head_dim / 6)},
@@ -24,4 +24,4 @@ std::vector<Tensor> RotaryPosEmbed::forward(const Tensor& hidden_states) const {
   });
 }
 
-}  // namespace cpdit::models::wan
+}  // namespace cpdit::models::common::wan

@@ -1,6 +1,7 @@
 #pragma once
-// The modules of WanTransformer3DModel, named as diffusers names them (spec/models.md §3.2-§3.4),
-// built from the shared DiT layers of models/common.
+// The Wan 2.1 modules, named as diffusers names them (spec/models.md §3.2-§3.4), built from the
+// shared DiT layers: WanTransformer3DModel and SkyReelsV2Transformer3DModel (a Wan 2.1 network with
+// per-frame timesteps and block-causal self-attention) are both made of them.
 // Activations are (B, S, D) f32. Modulation vectors are (B, 1, D), or (B, S, D) when the timestep is
 // per token (Wan 2.2 TI2V).
 #include <cpdit/models/common/adaptive_norm.hpp>
@@ -10,7 +11,7 @@
 
 #include <array>
 
-namespace cpdit::models::wan {
+namespace cpdit::models::common::wan {
 
 // 3-axis RoPE tables for the whole latent grid: forward(hidden_states (B, C, F, H, W)) returns
 // (cos, sin), each (1, S, 1, head_dim) over the F/pt x H/ph x W/pw token grid (row-major). Only the
@@ -42,25 +43,31 @@ class PatchEmbedding : public nn::Module {
 
 // forward(timestep (B,) or (B, S) raw in [0, 1000], encoder_hidden_states (B, L, text_dim)) returns
 // (temb (B, D) | (B, S, D), timestep_proj (B, 6D) | (B, S, 6D), text (B, L, D)).
+// The sinusoid of the raw timestep is computed in float32 as Wan does, or in float64 and rounded
+// once as SkyReels-V2 does (the two differ in the last bits of arguments up to 1000).
+enum class SinusoidPrecision { f32, f64 };
 class ConditionEmbedder : public nn::Module {
  public:
-  ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text_dim);
+  ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text_dim, SinusoidPrecision precision = SinusoidPrecision::f32);
   std::vector<Tensor> forward(const Tensor& timestep, const Tensor& encoder_hidden_states) const;
 
  private:
   int64_t freq_dim_;
+  SinusoidPrecision precision_;
   common::MlpEmbedder& time_embedder_;  // TimestepEmbedding: SiLU
   nn::Linear& time_proj_;
   common::MlpEmbedder& text_embedder_;  // PixArtAlphaTextProjection: GELU-tanh
 };
 
 // One transformer block: forward(hidden_states, encoder_hidden_states (projected text), temb
-// (timestep_proj: (B, 6, D) or (B, S, 6, D)), rotary_cos, rotary_sin) returns hidden_states.
+// (timestep_proj: (B, 6, D) or (B, S, 6, D)), rotary_cos, rotary_sin, self-attention mask) returns
+// hidden_states. The mask is a position rule (SkyReels-V2's block-causal frames) or none.
 class Block : public nn::Module {
  public:
   Block(int64_t dim, int64_t heads, int64_t head_dim, int64_t ffn_dim, bool cross_attn_norm, float eps);
   Tensor forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& temb,
-                 const Tensor& rotary_cos, const Tensor& rotary_sin) const;
+                 const Tensor& rotary_cos, const Tensor& rotary_sin,
+                 const attention::Mask& self_attention_mask = {}) const;
 
  private:
   float eps_;
@@ -71,4 +78,8 @@ class Block : public nn::Module {
   nn::Parameter& scale_shift_table_;  // [1, 6, D]: shift, scale, gate, c_shift, c_scale, c_gate
 };
 
-}  // namespace cpdit::models::wan
+// (B, S, pt*ph*pw*C) tokens -> (B, C, F, H, W), the proj_out channel of (pt, ph, pw, c) being
+// ((pt*ph_size + ph)*pw_size + pw)*C + c.
+Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch_size, std::array<int64_t, 3> grid);
+
+}  // namespace cpdit::models::common::wan

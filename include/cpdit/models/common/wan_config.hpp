@@ -1,6 +1,9 @@
 #pragma once
-// WanTransformer3DModel hyper-parameters (diffusers config.json names; spec/models.md §3.1).
+// Wan 2.1 hyper-parameters (diffusers config.json names; spec/models.md §3.1), shared by
+// WanTransformer3DModel and SkyReelsV2Transformer3DModel (whose configs add fields these ignore).
 #include <cpdit/models/common/config.hpp>
+
+#include <cpdit/nn/load.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -8,7 +11,7 @@
 #include <cstdint>
 #include <string>
 
-namespace cpdit::models::wan {
+namespace cpdit::models::common::wan {
 
 // Defaults are diffusers' class defaults (the 14B widths): 40 heads of 128, 16 channels in and out,
 // 40 blocks.
@@ -38,4 +41,4 @@ struct WanConfig : common::TransformerConfig {
   void validate() const;
 };
 
-}  // namespace cpdit::models::wan
+}  // namespace cpdit::models::common::wan

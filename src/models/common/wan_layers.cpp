@@ -1,8 +1,9 @@
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
-#include <cpdit/models/wan/blocks.hpp>
+#include <cpdit/models/common/wan_layers.hpp>
 
-namespace cpdit::models::wan {
+namespace cpdit::models::common::wan {
 
 namespace k = kernels;
 using common::Activation;
@@ -20,8 +21,9 @@ Tensor PatchEmbedding::forward(const Tensor& input) const {
   })[0];
 }
 
-ConditionEmbedder::ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text_dim)
+ConditionEmbedder::ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text_dim, SinusoidPrecision precision)
     : freq_dim_(freq_dim),
+      precision_(precision),
       time_embedder_(add_module<common::MlpEmbedder>("time_embedder", freq_dim, dim, Activation::silu)),
       time_proj_(add_module<nn::Linear>("time_proj", dim, 6 * dim)),
       text_embedder_(add_module<common::MlpEmbedder>("text_embedder", text_dim, dim, Activation::gelu_tanh)) {}
@@ -29,11 +31,15 @@ ConditionEmbedder::ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text
 std::vector<Tensor> ConditionEmbedder::forward(const Tensor& timestep, const Tensor& encoder_hidden_states) const {
   return with_hooks({{"timestep", timestep}, {"encoder_hidden_states", encoder_hidden_states}},
                     [&](const nn::TensorMap& in) {
+                      // Integer timesteps (SkyReels-V2 passes I64) are exact in f32 up to 2^24.
                       const Tensor t = in.at("timestep").to(DType::f32);
                       CPDIT_CHECK(t.dim() == 1 || t.dim() == 2, invalid_argument,
                                   "Wan timestep must be (B,) or per token (B, S), got ", t.describe());
                       // The raw timestep (0..1000) goes into the sinusoid: no scaling (unlike FLUX.1).
-                      Tensor temb = time_embedder_.forward(common::timestep_sinusoid(t.reshape({-1}), freq_dim_));
+                      const Tensor flat = t.reshape({-1});
+                      Tensor temb = time_embedder_.forward(precision_ == SinusoidPrecision::f32
+                                                               ? common::timestep_sinusoid(flat, freq_dim_)
+                                                               : common::timestep_sinusoid_f64(flat, freq_dim_));
                       Tensor proj = time_proj_.forward(k::silu(temb));
                       if (t.dim() == 2) {
                         temb = temb.reshape({t.size(0), t.size(1), -1});
@@ -56,14 +62,16 @@ Block::Block(int64_t dim, int64_t heads, int64_t head_dim, int64_t ffn_dim, bool
       scale_shift_table_(add_parameter("scale_shift_table", {1, 6, dim})) {}
 
 Tensor Block::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& temb,
-                      const Tensor& rotary_cos, const Tensor& rotary_sin) const {
+                      const Tensor& rotary_cos, const Tensor& rotary_sin,
+                      const attention::Mask& self_attention_mask) const {
   nn::TensorMap args{{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states},
                      {"temb", temb}, {"rotary_cos", rotary_cos}, {"rotary_sin", rotary_sin}};
   return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
     const Tensor& x = in.at("hidden_states");
     // shift, scale, gate (self-attention), c_shift, c_scale, c_gate (feed-forward)
     auto m = common::scale_shift_modulation(scale_shift_table_.value, in.at("temb"));
-    Tensor a = attn1_.forward(common::norm_modulate(x, m[1], m[0], eps_), {}, in.at("rotary_cos"), in.at("rotary_sin"));
+    Tensor a = attn1_.forward(common::norm_modulate(x, m[1], m[0], eps_), {}, in.at("rotary_cos"), in.at("rotary_sin"),
+                              /*text_keep=*/{}, self_attention_mask);
     Tensor h = common::gated_residual(x, a, m[2]);  // never write into the input, which a hook may hold
     k::add_(h, attn2_.forward(norm2_ ? norm2_->forward(h) : h, in.at("encoder_hidden_states"), {}, {}));
     common::add_gated_(h, ffn_.forward(common::norm_modulate(h, m[4], m[3], eps_)), m[5]);
@@ -71,4 +79,29 @@ Tensor Block::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_
   })[0];
 }
 
-}  // namespace cpdit::models::wan
+// ---- output -----------------------------------------------------------------------------------
+
+Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch, std::array<int64_t, 3> grid) {
+  const Tensor y = tokens.contiguous();
+  const int64_t batch = y.size(0), volume = patch[0] * patch[1] * patch[2];
+  CPDIT_CHECK(y.dim() == 3 && y.size(1) == grid[0] * grid[1] * grid[2] && y.size(2) % volume == 0, internal,
+              "unpatchify: tokens ", y.describe(), " do not match the grid");
+  const int64_t channels = y.size(2) / volume;
+  const int64_t F = grid[0] * patch[0], H = grid[1] * patch[1], W = grid[2] * patch[2];
+  Tensor out = Tensor::empty({batch, channels, F, H, W});
+  const float* src = y.data<float>();
+  float* dst = out.data<float>();
+#pragma omp parallel for collapse(2) num_threads(compute_threads())
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t c = 0; c < channels; ++c)
+      for (int64_t f = 0; f < F; ++f)
+        for (int64_t h = 0; h < H; ++h)
+          for (int64_t w = 0; w < W; ++w) {
+            const int64_t token = ((f / patch[0]) * grid[1] + h / patch[1]) * grid[2] + w / patch[2];
+            const int64_t within = ((f % patch[0]) * patch[1] + h % patch[1]) * patch[2] + w % patch[2];
+            dst[(((b * channels + c) * F + f) * H + h) * W + w] = src[(b * y.size(1) + token) * y.size(2) + within * channels + c];
+          }
+  return out;
+}
+
+}  // namespace cpdit::models::common::wan
