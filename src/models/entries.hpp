@@ -11,6 +11,9 @@ ModelEntry registry_entry();
 namespace wan {
 ModelEntry registry_entry();
 }
+namespace skyreels_v2 {
+ModelEntry registry_entry();
+}
 namespace qwenimage {
 ModelEntry registry_entry();
 }

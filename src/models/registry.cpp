@@ -7,9 +7,11 @@ namespace cpdit::models {
 
 namespace {
 const std::vector<ModelEntry>& entries() {
-  // Qwen-Image before FLUX.1: both hold img_in.weight, only Qwen-Image a txt_norm.
+  // Qwen-Image before FLUX.1: both hold img_in.weight, only Qwen-Image a txt_norm. SkyReels-V2 before
+  // Wan: a SkyReels-V2 checkpoint with fps weights also has every Wan tensor name.
   static const std::vector<ModelEntry> all = {qwenimage::registry_entry(),
                                               flux::registry_entry(),
+                                              skyreels_v2::registry_entry(),
                                               wan::registry_entry(),
                                               ltx_video::registry_entry(),
                                               text::t5_registry_entry(),
