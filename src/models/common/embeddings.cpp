@@ -5,11 +5,19 @@
 
 namespace cpdit::models::common {
 
-Tensor timestep_sinusoid(const Tensor& t, int64_t channels, const SinusoidOptions& options) {
+namespace {
+// t (B,) as contiguous f32 (integer timesteps up to 2^24 are exact in it), with an even embedding width.
+Tensor checked_timesteps(const Tensor& t, int64_t channels) {
   Tensor ts = t.to(DType::f32).contiguous();
   CPDIT_CHECK(ts.dim() == 1, invalid_argument, "timestep must be (B,), got ", ts.describe());
   CPDIT_CHECK(channels >= 2 && channels % 2 == 0, invalid_argument, "timestep embedding width must be even, got ",
               channels);
+  return ts;
+}
+}  // namespace
+
+Tensor timestep_sinusoid(const Tensor& t, int64_t channels, const SinusoidOptions& options) {
+  const Tensor ts = checked_timesteps(t, channels);
   const int64_t batch = ts.size(0), half = channels / 2;
   Tensor out = Tensor::empty({batch, channels});
   const float* tv = ts.data<float>();
@@ -33,11 +41,7 @@ Tensor timestep_sinusoid(const Tensor& t, int64_t channels, const SinusoidOption
 }
 
 Tensor timestep_sinusoid_f64(const Tensor& t, int64_t channels) {
-  // Integer timesteps up to 2^24 are exact in float32, so going through it loses nothing.
-  Tensor ts = t.to(DType::f32).contiguous();
-  CPDIT_CHECK(ts.dim() == 1, invalid_argument, "timestep must be (B,), got ", ts.describe());
-  CPDIT_CHECK(channels >= 2 && channels % 2 == 0, invalid_argument, "timestep embedding width must be even, got ",
-              channels);
+  const Tensor ts = checked_timesteps(t, channels);
   const int64_t batch = ts.size(0), half = channels / 2;
   Tensor out = Tensor::empty({batch, channels});
   const float* tv = ts.data<float>();
