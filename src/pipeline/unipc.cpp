@@ -194,6 +194,19 @@ CPDIT_SEPARATE_ROUNDING void predict_x0(const float* sample, const float* veloci
 
 }  // namespace
 
+bool UniPCMultistepScheduler::corrects_now() const {
+  const int i = step_index_;
+  const auto& disabled = config_.disable_corrector;
+  return i > 0 && std::find(disabled.begin(), disabled.end(), i - 1) == disabled.end() && last_sample_.defined();
+}
+
+Tensor UniPCMultistepScheduler::step_in_place(const Tensor& model_output, const Tensor& sample) {
+  const bool corrects = corrects_now();
+  Tensor next = step(model_output, sample);
+  if (!corrects) last_sample_ = next.to(DType::f32).clone();
+  return next;
+}
+
 Tensor UniPCMultistepScheduler::step(const Tensor& model_output, const Tensor& sample_in) {
   const int n = num_inference_steps();
   const int i = step_index_;
@@ -213,10 +226,7 @@ Tensor UniPCMultistepScheduler::step(const Tensor& model_output, const Tensor& s
   Tensor x0 = Tensor::empty(sample.shape(), DType::f32);
   predict_x0(sample.data<float>(), v.data<float>(), sig[i], x0.data<float>(), count);
 
-  const bool corrector_disabled = std::find(config_.disable_corrector.begin(),
-                                            config_.disable_corrector.end(), i - 1) !=
-                                  config_.disable_corrector.end();
-  if (i > 0 && !corrector_disabled && last_sample_.defined()) {
+  if (corrects_now()) {
     // UniC: redo the last predictor step with the x0 just predicted at its end.
     const Coefficients c = coefficients(sig[i - 1], sig[i]);
     Residual res;

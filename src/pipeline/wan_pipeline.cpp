@@ -52,45 +52,47 @@ bool wan_runs_guidance(const Tensor& negative_prompt_embeds, float guidance_scal
   return negative_prompt_embeds.defined() && guidance_scale > 1.0f;
 }
 
+Tensor initial_wan_latents(const Shape& shape, const WanGenerateOptions& options) {
+  if (!options.initial_latents.defined()) return randn(shape, options.seed);
+  CPDIT_CHECK(options.initial_latents.shape() == shape, invalid_argument, "the initial latents are ",
+              options.initial_latents.describe(), "; ", options.frames, " frames of ", options.height, "x",
+              options.width, " on this model need ", shape_string(shape));
+  return options.initial_latents.to(DType::f32).contiguous();
+}
+
+Tensor guided_prediction(const nn::Model& model, nn::TensorMap inputs, const Tensor& prompt_embeds,
+                         const WanGenerateOptions& options) {
+  const Tensor& negative = options.negative_prompt_embeds;
+  CPDIT_CHECK(!negative.defined() || negative.size(0) == prompt_embeds.size(0), invalid_argument,
+              "negative_prompt_embeds has batch ", negative.size(0), ", prompt_embeds ", prompt_embeds.size(0));
+  const bool guided = wan_runs_guidance(negative, options.guidance_scale);
+  CPDIT_CHECK(guided || options.cfg == nullptr || options.cfg->size() == 1, invalid_argument,
+              "CFG-parallel Wan needs classifier-free guidance: negative_prompt_embeds and guidance_scale > 1");
+  auto predict = [&](const Tensor& text) {
+    inputs["encoder_hidden_states"] = text;
+    return model.forward(inputs).at("sample");
+  };
+  if (!guided) return predict(prompt_embeds);
+  const GuidancePair pair =
+      predict_cond_uncond([&] { return predict(prompt_embeds); }, [&] { return predict(negative); }, options.cfg);
+  return combine_guidance(pair.cond, pair.uncond, {options.guidance_scale});
+}
+
 WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanConfig& config,
                                UniPCMultistepScheduler& scheduler, const Tensor& prompt_embeds,
                                const WanGenerateOptions& options) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
   const int64_t batch = prompt_embeds.size(0);
-  const Shape shape = wan_latent_shape(config, batch, options.frames, options.height, options.width, options.vae);
-  Tensor latents;
-  if (options.initial_latents.defined()) {
-    CPDIT_CHECK(options.initial_latents.shape() == shape, invalid_argument, "the initial latents are ",
-                options.initial_latents.describe(), "; ", options.frames, " frames of ", options.height, "x",
-                options.width, " on this model need ", shape_string(shape));
-    latents = options.initial_latents.to(DType::f32).contiguous();
-  } else {
-    latents = randn(shape, options.seed);
-  }
-  const Tensor& negative = options.negative_prompt_embeds;
-  const bool guided = wan_runs_guidance(negative, options.guidance_scale);
-  CPDIT_CHECK(!negative.defined() || negative.size(0) == batch, invalid_argument, "negative_prompt_embeds has batch ",
-              negative.size(0), ", prompt_embeds ", batch);
-  CPDIT_CHECK(guided || options.cfg == nullptr || options.cfg->size() == 1, invalid_argument,
-              "CFG-parallel Wan needs classifier-free guidance: negative_prompt_embeds and guidance_scale > 1");
+  Tensor latents = initial_wan_latents(
+      wan_latent_shape(config, batch, options.frames, options.height, options.width, options.vae), options);
   scheduler.set_timesteps(options.steps);
   WanGenerateResult result;
   for (int i = 0; i < options.steps; ++i) {
     auto start = std::chrono::steady_clock::now();
     // WanPipeline feeds the integer timestep, expanded over the batch, unscaled.
-    Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
-    auto predict = [&](const Tensor& text) {
-      return model.forward({{"hidden_states", latents}, {"timestep", timestep}, {"encoder_hidden_states", text}})
-          .at("sample");
-    };
-    Tensor velocity;
-    if (guided) {
-      const GuidancePair pair = predict_cond_uncond([&] { return predict(prompt_embeds); },
-                                                    [&] { return predict(negative); }, options.cfg);
-      velocity = combine_guidance(pair.cond, pair.uncond, {options.guidance_scale});
-    } else {
-      velocity = predict(prompt_embeds);
-    }
+    const Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
+    const Tensor velocity =
+        guided_prediction(model, {{"hidden_states", latents}, {"timestep", timestep}}, prompt_embeds, options);
     latents = scheduler.step(velocity, latents);
     result.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -52,7 +52,15 @@ class UniPCMultistepScheduler {
   // from step to step.
   Tensor step(const Tensor& model_output, const Tensor& sample);
 
+  // step() as diffusers' SkyReels-V2 diffusion-forcing loop (like the original SkyReels-V2 sampler)
+  // drives it: each frame's sample goes in as a view of the latents and the result is written back
+  // into that view. After a step without a corrector (the first) the scheduler kept that view as its
+  // last sample, so the next corrector starts from the step's result instead of its input.
+  Tensor step_in_place(const Tensor& model_output, const Tensor& sample);
+
  private:
+  bool corrects_now() const;  // whether the next step starts with the UniC corrector
+
   UniPCConfig config_;
   std::vector<int64_t> timesteps_;
   std::vector<float> sigmas_;

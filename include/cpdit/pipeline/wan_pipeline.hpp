@@ -67,6 +67,16 @@ Shape wan_latent_shape(const models::wan::WanConfig& config, int64_t batch, int6
 // True when WanPipeline runs classifier-free guidance: negative embeddings given and guidance_scale > 1.
 bool wan_runs_guidance(const Tensor& negative_prompt_embeds, float guidance_scale);
 
+// The initial latents of `shape`: options.initial_latents (checked against the shape) or seeded noise.
+Tensor initial_wan_latents(const Shape& shape, const WanGenerateOptions& options);
+
+// The model's `sample` for `inputs` (all but encoder_hidden_states) with the prompt, guided as
+// WanPipeline when wan_runs_guidance: noise_uncond + guidance_scale * (noise_cond - noise_uncond),
+// one f32 rounding per op in diffusers' order; the two passes serial or on two CFG groups
+// (options.cfg, pipeline/guidance.hpp). Collective over options.cfg.
+Tensor guided_prediction(const nn::Model& model, nn::TensorMap inputs, const Tensor& prompt_embeds,
+                         const WanGenerateOptions& options);
+
 // Every rank of the model's context-parallel group calls it (the model gathers its own output); with
 // options.cfg, every rank of both CFG groups.
 // `model` is a WanTransformer3DModel of `config`.

@@ -1,0 +1,53 @@
+#pragma once
+// SkyReels-V2 text-to-video by diffusion forcing (diffusers' SkyReelsV2DiffusionForcingPipeline, one
+// window: the whole clip in one pass). Every latent frame has its own timestep: the timestep matrix
+// says, iteration by iteration, which timestep each frame is fed and which frames take a step, so a
+// block of frames can run ar_step steps ahead of the next ("asynchronous" generation); each frame
+// keeps its own UniPC state and steps only where the matrix says so, driven as diffusers drives it
+// (UniPCMultistepScheduler::step_in_place).
+//
+// Under context parallelism the model gathers its output (the SkyReels-V2 plan), so every rank
+// steps the same full latents with the same per-frame schedulers, as in the Wan loop.
+#include <cpdit/models/skyreels_v2/model.hpp>
+#include <cpdit/pipeline/unipc.hpp>
+#include <cpdit/pipeline/wan_pipeline.hpp>
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace cpdit::pipeline {
+
+// diffusers' generate_timestep_matrix, one row per iteration and one column per latent frame.
+struct TimestepMatrix {
+  std::vector<std::vector<int64_t>> timesteps;   // what each frame is fed (999 before it starts, 0 once done)
+  std::vector<std::vector<int64_t>> step_index;  // into [999, step_template..., 0]
+  std::vector<std::vector<bool>> update;         // the frame takes a scheduler step at this iteration
+  std::vector<std::pair<int64_t, int64_t>> window;  // [first, end) of the frames the model sees
+};
+
+// Frames go in blocks of causal_block_size (num_latent_frames must be a multiple); block i + 1 starts
+// ar_step iterations after block i (0: all frames in step). The first num_pre_ready frames count as
+// denoised. The model sees at most base_num_latent_frames frames at a time, sliding forward as the
+// first frames finish; when it sees fewer than the clip, ar_step must be at least
+// ceil(steps / blocks per window), else an invalid_argument error.
+TimestepMatrix generate_timestep_matrix(int64_t num_latent_frames, const std::vector<int64_t>& step_template,
+                                        int64_t base_num_latent_frames, int64_t ar_step, int64_t num_pre_ready = 0,
+                                        int64_t causal_block_size = 1);
+
+struct SkyReelsGenerateOptions {
+  // steps, frames, size, seed, VAE factors, initial latents, guidance and the negative embeddings, as
+  // for Wan; the pipeline's default guidance_scale is 6.0.
+  WanGenerateOptions video;
+  int64_t ar_step = 0;  // 0: synchronous, every frame at the same timestep
+  int64_t fps = 24;     // fed to models with inject_sample_info: 16 is row 0 of the fps embedding, else row 1
+};
+
+// Every rank of the model's context-parallel group calls it. `model` is a SkyReelsV2Transformer3DModel
+// of `config`; `scheduler` is the UniPC configuration each frame's scheduler copies. Frames go in
+// blocks of the model's num_frame_per_block, as the pipeline does when causal_block_size is not given.
+WanGenerateResult generate_skyreels_v2(const nn::Model& model, const models::skyreels_v2::SkyReelsV2Config& config,
+                                       const UniPCConfig& scheduler, const Tensor& prompt_embeds,
+                                       const SkyReelsGenerateOptions& options);
+
+}  // namespace cpdit::pipeline
