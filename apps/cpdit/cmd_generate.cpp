@@ -30,6 +30,7 @@
 #include <cpdit/pipeline/preview.hpp>
 #include <cpdit/pipeline/presets.hpp>
 #include <cpdit/pipeline/qwenimage_pipeline.hpp>
+#include <cpdit/pipeline/skyreels_pipeline.hpp>
 #include <cpdit/pipeline/stages.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
@@ -54,6 +55,7 @@ struct GenerateArgs {
   std::string image, frames_dir, video;  // decoded outputs: PNG per batch item, PNG frames of a video, MP4
   int steps = 0;
   int64_t height = 0, width = 0, frames = 0, text_tokens = 512;
+  int64_t ar_step = 0, fps = 24;  // SkyReels-V2 diffusion forcing
   uint64_t seed = 0;
   float guidance = std::nanf("");  // unset: the pipeline's default
   float true_cfg_scale = std::nanf("");  // unset: FLUX.1 1.0 (off), Qwen-Image 4.0
@@ -61,6 +63,11 @@ struct GenerateArgs {
   bool check_finite = false;
   ParallelFlags parallel;
 };
+
+// Wan 2.1 and SkyReels-V2 (a Wan 2.1 network) make video: frames, the Wan VAE, UniPC.
+bool video_pipeline(pipeline::PipelineKind kind) {
+  return kind == pipeline::PipelineKind::wan || kind == pipeline::PipelineKind::skyreels_v2;
+}
 
 // The transformer, the pipeline that runs its class, its scheduler, and where they came from.
 struct Source {
@@ -89,7 +96,7 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
     s.model = pipeline::preset_model(args.preset, args.seed ^ 0x5eedull, load);
     s.pipeline = pipeline::pipeline_for(s.model.class_name);
     if (s.pipeline == pipeline::PipelineKind::flux) s.flux_scheduler = pipeline::flux_preset_scheduler(args.preset);
-    else if (s.pipeline == pipeline::PipelineKind::wan) s.wan_scheduler = pipeline::UniPCConfig::wan21();
+    else if (s.pipeline != pipeline::PipelineKind::qwenimage) s.wan_scheduler = pipeline::video_preset_scheduler(args.preset);
     return s;
   }
   // A diffusers pipeline folder holds transformer/ and scheduler/; otherwise the path is the
@@ -103,8 +110,11 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   s.name = args.model;
   s.model = models::open_model(args.model, args.config.empty() ? std::nullopt : std::optional(args.config), load);
   s.pipeline = pipeline::pipeline_for(s.model.class_name);
-  if (s.pipeline == pipeline::PipelineKind::wan)
-    s.wan_scheduler = has_scheduler ? pipeline::UniPCConfig::from_file(scheduler.string()) : pipeline::UniPCConfig::wan21();
+  // Without a scheduler config: Wan 2.1's flow_shift 3, SkyReels-V2 T2V's 8.
+  const double flow_shift = s.pipeline == pipeline::PipelineKind::skyreels_v2 ? 8.0 : 3.0;
+  if (video_pipeline(s.pipeline))
+    s.wan_scheduler = has_scheduler ? pipeline::UniPCConfig::from_file(scheduler.string())
+                                    : pipeline::UniPCConfig::wan21(flow_shift);
   else if (has_scheduler)
     s.flux_scheduler = pipeline::FlowMatchEulerConfig::from_file(scheduler.string());
   else
@@ -114,7 +124,7 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   const fs::path vae_config = vae_folder ? fs::path(*vae_folder) / "config.json" : fs::path();
   if (s.pipeline == pipeline::PipelineKind::flux && fs::is_regular_file(vae_config))
     s.vae_scale_factor = pipeline::kl_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
-  if (s.pipeline == pipeline::PipelineKind::wan && fs::is_regular_file(vae_config))
+  if (video_pipeline(s.pipeline) && fs::is_regular_file(vae_config))
     s.wan_vae = pipeline::WanVaeFactors::from_json(io::read_json(vae_config.string()));
   if (s.pipeline == pipeline::PipelineKind::qwenimage && fs::is_regular_file(vae_config))
     s.vae_scale_factor = pipeline::qwenimage_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
@@ -205,7 +215,7 @@ nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipel
                       {"peak_stage_bytes", stages.peak_bytes()},
                       {"peak_activation_bytes_per_rank", peaks},
                       {"latents_sharded_between_steps", result.latents_sharded}};
-  if (run.pipeline == pipeline::PipelineKind::wan) j["frames"] = args.frames;
+  if (video_pipeline(run.pipeline)) j["frames"] = args.frames;
   if (result.latents_sharded) {
     // diffusers gathers the model output at every step; keeping the latents sharded leaves one
     // gather in all.
@@ -306,8 +316,21 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
   };
 }
 
-RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
-  const models::wan::WanConfig& config = pipeline::config_of<models::wan::WanConfig>(source.model);
+// The Wan 2.1 fields of a video model's config (SkyReels-V2's adds its own).
+const models::wan::WanConfig& video_config(const Source& source) {
+  if (source.pipeline == pipeline::PipelineKind::skyreels_v2)
+    return pipeline::config_of<models::skyreels_v2::SkyReelsV2Config>(source.model);
+  return pipeline::config_of<models::wan::WanConfig>(source.model);
+}
+
+// A Wan-family loop on one rank's model replica with the options the flags give.
+using VideoGenerate = std::function<pipeline::WanGenerateResult(const nn::Model&, const Tensor& prompt_embeds,
+                                                                 const pipeline::WanGenerateOptions&)>;
+
+// `text`: as flux_loop's.
+RankLoop video_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text,
+                    float default_guidance, VideoGenerate generate) {
+  const models::wan::WanConfig& config = video_config(source);
   auto embeds = std::make_shared<Tensor>(
       text.empty() ? pipeline::random_wan_prompt_embeds(config, 1, args.text_tokens, args.seed)
                    : pipeline::wan_prompt_embeds(text, text_source(args), config));
@@ -316,15 +339,14 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
   if (text.count("negative_prompt_embeds"))
     *negative = pipeline::wan_prompt_embeds(text, text_source(args), config, "negative_prompt_embeds");
   auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
-  const float guidance = std::isnan(args.guidance) ? 5.0f : args.guidance;  // WanPipeline's default
+  const float guidance = std::isnan(args.guidance) ? default_guidance : args.guidance;
   parallel::validate_cfg(layout.config, pipeline::wan_runs_guidance(*negative, guidance),
                          negative->defined() ? "--guidance is at most 1" : "there are no negative prompt embeddings");
-  return [&args, &source, &layout, &config, embeds, negative, initial, guidance](comm::Communicator& world,
-                                                                                 Progress& progress) {
+  return [&args, &source, &layout, guidance, generate, embeds, negative, initial](comm::Communicator& world,
+                                                                                  Progress& progress) {
     RankModel ranked = rank_model(world, args, source, layout);
     const auto& model = ranked.model;
     FiniteWatch finite(*model, "denoise", args.check_finite);
-    pipeline::UniPCMultistepScheduler scheduler(source.wan_scheduler);
     pipeline::WanGenerateOptions options;
     options.cfg = &ranked.mesh.cfg();
     options.steps = args.steps;
@@ -340,7 +362,7 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
       finite.step_done();
       progress.step(i, n, s);
     };
-    pipeline::WanGenerateResult r = pipeline::generate_wan(*model, config, scheduler, *embeds, options);
+    pipeline::WanGenerateResult r = generate(*model, *embeds, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
   };
 }
@@ -375,6 +397,26 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
     pipeline::QwenImageGenerateResult r = pipeline::generate_qwenimage(*model, config, scheduler, *conditioning, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
   };
+}
+
+RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
+  const auto& config = pipeline::config_of<models::wan::WanConfig>(source.model);
+  return video_loop(args, source, layout, text, 5.0f,  // WanPipeline's default guidance
+                    [&config, &source](const nn::Model& model, const Tensor& embeds, const pipeline::WanGenerateOptions& o) {
+                      pipeline::UniPCMultistepScheduler scheduler(source.wan_scheduler);
+                      return pipeline::generate_wan(model, config, scheduler, embeds, o);
+                    });
+}
+
+RankLoop skyreels_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout,
+                       const nn::TensorMap& text) {
+  const auto& config = pipeline::config_of<models::skyreels_v2::SkyReelsV2Config>(source.model);
+  return video_loop(args, source, layout, text, 6.0f,  // SkyReelsV2DiffusionForcingPipeline's default guidance
+                    [&config, &source, &args](const nn::Model& model, const Tensor& embeds,
+                                              const pipeline::WanGenerateOptions& o) {
+                      pipeline::SkyReelsGenerateOptions options{o, args.ar_step, args.fps};
+                      return pipeline::generate_skyreels_v2(model, config, source.wan_scheduler, embeds, options);
+                    });
 }
 
 // This process prints and writes: the only one, or rank 0 of an mpirun launch.
@@ -445,7 +487,7 @@ void run(GenerateArgs args) {
     refuse_overwriting_inputs(args);  // after the model's class and files are named, before anything is written
     info.name = source.name;
     info.pipeline = source.pipeline;
-    const bool wan = source.pipeline == pipeline::PipelineKind::wan;
+    const bool wan = video_pipeline(source.pipeline);  // Wan 2.1 or SkyReels-V2 video
     const bool qwen = source.pipeline == pipeline::PipelineKind::qwenimage;
     const bool preset = !args.preset.empty();
     if (args.steps == 0) args.steps = wan || qwen ? 50 : 28;
@@ -464,7 +506,7 @@ void run(GenerateArgs args) {
     if (args.frames == 0) args.frames = preset ? 5 : 81;
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
     if (wan) {
-      const models::wan::WanConfig& config = pipeline::config_of<models::wan::WanConfig>(source.model);
+      const models::wan::WanConfig& config = video_config(source);
       const Shape latent = pipeline::wan_latent_shape(config, 1, args.frames, args.height, args.width, source.wan_vae);
       const double elements = double(shape_numel(latent));
       check_generate_fits(elements, elements / double(latent[1] * config.patch_volume()), double(config.inner_dim()));
@@ -477,7 +519,8 @@ void run(GenerateArgs args) {
     }
 
     info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
-    const RankLoop loop = wan    ? wan_loop(args, source, info.layout, text)
+    const RankLoop loop = source.pipeline == pipeline::PipelineKind::skyreels_v2 ? skyreels_loop(args, source, info.layout, text)
+                          : wan  ? wan_loop(args, source, info.layout, text)
                           : qwen ? qwenimage_loop(args, source, info.layout, text)
                                  : flux_loop(args, source, info.layout, text);
 
@@ -514,7 +557,7 @@ void run(GenerateArgs args) {
   Tensor pixels = decode ? pipeline::decode_stage(stages, parts.vae, latents, info.layout.ranks, local) : Tensor();
   if (!lead) return;
 
-  const bool wan = info.pipeline == pipeline::PipelineKind::wan;
+  const bool wan = video_pipeline(info.pipeline);
   const bool qwen = info.pipeline == pipeline::PipelineKind::qwenimage;
   if (qwen && pixels.defined()) pixels = pipeline::qwenimage_image_pixels(pixels);
   const std::string layout_note =
@@ -564,10 +607,11 @@ void add_generate(CLI::App& parent) {
       "  mpirun -np 4 cpdit generate --preset flux-tiny --ring 2 --ulysses 2 --out a.safetensors");
   CLI::Option_group* source = cmd->add_option_group("Model");
   source->add_option("--model", args->model,
-                     "a diffusers FLUX.1 or Wan pipeline folder (model_index.json, transformer/, scheduler/), a "
+                     "a diffusers FLUX.1, Wan or SkyReels-V2 (diffusion forcing) pipeline folder (model_index.json, transformer/, scheduler/), a "
                      "transformer folder, an index json, or one .safetensors file (e.g. the original FLUX.1 release)");
   source->add_option("--preset", args->preset,
-                     "a built-in model with seeded random weights: flux-tiny, flux-mini, wan-tiny, wan-mini or qwen-mini");
+                     "a built-in model with seeded random weights: flux-tiny, flux-mini, wan-tiny, wan-mini, qwen-mini, "
+                     "skyreels-tiny or skyreels-mini");
   source->require_option(1);
   cmd->add_option("--config", args->config, "transformer config.json overriding the checkpoint's or the inferred one");
   cmd->add_option("--scheduler-config", args->scheduler_config,
@@ -581,7 +625,7 @@ void add_generate(CLI::App& parent) {
       ->check(whole_number<uint64_t>(0));
   cmd->add_option("--guidance", args->guidance,
                   "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5), Wan's classifier-free "
-                  "guidance (default 5.0; runs when --embeddings holds negative_prompt_embeds)")
+                  "guidance (default 5.0; SkyReels-V2 6.0; runs when --embeddings holds negative_prompt_embeds)")
       ->check(finite_number());
   cmd->add_option("--prompt", args->prompt,
                   "the prompt, through the pipeline folder's (or preset's) tokenizers and text encoders");
@@ -599,6 +643,12 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--latents", args->latents,
                   "safetensors whose `latents` is the initial noise in the pipeline's layout (FLUX.1: packed (B, tokens, "
                   "in_channels); Wan: (B, C, F', h, w)), as diffusers' latents= argument; may be the --embeddings file");
+  cmd->add_option("--ar-step", args->ar_step,
+                  "SkyReels-V2: each block of latent frames starts this many steps after the one before (default 0: "
+                  "all frames in step)")
+      ->check(whole_number<int64_t>(0));
+  cmd->add_option("--fps", args->fps, "SkyReels-V2 with an fps embedding: the clip's frame rate (16 or other; default 24)")
+      ->check(whole_number<int64_t>());
   cmd->add_option("--text-tokens", args->text_tokens,
                   "text length: the T5/UMT5 max_sequence_length of --prompt (FLUX.1-dev and Wan: 512, schnell: 256), "
                   "or of the random embeddings without --prompt and --embeddings")

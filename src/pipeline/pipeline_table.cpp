@@ -10,6 +10,7 @@ PipelineKind pipeline_for(const std::string& class_name) {
       {"FluxTransformer2DModel", PipelineKind::flux},
       {"WanTransformer3DModel", PipelineKind::wan},
       {"QwenImageTransformer2DModel", PipelineKind::qwenimage},
+      {"SkyReelsV2Transformer3DModel", PipelineKind::skyreels_v2},
   };
   std::string runnable;
   for (const auto& [name, kind] : table) {

@@ -57,8 +57,10 @@ std::optional<TextComponents> preset_text_components(const std::string& name, ui
   // The widths the transformer reads.
   const int64_t text_width = flux ? flux_preset_config(name).joint_attention_dim : wan_preset_config(name).text_dim;
   const int64_t pooled_width = flux ? flux_preset_config(name).pooled_projection_dim : 0;
-  c.pipeline_class = flux ? "FluxPipeline" : "WanPipeline";
-  // FLUX.1: tokenizer/text_encoder are CLIP, tokenizer_2/text_encoder_2 T5; Wan: tokenizer/text_encoder UMT5.
+  c.pipeline_class = flux                              ? "FluxPipeline"
+                     : name.rfind("skyreels-", 0) == 0 ? "SkyReelsV2DiffusionForcingPipeline"
+                                                       : "WanPipeline";
+  // FLUX.1: tokenizer/text_encoder are CLIP, tokenizer_2/text_encoder_2 T5; Wan and SkyReels-V2: tokenizer/text_encoder UMT5.
   c.tokenizer = [flux](const std::string& component) {
     return flux && component == "tokenizer" ? tokenizers::builtin_clip_tokenizer()
                                             : tokenizers::builtin_sentencepiece_tokenizer();

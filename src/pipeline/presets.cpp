@@ -10,7 +10,9 @@ namespace cpdit::pipeline {
 
 using models::flux::FluxConfig;
 
-std::vector<std::string> preset_names() { return {"flux-tiny", "flux-mini", "wan-tiny", "wan-mini", "qwen-mini"}; }
+std::vector<std::string> preset_names() {
+  return {"flux-tiny", "flux-mini", "wan-tiny", "wan-mini", "qwen-mini", "skyreels-tiny", "skyreels-mini"};
+}
 
 namespace {
 std::string known_presets() {
@@ -30,6 +32,9 @@ models::LoadedModel preset_model(const std::string& name, uint64_t seed, const n
   check_preset(name);
   if (name.rfind("flux-", 0) == 0) return models::flux::share_flux(flux_preset(name, seed), options);
   if (name.rfind("qwen-", 0) == 0) return models::qwenimage::share_qwenimage(qwenimage_preset(name, seed), options);
+  if (name.rfind("skyreels-", 0) == 0)
+    return models::share_weights("SkyReelsV2Transformer3DModel", skyreels_preset(name, seed),
+                                 models::skyreels_v2::load_skyreels_v2, options);
   return models::wan::share_wan(wan_preset(name, seed), options);
 }
 
@@ -62,19 +67,20 @@ FluxConfig flux_preset_config(const std::string& name) {
   return c;
 }
 
+// The SkyReels-V2 presets are Wan 2.1 networks of the same widths as the Wan ones.
 models::wan::WanConfig wan_preset_config(const std::string& name) {
   models::wan::WanConfig c;
   c.in_channels = 16;
   c.out_channels = 16;
   c.freq_dim = 256;
   c.num_layers = 2;
-  if (name == "wan-tiny") {
+  if (name == "wan-tiny" || name == "skyreels-tiny") {
     c.num_attention_heads = 2;
     c.attention_head_dim = 12;
     c.text_dim = 16;
     c.ffn_dim = 32;
     c.rope_max_seq_len = 32;
-  } else if (name == "wan-mini") {
+  } else if (name == "wan-mini" || name == "skyreels-mini") {
     c.num_attention_heads = 12;
     c.attention_head_dim = 128;
     c.text_dim = 4096;
@@ -101,6 +107,21 @@ models::qwenimage::QwenImageCheckpoint qwenimage_preset(const std::string& name,
   config.validate();
   models::qwenimage::QwenImageTransformer2DModel shape_only(config);
   return {config, random_state_dict(shape_only, seed)};
+}
+
+models::skyreels_v2::SkyReelsV2Checkpoint skyreels_preset(const std::string& name, uint64_t seed) {
+  CPDIT_CHECK(name == "skyreels-tiny" || name == "skyreels-mini", invalid_argument, "'", name,
+              "' is not a SkyReels-V2 preset (presets: ", known_presets(), ")");
+  models::skyreels_v2::SkyReelsV2Config config;
+  static_cast<models::wan::WanConfig&>(config) = wan_preset_config(name);
+  models::skyreels_v2::SkyReelsV2Transformer3DModel shape_only(config);
+  return {config, random_state_dict(shape_only, seed)};
+}
+
+UniPCConfig video_preset_scheduler(const std::string& name) {
+  if (name == "skyreels-tiny" || name == "skyreels-mini") return UniPCConfig::wan21(8.0);
+  wan_preset_config(name);  // refuses other names
+  return UniPCConfig::wan21();
 }
 
 FlowMatchEulerConfig flux_preset_scheduler(const std::string& name) {

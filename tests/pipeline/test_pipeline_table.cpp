@@ -13,6 +13,7 @@ TEST(PipelineTable, EachTransformerClassRunsItsOwnLoop) {
   EXPECT_EQ(pipeline_for("FluxTransformer2DModel"), PipelineKind::flux);
   EXPECT_EQ(pipeline_for("WanTransformer3DModel"), PipelineKind::wan);
   EXPECT_EQ(pipeline_for("QwenImageTransformer2DModel"), PipelineKind::qwenimage);
+  EXPECT_EQ(pipeline_for("SkyReelsV2Transformer3DModel"), PipelineKind::skyreels_v2);
 }
 
 TEST(PipelineTable, AClassWithoutALoopIsRefusedNamingTheOnesWithOne) {
@@ -30,6 +31,7 @@ TEST(PipelineTable, AClassWithoutALoopIsRefusedNamingTheOnesWithOne) {
 TEST(PipelineTable, PresetsAreOpenedAsTheirRegisteredClass) {
   EXPECT_EQ(preset_model("flux-tiny", 1, {}).class_name, "FluxTransformer2DModel");
   EXPECT_EQ(preset_model("wan-tiny", 1, {}).class_name, "WanTransformer3DModel");
+  EXPECT_EQ(preset_model("skyreels-tiny", 1, {}).class_name, "SkyReelsV2Transformer3DModel");
   EXPECT_THROW(preset_model("flux-huge", 1, {}), Error);
 }
 

@@ -2,7 +2,9 @@
 // (tests/data/fixtures/skyreels_df_tiny, tools/reference/skyreels_df_pipeline.py): the timestep
 // matrix for every case the fixture holds, and a 3-step rollout (blocks of 2 latent frames, ar_step 1,
 // one UniPC state per frame, guidance 6) whose final latents are diffusers' on one rank and under
-// one rank.
+// every split, through the API and through `cpdit generate`.
+#include "support/run_cli.hpp"
+
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 #include <cpdit/io/safetensors.hpp>
@@ -90,6 +92,35 @@ TEST(SkyReelsGenerate, RolloutEqualsDiffusers) {
   const Tensor expected = io::load_safetensors((kCase / "expected.safetensors").string()).at("latents");
   ASSERT_EQ(r.latents.shape(), expected.shape());
   EXPECT_LT(max_abs_diff(r.latents, expected), kLatentsTolerance);
+}
+
+TEST(SkyReelsGenerateCli, FinalLatentsMatchDiffusersOnEverySplit) {
+  const Tensor expected = io::load_safetensors((kCase / "expected.safetensors").string()).at("latents");
+  const std::string inputs = (kCase / "inputs.safetensors").string();
+  const std::string args = "generate --model " + (kCase / "pipeline").string() + " --embeddings " + inputs +
+                           " --latents " + inputs + " --steps 3 --frames 21 --height 48 --width 32 --ar-step 1 --json";
+  // The transformer has 2 heads: Ulysses up to 2, ring any count; 6 frames of 3 x 2 patches = 36 tokens.
+  for (const std::string split : {"--ranks 1", "--ring 2", "--ulysses 2", "--ring 3", "--ring 2 --ulysses 2"}) {
+    cpdit::testing::TempDir dir("skyreels_generate_cli");
+    const std::string out = dir.file("out.safetensors");
+    const auto r = cpdit::testing::run_cli(args + " " + split + " --threads 1 --out " + out);
+    ASSERT_EQ(r.code, 0) << split << "\n" << r.err;
+    EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("latents"), expected), kLatentsTolerance) << split;
+  }
+}
+
+TEST(SkyReelsGenerateCli, PresetRunsAndBadFrameCountsAreOneLineErrors) {
+  cpdit::testing::TempDir dir("skyreels_generate_cli");
+  auto r = cpdit::testing::run_cli("generate --preset skyreels-tiny --frames 9 --height 32 --width 32 --steps 2 "
+                                   "--ar-step 1 --ranks 2 --threads 1 --json --out " + dir.file("clip.safetensors"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(io::load_safetensors(dir.file("clip.safetensors")).at("latents").shape(), (Shape{1, 16, 3, 4, 4}));
+  // The fixture's model takes blocks of 2 latent frames; 17 frames are 5 latent frames.
+  auto bad = cpdit::testing::run_cli("generate --model " + (kCase / "pipeline").string() +
+                                     " --frames 17 --height 48 --width 32 --steps 2 --out " + dir.file("never.safetensors"));
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_NE(bad.err.find("num_frame_per_block"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir.file("never.safetensors")));
 }
 
 }  // namespace

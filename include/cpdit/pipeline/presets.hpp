@@ -9,11 +9,15 @@
 //   wan-mini   Wan 2.1 1.3B widths (12 heads of 128, FFN 8960, text width 4096), 2 blocks.
 //   qwen-mini  Qwen-Image widths (3072 hidden, 24 heads of 128, text width 3584, 64 input channels),
 //              2 dual-stream blocks; runs with Qwen-Image's scheduler and true CFG.
+//   skyreels-tiny, skyreels-mini  SkyReels-V2 text-to-video (diffusion forcing) at the wan-tiny and
+//              wan-mini widths, blocks of one latent frame, no fps embedding.
 #include <cpdit/models/flux/checkpoint.hpp>
 #include <cpdit/models/qwenimage/checkpoint.hpp>
+#include <cpdit/models/skyreels_v2/model.hpp>
 #include <cpdit/models/wan/checkpoint.hpp>
 #include <cpdit/nn/load.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
+#include <cpdit/pipeline/unipc.hpp>
 
 #include <string>
 #include <vector>
@@ -34,10 +38,15 @@ models::flux::FluxConfig flux_preset_config(const std::string& name);
 FlowMatchEulerConfig flux_preset_scheduler(const std::string& name);
 models::flux::FluxCheckpoint flux_preset(const std::string& name, uint64_t seed);
 
+// The Wan 2.1 widths of a video preset (wan-* and skyreels-* alike).
 models::wan::WanConfig wan_preset_config(const std::string& name);
 models::wan::WanCheckpoint wan_preset(const std::string& name, uint64_t seed);
 
 models::qwenimage::QwenImageCheckpoint qwenimage_preset(const std::string& name, uint64_t seed);
+// skyreels-tiny or skyreels-mini.
+models::skyreels_v2::SkyReelsV2Checkpoint skyreels_preset(const std::string& name, uint64_t seed);
+// The scheduler that goes with a video preset: UniPC with Wan 2.1's flow_shift 3, SkyReels-V2 T2V's 8.
+UniPCConfig video_preset_scheduler(const std::string& name);
 
 // Random values for every parameter of `model`, deterministic in `seed`: matrices
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as PyTorch initialises a Linear (fan_in = elements per output
