@@ -1,4 +1,4 @@
-// `cpdit bench model --model flux|wan|ltx|qwenimage`: latency of a model family's blocks at full width on 1 rank
+// `cpdit bench model --model flux|wan|ltx|qwenimage|skyreels`: latency of a model family's blocks at full width on 1 rank
 // and on 2 ranks (one compute thread each, context parallel: Ulysses, and ring unless --quick), with
 // each rank's peak tensor memory. The families (bench/model_flux.cpp, model_wan.cpp, model_ltx.cpp) say what
 // to build; the one loop here times every family the same way. Multi-rank lines carry their
@@ -49,13 +49,16 @@ BlockBench block_bench(const std::string& model, const nn::LoadOptions& load) {
                                  : model == "wan"       ? "WanTransformer3DModel"
                                  : model == "ltx"       ? "LTXVideoTransformer3DModel"
                                  : model == "qwenimage" ? "QwenImageTransformer2DModel"
+                                 : model == "skyreels"  ? "SkyReelsV2Transformer3DModel"
                                                         : model;
   models::model_entry(class_name);  // a class nobody registered is refused with the known ones
   if (class_name == "FluxTransformer2DModel") return flux_blocks(load);
   if (class_name == "WanTransformer3DModel") return wan_blocks(load);
   if (class_name == "LTXVideoTransformer3DModel") return ltx_blocks(load);
   if (class_name == "QwenImageTransformer2DModel") return qwenimage_blocks(load);
-  fail(ErrorKind::unsupported, "bench model has no blocks for ", class_name, " (it times flux, wan, ltx and qwenimage)");
+  if (class_name == "SkyReelsV2Transformer3DModel") return skyreels_blocks(load);
+  fail(ErrorKind::unsupported, "bench model has no blocks for ", class_name,
+       " (it times flux, wan, ltx, qwenimage and skyreels)");
 }
 
 struct LayoutRun {
@@ -144,12 +147,13 @@ void add_model_bench(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand("model", "per-block latency of a model at full width, 1 and 2 ranks");
   cmd->add_option("--model", args->model,
                   "flux | wan (Wan 2.1 1.3B block, 1950 / 7800 video tokens) | ltx (LTX-Video 2B block, 1536 / "
-                  "384 video tokens) | qwenimage (one dual-stream block, 4096 image + 256 text tokens), or the "
+                  "384 video tokens) | qwenimage (one dual-stream block, 4096 image + 256 text tokens) | skyreels "
+                  "(the Wan block with block-causal and full attention, 2550 / 10200 video tokens), or the "
                   "registered class name")
       ->capture_default_str();
   cmd->add_flag("--quick", args->quick, "the smaller token count, one timed run, no ring layout");
   cmd->add_option("--dtype", args->dtype, "weights and arithmetic: f32, or bf16 (bf16 Linear layers, f32 accumulation; as --dtype bf16 of generate)")->capture_default_str();
-  cmd->add_option("--image-tokens", args->tokens, "token counts (default flux: 1024 4096 image tokens; wan: 1950 7800 video tokens; ltx: 1536)");
+  cmd->add_option("--image-tokens", args->tokens, "token counts (default flux: 1024 4096 image tokens; wan: 1950 7800 video tokens; ltx: 1536; skyreels: 2550 10200)");
   cmd->add_option("--repeats", args->repeats, "timed repeats after one warm-up");
   cmd->callback([args] { run_model_bench(*args); });
 }

@@ -37,6 +37,9 @@ BlockBench wan_blocks(const nn::LoadOptions& load);
 BlockBench ltx_blocks(const nn::LoadOptions& load);
 // A Qwen-Image dual-stream block (3072 = 24 heads x 128, 256 text tokens).
 BlockBench qwenimage_blocks(const nn::LoadOptions& load);
+// The same block as SkyReels-V2 runs it: per-token modulation, block-causal (one frame per block) and
+// full self-attention timed side by side, 544x960 x 17 frames = 10,200 video tokens.
+BlockBench skyreels_blocks(const nn::LoadOptions& load);
 
 // Random weights for `module` (PyTorch's Linear initialisation, from `seed`), converted once to the
 // load dtype and bound to it; blocks loaded from the result share them.
