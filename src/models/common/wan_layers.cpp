@@ -81,6 +81,21 @@ Tensor Block::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_
 
 // ---- output -----------------------------------------------------------------------------------
 
+std::array<int64_t, 3> checked_patch_grid(const Tensor& latent, const Tensor& text, int64_t in_channels,
+                                          std::array<int64_t, 3> patch, int64_t text_dim, const std::string& model) {
+  CPDIT_CHECK(latent.dim() == 5 && latent.size(1) == in_channels, invalid_argument, model,
+              " hidden_states must be (B, ", in_channels, ", F, H, W), got ", latent.describe());
+  std::array<int64_t, 3> grid{};
+  for (int a = 0; a < 3; ++a) {
+    CPDIT_CHECK(latent.size(2 + a) % patch[a] == 0, invalid_argument, model, " hidden_states ", latent.describe(),
+                ": F, H, W must be multiples of the patch size");
+    grid[a] = latent.size(2 + a) / patch[a];
+  }
+  CPDIT_CHECK(text.dim() == 3 && text.size(0) == latent.size(0) && text.size(2) == text_dim, invalid_argument, model,
+              " encoder_hidden_states must be (", latent.size(0), ", L, ", text_dim, "), got ", text.describe());
+  return grid;
+}
+
 Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch, std::array<int64_t, 3> grid) {
   const Tensor y = tokens.contiguous();
   const int64_t batch = y.size(0), volume = patch[0] * patch[1] * patch[2];

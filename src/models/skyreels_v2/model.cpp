@@ -135,18 +135,9 @@ nn::TensorMap SkyReelsV2Transformer3DModel::forward(const nn::TensorMap& inputs)
   return {{"sample", with_hooks(std::move(args), [&](const nn::TensorMap& in) {
     const Tensor latent = in.at("hidden_states").to(DType::f32);
     const Tensor& text = in.at("encoder_hidden_states");
-    CPDIT_CHECK(latent.dim() == 5 && latent.size(1) == config_.in_channels, invalid_argument,
-                "SkyReels-V2 hidden_states must be (B, ", config_.in_channels, ", F, H, W), got ", latent.describe());
-    std::array<int64_t, 3> grid{};
-    for (int a = 0; a < 3; ++a) {
-      CPDIT_CHECK(latent.size(2 + a) % config_.patch_size[a] == 0, invalid_argument, "SkyReels-V2 hidden_states ",
-                  latent.describe(), ": F, H, W must be multiples of the patch size");
-      grid[a] = latent.size(2 + a) / config_.patch_size[a];
-    }
+    const std::array<int64_t, 3> grid = common::wan::checked_patch_grid(
+        latent, text, config_.in_channels, config_.patch_size, config_.text_dim, "SkyReels-V2");
     const int64_t batch = latent.size(0), frames = grid[0], tokens_per_frame = grid[1] * grid[2];
-    CPDIT_CHECK(text.dim() == 3 && text.size(0) == batch && text.size(2) == config_.text_dim, invalid_argument,
-                "SkyReels-V2 encoder_hidden_states must be (", batch, ", L, ", config_.text_dim, "), got ",
-                text.describe());
     CPDIT_CHECK(frames % config_.num_frame_per_block == 0, invalid_argument, "SkyReels-V2: ", frames,
                 " latent frames do not split into blocks of num_frame_per_block = ", config_.num_frame_per_block);
     const bool forcing = in.count("enable_diffusion_forcing") &&

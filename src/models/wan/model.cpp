@@ -56,17 +56,9 @@ nn::TensorMap WanTransformer3DModel::forward(const nn::TensorMap& inputs) const 
   return {{"sample", with_hooks(std::move(args), [&](const nn::TensorMap& in) {
     const Tensor latent = in.at("hidden_states").to(DType::f32);
     const Tensor& text = in.at("encoder_hidden_states");
-    CPDIT_CHECK(latent.dim() == 5 && latent.size(1) == config_.in_channels, invalid_argument,
-                "Wan hidden_states must be (B, ", config_.in_channels, ", F, H, W), got ", latent.describe());
-    std::array<int64_t, 3> grid{};
-    for (int a = 0; a < 3; ++a) {
-      CPDIT_CHECK(latent.size(2 + a) % config_.patch_size[a] == 0, invalid_argument, "Wan hidden_states ",
-                  latent.describe(), ": F, H, W must be multiples of the patch size");
-      grid[a] = latent.size(2 + a) / config_.patch_size[a];
-    }
+    const std::array<int64_t, 3> grid = common::wan::checked_patch_grid(latent, text, config_.in_channels,
+                                                                        config_.patch_size, config_.text_dim, "Wan");
     const int64_t batch = latent.size(0);
-    CPDIT_CHECK(text.dim() == 3 && text.size(0) == batch && text.size(2) == config_.text_dim, invalid_argument,
-                "Wan encoder_hidden_states must be (", batch, ", L, ", config_.text_dim, "), got ", text.describe());
     CPDIT_CHECK(in.at("timestep").size(0) == batch, invalid_argument, "Wan timestep must have batch ", batch, ", got ",
                 in.at("timestep").describe());
 

@@ -10,6 +10,7 @@
 #include <cpdit/models/common/feed_forward.hpp>
 
 #include <array>
+#include <string>
 
 namespace cpdit::models::common::wan {
 
@@ -81,5 +82,11 @@ class Block : public nn::Module {
 // (B, S, pt*ph*pw*C) tokens -> (B, C, F, H, W), the proj_out channel of (pt, ph, pw, c) being
 // ((pt*ph_size + ph)*pw_size + pw)*C + c.
 Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch_size, std::array<int64_t, 3> grid);
+
+// The latent's grid of patches (frames, rows, columns), after checking hidden_states (B, in_channels,
+// F, H, W) and encoder_hidden_states (B, L, text_dim) against the config; `model` names it in errors.
+std::array<int64_t, 3> checked_patch_grid(const Tensor& hidden_states, const Tensor& encoder_hidden_states,
+                                          int64_t in_channels, std::array<int64_t, 3> patch_size, int64_t text_dim,
+                                          const std::string& model);
 
 }  // namespace cpdit::models::common::wan
