@@ -123,5 +123,31 @@ TEST(SkyReelsGenerateCli, PresetRunsAndBadFrameCountsAreOneLineErrors) {
   EXPECT_FALSE(fs::exists(dir.file("never.safetensors")));
 }
 
+// The staged generate serves SkyReels-V2 as it serves Wan: the preset's UMT5 encodes the prompt and the
+// negative prompt (so guidance runs), its Wan VAE decodes the clip into --out's `video` and the frame
+// PNGs, and two ranks (ar_step 1: frames at different timesteps) give one rank's latents and pixels.
+TEST(SkyReelsGenerateCli, PresetFromPromptDecodesTheSameVideoOnOneAndTwoRanks) {
+  cpdit::testing::TempDir dir("skyreels_generate_prompt");
+  const std::string common = "generate --preset skyreels-tiny --prompt \"a cat on a wall\" --negative-prompt blur "
+                             "--frames 9 --height 32 --width 32 --steps 2 --ar-step 1 --threads 1 --json";
+  auto one = cpdit::testing::run_cli(common + " --ranks 1 --out " + dir.file("one.safetensors"));
+  ASSERT_EQ(one.code, 0) << one.err;
+  auto two = cpdit::testing::run_cli(common + " --ranks 2 --out " + dir.file("two.safetensors") + " --frames-dir " +
+                                     dir.file("frames") + "/");
+  ASSERT_EQ(two.code, 0) << two.err;
+  const nn::TensorMap a = io::load_safetensors(dir.file("one.safetensors"));
+  const nn::TensorMap b = io::load_safetensors(dir.file("two.safetensors"));
+  EXPECT_EQ(b.at("video").shape(), (Shape{1, 9, 32, 32, 3}));
+  // Ranks change only the attention's summation order (float32 rounding); a misplaced frame or a lost
+  // timestep moves the latents by O(1), and the pixels with them.
+  EXPECT_LT(max_abs_diff(a.at("latents"), b.at("latents")), kLatentsTolerance);
+  EXPECT_LT(max_abs_diff(a.at("video"), b.at("video")), kLatentsTolerance);
+  for (int f = 0; f < 9; ++f) {
+    char name[32];
+    std::snprintf(name, sizeof name, "frame_%05d.png", f);
+    EXPECT_TRUE(fs::exists(fs::path(dir.file("frames")) / name)) << name;
+  }
+}
+
 }  // namespace
 }  // namespace cpdit::pipeline
