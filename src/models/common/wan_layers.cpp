@@ -119,4 +119,16 @@ Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch, std::array
   return out;
 }
 
+parallel::ContextParallelPlan token_split_plan() {
+  using parallel::ContextParallelInput, parallel::ContextParallelOutput;
+  parallel::ModulePlan rope;
+  rope.outputs = {{0, ContextParallelInput{1, 4, /*split_output=*/true}},   // cos (1, S, 1, head_dim)
+                  {1, ContextParallelInput{1, 4, /*split_output=*/true}}};  // sin
+  parallel::ModulePlan first_block;
+  first_block.inputs = {{"hidden_states", ContextParallelInput{1, 3}}};
+  parallel::ModulePlan proj_out;
+  proj_out.gathers = {{0, ContextParallelOutput{1, 3}}};
+  return {{"rope", rope}, {"blocks.0", first_block}, {"proj_out", proj_out}};
+}
+
 }  // namespace cpdit::models::common::wan

@@ -31,18 +31,13 @@ void SkyReelsV2Config::validate() const {
 }
 
 parallel::ContextParallelPlan skyreels_v2_plan() {
-  using parallel::ContextParallelInput, parallel::ContextParallelOutput;
-  parallel::ModulePlan rope;
-  rope.outputs = {{0, ContextParallelInput{1, 4, /*split_output=*/true}},   // cos (1, S, 1, head_dim)
-                  {1, ContextParallelInput{1, 4, /*split_output=*/true}}};  // sin
-  parallel::ModulePlan first_block;
-  first_block.inputs = {{"hidden_states", ContextParallelInput{1, 3}}};
+  using parallel::ContextParallelInput;
+  parallel::ContextParallelPlan plan = common::wan::token_split_plan();
   parallel::ModulePlan frame_to_tokens;
   frame_to_tokens.outputs = {{0, ContextParallelInput{1, 3, /*split_output=*/true}},   // temb (B, S, D)
                              {1, ContextParallelInput{1, 4, /*split_output=*/true}}};  // timestep_proj (B, S, 6, D)
-  parallel::ModulePlan proj_out;
-  proj_out.gathers = {{0, ContextParallelOutput{1, 3}}};
-  return {{"rope", rope}, {"blocks.0", first_block}, {"frame_to_tokens", frame_to_tokens}, {"proj_out", proj_out}};
+  plan["frame_to_tokens"] = frame_to_tokens;
+  return plan;
 }
 
 namespace {

@@ -8,17 +8,11 @@
 namespace cpdit::models::wan {
 
 parallel::ContextParallelPlan wan_plan() {
-  using parallel::ContextParallelInput, parallel::ContextParallelOutput;
-  parallel::ModulePlan rope;
-  rope.outputs = {{0, ContextParallelInput{1, 4, /*split_output=*/true}},   // cos (1, S, 1, head_dim)
-                  {1, ContextParallelInput{1, 4, /*split_output=*/true}}};  // sin
-  parallel::ModulePlan first_block;
-  first_block.inputs = {{"hidden_states", ContextParallelInput{1, 3}}};
-  parallel::ModulePlan root;
-  root.inputs = {{"timestep", ContextParallelInput{1, 2, false, /*optional=*/true}}};
-  parallel::ModulePlan proj_out;
-  proj_out.gathers = {{0, ContextParallelOutput{1, 3}}};
-  return {{"rope", rope}, {"blocks.0", first_block}, {"", root}, {"proj_out", proj_out}};
+  parallel::ContextParallelPlan plan = common::wan::token_split_plan();
+  parallel::ModulePlan root;  // a per-token timestep (B, S), when given, splits with the tokens
+  root.inputs = {{"timestep", parallel::ContextParallelInput{1, 2, false, /*optional=*/true}}};
+  plan[""] = root;
+  return plan;
 }
 
 WanTransformer3DModel::WanTransformer3DModel(const WanConfig& config)

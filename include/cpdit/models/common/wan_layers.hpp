@@ -8,6 +8,7 @@
 #include <cpdit/models/common/attention.hpp>
 #include <cpdit/models/common/embeddings.hpp>
 #include <cpdit/models/common/feed_forward.hpp>
+#include <cpdit/parallel/plan.hpp>
 
 #include <array>
 #include <string>
@@ -88,5 +89,9 @@ Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch_size, std::
 std::array<int64_t, 3> checked_patch_grid(const Tensor& hidden_states, const Tensor& encoder_hidden_states,
                                           int64_t in_channels, std::array<int64_t, 3> patch_size, int64_t text_dim,
                                           const std::string& model);
+
+// The split every Wan 2.1 network shares: the RoPE tables split with the tokens, `blocks.0` splits
+// hidden_states on the token dim, `proj_out` gathers it. Each model adds how its timestep follows.
+parallel::ContextParallelPlan token_split_plan();
 
 }  // namespace cpdit::models::common::wan
