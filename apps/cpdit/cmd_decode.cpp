@@ -8,6 +8,7 @@
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/core/error.hpp>
+#include <cpdit/io/atomic_file.hpp>
 #include <cpdit/io/video.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
@@ -68,12 +69,14 @@ void run_decode(const DecodeOptions& o) {
   comm::run_ranks(o.ranks, [&](comm::Communicator& world) {
     const Tensor sample = pipeline::decode_latents(vae, it->second, world);
     if (world.rank() != 0) return;
+    io::OutputBatch outputs;  // --video and --out appear together, or neither does
     if (!o.video.empty()) write_video(o.video, vae, sample);
     if (png) {
       write_image(o.out, sample);
     } else if (!o.out.empty()) {
       io::save_safetensors(o.out, {{"sample", sample}});
     }
+    outputs.commit();
   }, local);
 }
 

@@ -1,8 +1,8 @@
 // cpdit generate: a prompt to a FLUX.1 or Qwen-Image image or a Wan video across ranks, on a pipeline folder, a
 // transformer checkpoint or a built-in preset, in stages (pipeline/stages.hpp): encode, the denoising
 // loop, decode.
-// Only rank 0 prints and writes files; outputs are written atomically at the end, so a failed run
-// leaves nothing behind.
+// Only rank 0 prints and writes files; outputs are written at the end and appear together
+// (io::OutputBatch), so a failed run leaves nothing behind and every old output as it was.
 #include "command.hpp"
 #include "finite_watch.hpp"
 #include "memory_check.hpp"
@@ -17,6 +17,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
+#include <cpdit/io/atomic_file.hpp>
 #include <cpdit/io/json.hpp>
 #include <cpdit/io/model_files.hpp>
 #include <cpdit/io/png.hpp>
@@ -564,6 +565,7 @@ void run(GenerateArgs args) {
       wan    ? "wan latents (B, 16, F, H/8, W/8)"
       : qwen ? "qwenimage latents (B, 16, 1, H/8, W/8), before the VAE's latents_mean/std"
              : "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift";
+  io::OutputBatch outputs;  // every output appears at the end, together, or none does
   if (!args.out.empty()) {
     nn::TensorMap tensors{{"latents", latents}};
     if (pixels.defined()) tensors[wan ? "video" : "image"] = pixels;
@@ -576,6 +578,7 @@ void run(GenerateArgs args) {
   if (!args.frames_dir.empty()) pipeline::write_frame_pngs(args.frames_dir, pixels);
   // generate's Wan loop makes one clip: item 0 of the (1, F, H, W, 3) video.
   if (!args.video.empty()) io::write_mp4(args.video, pixels.select(0, 0), pipeline::kWanFramesPerSecond);
+  outputs.commit();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json s = summary(args, info, stages, loop_stats, peaks, wall);
   if (args.json) {

@@ -7,8 +7,10 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cpdit::io {
@@ -28,6 +30,8 @@ void sync_folder_of(const std::string& path) {
   ::fsync(fd);
   ::close(fd);
 }
+
+thread_local OutputBatch* open_batch = nullptr;
 
 }  // namespace
 
@@ -63,12 +67,70 @@ void AtomicFile::commit() {
   CPDIT_CHECK(::fsync(fd_) == 0, io, "writing ", path_, " failed (fsync): ", std::strerror(errno));
   int closed = ::close(fd_);
   fd_ = -1;  // from here on the destructor has nothing to clean; failures remove the temp file here
+  if (OutputBatch* batch = OutputBatch::open_here(); batch != nullptr && closed == 0) {
+    batch->stage({path_, temp_path_, temp_slot_});  // the batch renames it, or removes it
+    return;
+  }
   const bool renamed = closed == 0 && ::rename(temp_path_.c_str(), path_.c_str()) == 0;
   const int err = errno;
   if (!renamed) ::unlink(temp_path_.c_str());
   forget_temp_file(temp_slot_);
   CPDIT_CHECK(renamed, io, "cannot replace ", path_, ": ", std::strerror(err));
   sync_folder_of(path_);
+}
+
+OutputBatch::OutputBatch() {
+  CPDIT_CHECK(open_batch == nullptr, internal, "an output batch is already open on this thread");
+  open_batch = this;
+}
+
+OutputBatch::~OutputBatch() {
+  open_batch = nullptr;
+  for (const Staged& file : staged_) {  // not committed: the old outputs stay
+    ::unlink(file.temp_path.c_str());
+    forget_temp_file(file.temp_slot);
+  }
+}
+
+OutputBatch* OutputBatch::open_here() { return open_batch; }
+
+void OutputBatch::stage(Staged file) {
+  // Written twice in one batch: the later bytes win, as they would have without the batch.
+  for (Staged& earlier : staged_)
+    if (earlier.path == file.path) {
+      ::unlink(earlier.temp_path.c_str());
+      forget_temp_file(earlier.temp_slot);
+      earlier = std::move(file);
+      return;
+    }
+  staged_.push_back(std::move(file));
+}
+
+void OutputBatch::commit() {
+  // Everything that can be checked is checked before the first rename: a rename onto a folder is
+  // the one failure a written temp file beside its target still meets.
+  for (const Staged& file : staged_) {
+    struct stat target;
+    CPDIT_CHECK(::stat(file.path.c_str(), &target) != 0 || !S_ISDIR(target.st_mode), io, "cannot replace ",
+                file.path, ": it is a folder (no output was written)");
+  }
+  std::vector<std::string> written;
+  while (!staged_.empty()) {
+    const Staged file = staged_.front();
+    const bool renamed = ::rename(file.temp_path.c_str(), file.path.c_str()) == 0;
+    const int err = errno;
+    if (renamed) {
+      forget_temp_file(file.temp_slot);
+      staged_.erase(staged_.begin());
+      sync_folder_of(file.path);
+      written.push_back(file.path);
+      continue;
+    }
+    std::string done;
+    for (const std::string& path : written) done += (done.empty() ? "" : ", ") + path;
+    fail(ErrorKind::io, "cannot replace ", file.path, ": ", std::strerror(err),
+         written.empty() ? std::string(" (no output was written)") : " (already written: " + done + ")");
+  }
 }
 
 }  // namespace cpdit::io
