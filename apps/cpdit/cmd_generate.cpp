@@ -14,6 +14,7 @@
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/comm/mesh.hpp>
+#include <cpdit/comm/mpi.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
@@ -438,18 +439,22 @@ void report_stages(pipeline::StageLog& stages, bool silent) {
 }
 
 // The text embeddings: the --embeddings file, the prompt through the pipeline's text encoders (the
-// encode stage), or none (the loops then use random embeddings).
+// encode stage: under mpirun on rank 0 alone, which may use this machine's cores while the other
+// processes wait for its tensors), or none (the loops then use random embeddings).
 nn::TensorMap text_embeddings(const GenerateArgs& args, const pipeline::PipelineParts& parts,
                               const nn::LoadOptions& load, pipeline::StageLog& stages) {
   if (!args.embeddings.empty()) return io::load_safetensors(args.embeddings);
   if (!args.prompt) return {};
-  CPDIT_CHECK(parts.text, invalid_argument, "--prompt needs the pipeline's text encoders: ",
-              args.preset.empty() ? args.model : "preset " + args.preset,
-              " has no tokenizer/ and text_encoder/ (give --embeddings instead)");
-  pipeline::PromptEncoding request{*args.prompt, args.negative_prompt, args.text_tokens, load};
-  const int threads = args.parallel.threads > 0 ? args.parallel.threads
-                                                : std::max(1, hardware_threads() / comm::ranks_on_this_machine());
-  return pipeline::encode_stage(stages, *parts.text, request, threads);
+  const pipeline::PromptEncoding request{*args.prompt, args.negative_prompt, args.text_tokens, load};
+  auto encode = [&] {
+    CPDIT_CHECK(parts.text, invalid_argument, "--prompt needs the pipeline's text encoders: ",
+                args.preset.empty() ? args.model : "preset " + args.preset,
+                " has no tokenizer/ and text_encoder/ (give --embeddings instead)");
+    return pipeline::encode_prompt(*parts.text, request);
+  };
+  const int threads = args.parallel.threads > 0 ? args.parallel.threads : hardware_threads();
+  const std::shared_ptr<comm::Communicator> processes = comm::launched_by_mpi() ? comm::mpi_world() : nullptr;
+  return pipeline::encode_stage(stages, encode, threads, processes.get());
 }
 
 void run(GenerateArgs args) {
@@ -594,7 +599,7 @@ void add_generate(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
       "generate", "A prompt to a FLUX.1 or Qwen-Image image or a Wan video across ranks (the main job)");
   cmd->footer("A prompt to a FLUX.1 image or a Wan video, in stages that each load their model when they start and "
-      "free it when they end: encode (the pipeline's tokenizers and text encoders, once per process), denoise "
+      "free it when they end: encode (the pipeline's tokenizers and text encoders, once: on rank 0 under mpirun), denoise "
       "(seeded noise, the model's scheduler — flow-match Euler for FLUX.1, UniPC for Wan — and the transformer, "
       "with the tokens split across ranks: ring, Ulysses or both; FLUX.1 keeps its image tokens split for the "
       "whole loop and gathers them once at the end), decode (the VAE, its rows split over the same ranks). "

@@ -5,6 +5,7 @@
 #include <cpdit/comm/tensor_ops.hpp>
 #include <cpdit/core/error.hpp>
 
+#include <cstring>
 #include <numeric>
 
 namespace cpdit::comm {
@@ -174,6 +175,39 @@ Tensor reduce_scatter(Communicator& comm, const Tensor& t, int dim, ReduceOp op)
 void broadcast_(Communicator& comm, Tensor& t, int root) {
   check_contiguous(t, "broadcast_");
   comm.broadcast(t.raw(), t.nbytes(), root);
+}
+
+void broadcast_tensors(Communicator& comm, std::map<std::string, Tensor>& tensors, int root) {
+  // The header: per tensor its ShapeRecord, its name's length and the name.
+  std::string header;
+  if (comm.rank() == root)
+    for (const auto& [name, t] : tensors) {
+      const ShapeRecord r = record(t);
+      const uint64_t length = name.size();
+      header.append(reinterpret_cast<const char*>(&r), sizeof r);
+      header.append(reinterpret_cast<const char*>(&length), sizeof length);
+      header += name;
+    }
+  uint64_t header_bytes = header.size();
+  comm.broadcast(&header_bytes, sizeof header_bytes, root);
+  header.resize(header_bytes);
+  comm.broadcast(header.data(), header.size(), root);
+  if (comm.rank() != root) {
+    tensors.clear();
+    for (size_t at = 0; at < header.size();) {
+      ShapeRecord r;
+      uint64_t length = 0;
+      std::memcpy(&r, header.data() + at, sizeof r);
+      std::memcpy(&length, header.data() + at + sizeof r, sizeof length);
+      at += sizeof r + sizeof length;
+      tensors[header.substr(at, length)] = Tensor::empty(shape_of(r), DType(r.dtype));
+      at += length;
+    }
+  }
+  for (auto& [name, t] : tensors) {
+    if (comm.rank() == root) t = t.contiguous();
+    broadcast_(comm, t, root);
+  }
 }
 
 void send(Communicator& comm, const Tensor& t, int peer, int tag) {

@@ -1,4 +1,5 @@
 #include <cpdit/comm/launch.hpp>
+#include <cpdit/comm/tensor_ops.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
@@ -9,6 +10,7 @@
 #include <cpdit/pipeline/vae_decode.hpp>
 
 #include <algorithm>
+#include <exception>
 #include <mutex>
 
 namespace cpdit::pipeline {
@@ -46,6 +48,35 @@ int64_t StageLog::peak_bytes() const {
   return peak;
 }
 
+namespace {
+
+// Runs fn on rank 0 of `world` only; an error it throws there is thrown on every rank, with the same
+// kind and message, so that no rank waits for what rank 0 will never send.
+void run_on_root(comm::Communicator& world, const std::function<void()>& fn) {
+  int32_t kind = -1;  // none: fn succeeded
+  std::string message;
+  if (world.rank() == 0) {
+    try {
+      fn();
+    } catch (const Error& e) {
+      kind = int32_t(e.kind());
+      message = e.what();
+    } catch (const std::exception& e) {
+      kind = int32_t(ErrorKind::internal);
+      message = e.what();
+    }
+  }
+  world.broadcast(&kind, sizeof kind, 0);
+  if (kind < 0) return;
+  uint64_t length = message.size();
+  world.broadcast(&length, sizeof length, 0);
+  message.resize(length);
+  world.broadcast(message.data(), length, 0);
+  throw Error(ErrorKind(kind), message);
+}
+
+}  // namespace
+
 PipelineParts PipelineParts::of_folder(const std::string& path) {
   PipelineParts parts;
   if (TextComponents::folder_has_encoders(path)) parts.text = TextComponents::from_folder(path);
@@ -61,10 +92,15 @@ PipelineParts PipelineParts::of_preset(const std::string& name, uint64_t seed) {
   return parts;
 }
 
-nn::TensorMap encode_stage(StageLog& log, const TextComponents& text, const PromptEncoding& request, int threads) {
+nn::TensorMap encode_stage(StageLog& log, const std::function<nn::TensorMap()>& encode, int threads,
+                           comm::Communicator* world) {
   return log.run("encode", [&] {
     ScopedComputeThreads budget(threads);
-    return encode_prompt(text, request);
+    if (world == nullptr) return encode();
+    nn::TensorMap text;
+    run_on_root(*world, [&] { text = encode(); });
+    comm::broadcast_tensors(*world, text, 0);
+    return text;
   });
 }
 

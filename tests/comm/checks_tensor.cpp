@@ -6,6 +6,9 @@
 #include <cpdit/comm/tensor_ops.hpp>
 #include <cpdit/core/tensor.hpp>
 
+#include <map>
+#include <string>
+
 namespace cpdit::comm::testing {
 
 namespace {
@@ -111,6 +114,27 @@ void check_tensor_p2p_and_broadcast(Communicator& comm) {
   COMM_EXPECT(comm, same(blocking, got));
 }
 
+// A map of named tensors from the last rank: every rank ends with its names, dtypes, shapes and bytes
+// (a view packed first, an empty tensor kept), whatever it held before.
+void check_tensor_map_broadcast(Communicator& comm) {
+  const int n = comm.size(), me = comm.rank(), root = n - 1;
+  std::map<std::string, Tensor> expected{{"prompt_embeds", filled({1, 4, 3}, 7)},
+                                         {"pooled", filled({1, 5}, 8).to(DType::bf16)},
+                                         {"view", filled({4, 6}, 9).narrow(1, 2, 3)},
+                                         {"empty", Tensor::empty({0, 2})}};
+  std::map<std::string, Tensor> mine;
+  if (me == root) mine = expected;
+  else mine["stale"] = filled({2}, me);
+  broadcast_tensors(comm, mine, root);
+  COMM_EXPECT(comm, mine.size() == expected.size(), mine.size(), " tensors");
+  for (const auto& [name, want] : expected) {
+    COMM_EXPECT(comm, mine.count(name), "no ", name);
+    const Tensor& got = mine.at(name);
+    COMM_EXPECT(comm, got.dtype() == want.dtype() && same(got.to(DType::f32), want.to(DType::f32)), name, " is ",
+                got.describe());
+  }
+}
+
 }  // namespace
 
 void add_tensor_checks(std::vector<Check>& checks) {
@@ -118,6 +142,7 @@ void add_tensor_checks(std::vector<Check>& checks) {
   checks.push_back({"tensor_all_to_all", check_tensor_all_to_all});
   checks.push_back({"tensor_reduce_scatter", check_tensor_reduce_scatter});
   checks.push_back({"tensor_p2p_and_broadcast", check_tensor_p2p_and_broadcast});
+  checks.push_back({"tensor_map_broadcast", check_tensor_map_broadcast});
 }
 
 }  // namespace cpdit::comm::testing

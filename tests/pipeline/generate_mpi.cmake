@@ -1,6 +1,6 @@
-# Runs flux-tiny from a prompt to pixels on 2 x 2 local ranks and under `mpirun -np 4` (where every
-# process encodes the prompt and the VAE decode is split over the processes), then compares the
-# latents and the decoded image.
+# Runs flux-tiny from a prompt to pixels on 2 x 2 local ranks and under `mpirun -np 4` (where rank 0
+# encodes the prompt for every process and the VAE decode is split over the processes), then compares
+# the latents and the decoded image.
 file(REMOVE_RECURSE ${WORK})
 file(MAKE_DIRECTORY ${WORK})
 set(args generate --preset flux-tiny --prompt "a red fox in the snow" --height 80 --width 48 --steps 3 --seed 9

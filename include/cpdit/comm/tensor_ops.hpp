@@ -4,7 +4,9 @@
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/core/tensor.hpp>
 
+#include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace cpdit::comm {
@@ -26,6 +28,9 @@ void all_reduce_(Communicator& comm, Tensor& t, ReduceOp op);
 Tensor reduce_scatter(Communicator& comm, const Tensor& t, int dim, ReduceOp op);
 // In place; t must be contiguous and of the same shape and dtype on every rank.
 void broadcast_(Communicator& comm, Tensor& t, int root);
+// Root's named tensors to every rank: names, dtypes and shapes first, then the bytes. Other ranks'
+// maps are replaced; what they held before is ignored.
+void broadcast_tensors(Communicator& comm, std::map<std::string, Tensor>& tensors, int root);
 
 // Point-to-point: the receiver provides a contiguous tensor of the sent shape and dtype. The
 // non-blocking forms keep the tensor's storage alive until the request is destroyed.

@@ -80,11 +80,14 @@ struct PipelineParts {
   static PipelineParts of_preset(const std::string& name, uint64_t seed);
 };
 
-// The encode stage: `request` through the text encoders on this thread with `threads` compute
-// threads, each encoder loaded, run and freed in turn (once per process: the thread ranks of the
-// denoise stage share its output; under mpirun every process encodes at the same time, which costs no
-// more time than one rank encoding while the others wait for it).
-nn::TensorMap encode_stage(StageLog& log, const TextComponents& text, const PromptEncoding& request, int threads);
+// The encode stage: `encode` (the prompt through the text encoders, each loaded, run and freed in
+// turn) on this thread with `threads` compute threads. Local ranks share their process's one result.
+// Under mpirun (`world`: the processes) only world rank 0 runs `encode` and every other process
+// receives each tensor it made, so they never open the tokenizer or text encoder files; they wait
+// for it within the communicator's timeout (CPDIT_COMM_TIMEOUT_S). An error on rank 0 is thrown on
+// every process, as the same cpdit::Error.
+nn::TensorMap encode_stage(StageLog& log, const std::function<nn::TensorMap()>& encode, int threads,
+                           comm::Communicator* world = nullptr);
 
 // The decode stage: the VAE loaded, `latents` decoded with its rows split over `ranks` local ranks
 // (or the processes of an mpirun launch), the VAE freed; returns the pixels as postprocess_pixels
