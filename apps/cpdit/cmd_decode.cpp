@@ -3,6 +3,7 @@
 // Wan's denormalised (* latents_std + latents_mean) first, as the pipelines do; the decode is split
 // by rows over the local ranks (or the processes of an mpirun launch).
 #include "command.hpp"
+#include "mpi_arguments.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
 
@@ -58,6 +59,7 @@ void run_decode(const DecodeOptions& o) {
   CPDIT_CHECK(o.video.empty() || o.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
               o.video, "'");
   CPDIT_CHECK(o.ranks >= 1, invalid_argument, "--ranks must be at least 1, got ", o.ranks);
+  check_same_model_across_ranks({o.model});
   refuse_overwrite({{"--out", o.out}, {"--video", o.video}}, {{"--latents", o.latents}});
   const auto file = io::load_safetensors(o.latents);
   const auto it = file.find("latents");

@@ -2,6 +2,7 @@
 // registry, models/registry.hpp) from a safetensors file of inputs, on one rank or with context
 // parallelism across local thread ranks (or the processes of an mpirun launch).
 #include "command.hpp"
+#include "mpi_arguments.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "parallel_flags.hpp"
@@ -25,6 +26,7 @@ struct ForwardOptions {
 };
 
 void run_forward(const ForwardOptions& o) {
+  check_same_model_across_ranks({o.model, o.config});
   parallel::ContextParallelConfig config;
   config.ring_degree = o.ring;
   config.ulysses_degree = o.ulysses;

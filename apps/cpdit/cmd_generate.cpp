@@ -6,6 +6,7 @@
 #include "command.hpp"
 #include "finite_watch.hpp"
 #include "memory_check.hpp"
+#include "mpi_arguments.hpp"
 #include "output_paths.hpp"
 #include "option_checks.hpp"
 #include "parallel_flags.hpp"
@@ -459,6 +460,7 @@ nn::TensorMap text_embeddings(const GenerateArgs& args, const pipeline::Pipeline
 
 void run(GenerateArgs args) {
   auto start = std::chrono::steady_clock::now();
+  check_same_model_across_ranks({args.model, args.config, args.scheduler_config});
   check_output_path(args.out, "--out");
   check_output_path(args.preview, "--preview");
   check_output_path(args.image, "--image");

@@ -1,10 +1,19 @@
 #pragma once
-// Under mpirun every process must run the same command: ranks launched with different arguments
-// (an MPMD launch, a per-rank --seed or --height) would otherwise run to the end and mix results.
+// Under mpirun every process must run the same command on the same model: ranks launched with
+// different arguments (an MPMD launch, a per-rank --seed or --height) or whose model folders differ
+// (one machine's copy edited or half downloaded) would otherwise run to the end and mix results.
+#include <string>
+#include <vector>
+
 namespace cpdit::app {
 
 // Compares a digest of argv (without the program path) across the MPI processes before any work;
 // a mismatch is the same one-line Error on every rank. Does nothing outside mpirun.
 void check_same_arguments_across_ranks(int argc, const char* const* argv);
+
+// Compares the model files under `paths` (--model, --config, ...; see model_digest.hpp) across the
+// MPI processes; the first file that differs is named in the same one-line Error on every rank.
+// Call it before any work; does nothing outside mpirun.
+void check_same_model_across_ranks(const std::vector<std::string>& paths);
 
 }  // namespace cpdit::app

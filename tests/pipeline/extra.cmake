@@ -20,6 +20,7 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   add_mpi_script_test(generate_mpi_mismatched_arguments generate_mpi_arguments.cmake)
   add_mpi_script_test(pipeline_cfg_mpi pipeline_cfg_mpi.cmake)
   add_mpi_script_test(generate_mpi_encode_on_rank0 generate_mpi_encode.cmake)
+  add_mpi_script_test(generate_mpi_mismatched_models generate_mpi_model.cmake)
 endif()
 
 # The PNG and MP4 outputs of generate are read back in the tests (support/read_png.hpp, read_mp4.hpp).
