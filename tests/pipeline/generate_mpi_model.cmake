@@ -3,6 +3,7 @@
 # refused before any work: every rank exits with the one line naming the file, and nothing is written.
 # Weight files are compared by their size and header: another transformer file is refused too, and
 # equal copies in different folders run.
+include(${CMAKE_CURRENT_LIST_DIR}/every_rank_refused.cmake)
 file(REMOVE_RECURSE ${WORK})
 file(COPY ${DATA}/fixtures/wan_pipeline_tiny/pipeline/ DESTINATION ${WORK}/rank0/pipeline)
 file(COPY ${DATA}/fixtures/wan_pipeline_tiny/pipeline/ DESTINATION ${WORK}/rank1/pipeline)
@@ -30,15 +31,8 @@ function(expect_refused file)
   if(rc EQUAL 0)
     message(FATAL_ERROR "ranks with different models ran to the end:\n${err}")
   endif()
-  string(REGEX MATCHALL "cpdit: error: the MPI processes' models differ: rank 1's pipeline/${file} differs from rank 0's"
-         lines "${err}")
-  list(LENGTH lines count)
-  if(NOT count EQUAL 2)
-    message(FATAL_ERROR "expected the model mismatch naming ${file} once from each of the 2 ranks, got ${count}:\n${err}")
-  endif()
-  if(EXISTS ${WORK}/mixed.safetensors)
-    message(FATAL_ERROR "a run with mismatched models wrote its output")
-  endif()
+  expect_every_rank_refused("${err}" "cpdit: error: the MPI processes' models differ: rank 1's pipeline/${file} differs from rank 0's"
+                            2 ${WORK}/mixed.safetensors)
 endfunction()
 
 expect_refused(transformer/config.json)
