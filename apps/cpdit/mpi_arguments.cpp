@@ -3,6 +3,7 @@
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/comm/mpi.hpp>
+#include <cpdit/comm/tensor_ops.hpp>
 #include <cpdit/core/error.hpp>
 
 #include <cstdint>
@@ -29,15 +30,6 @@ int first_rank_differing(comm::Communicator& world, uint64_t mine) {
   for (int rank = 1; rank < world.size(); ++rank)
     if (all[size_t(rank)] != all[0]) return rank;
   return 0;
-}
-
-// `text` from `root` to every rank.
-std::string broadcast_text(comm::Communicator& world, std::string text, int root) {
-  uint64_t length = text.size();
-  world.broadcast(&length, sizeof length, root);
-  text.resize(length);
-  world.broadcast(text.data(), length, root);
-  return text;
 }
 
 // The file list as it travels: each name, a 0 byte, its 8-byte digest.
@@ -102,9 +94,10 @@ void check_same_model_across_ranks(const std::vector<std::string>& paths) {
   const int rank = first_rank_differing(*world, hash.value);
   if (rank == 0) return;
   // Rank 0's list to every rank; the first differing rank says how its files differ, to all.
-  const std::vector<FileDigest> root = decode(broadcast_text(*world, mine, 0));
-  const std::string difference =
-      broadcast_text(*world, world->rank() == rank ? first_difference(files, root, rank) : std::string(), rank);
+  std::string root = mine;
+  comm::broadcast_bytes(*world, root, 0);
+  std::string difference = world->rank() == rank ? first_difference(files, decode(root), rank) : std::string();
+  comm::broadcast_bytes(*world, difference, rank);
   fail(ErrorKind::invalid_argument, "the MPI processes' models differ: ", difference,
        "; give every process the same model files");
 }

@@ -177,6 +177,13 @@ void broadcast_(Communicator& comm, Tensor& t, int root) {
   comm.broadcast(t.raw(), t.nbytes(), root);
 }
 
+void broadcast_bytes(Communicator& comm, std::string& bytes, int root) {
+  uint64_t length = bytes.size();
+  comm.broadcast(&length, sizeof length, root);
+  bytes.resize(length);
+  comm.broadcast(bytes.data(), length, root);
+}
+
 void broadcast_tensors(Communicator& comm, std::map<std::string, Tensor>& tensors, int root) {
   // The header: per tensor its ShapeRecord, its name's length and the name.
   std::string header;
@@ -188,10 +195,7 @@ void broadcast_tensors(Communicator& comm, std::map<std::string, Tensor>& tensor
       header.append(reinterpret_cast<const char*>(&length), sizeof length);
       header += name;
     }
-  uint64_t header_bytes = header.size();
-  comm.broadcast(&header_bytes, sizeof header_bytes, root);
-  header.resize(header_bytes);
-  comm.broadcast(header.data(), header.size(), root);
+  broadcast_bytes(comm, header, root);
   if (comm.rank() != root) {
     tensors.clear();
     for (size_t at = 0; at < header.size();) {

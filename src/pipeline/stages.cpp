@@ -68,10 +68,7 @@ void run_on_root(comm::Communicator& world, const std::function<void()>& fn) {
   }
   world.broadcast(&kind, sizeof kind, 0);
   if (kind < 0) return;
-  uint64_t length = message.size();
-  world.broadcast(&length, sizeof length, 0);
-  message.resize(length);
-  world.broadcast(message.data(), length, 0);
+  comm::broadcast_bytes(world, message, 0);
   throw Error(ErrorKind(kind), message);
 }
 

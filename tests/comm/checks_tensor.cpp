@@ -114,10 +114,16 @@ void check_tensor_p2p_and_broadcast(Communicator& comm) {
   COMM_EXPECT(comm, same(blocking, got));
 }
 
-// A map of named tensors from the last rank: every rank ends with its names, dtypes, shapes and bytes
-// (a view packed first, an empty tensor kept), whatever it held before.
+// Bytes, then a map of named tensors, from the last rank: every rank ends with the root's bytes, and
+// with its names, dtypes, shapes and values (a view packed first, an empty tensor kept), whatever it
+// held before.
 void check_tensor_map_broadcast(Communicator& comm) {
   const int n = comm.size(), me = comm.rank(), root = n - 1;
+  const std::string sent("from the root\0with a zero byte", 30);
+  std::string bytes = me == root ? sent : "stale";
+  broadcast_bytes(comm, bytes, root);
+  COMM_EXPECT(comm, bytes == sent, bytes.size(), " bytes");
+
   std::map<std::string, Tensor> expected{{"prompt_embeds", filled({1, 4, 3}, 7)},
                                          {"pooled", filled({1, 5}, 8).to(DType::bf16)},
                                          {"view", filled({4, 6}, 9).narrow(1, 2, 3)},

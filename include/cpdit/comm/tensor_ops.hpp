@@ -28,6 +28,8 @@ void all_reduce_(Communicator& comm, Tensor& t, ReduceOp op);
 Tensor reduce_scatter(Communicator& comm, const Tensor& t, int dim, ReduceOp op);
 // In place; t must be contiguous and of the same shape and dtype on every rank.
 void broadcast_(Communicator& comm, Tensor& t, int root);
+// Root's bytes (a message, a header) to every rank; the others need not know the length.
+void broadcast_bytes(Communicator& comm, std::string& bytes, int root);
 // Root's named tensors to every rank: names, dtypes and shapes first, then the bytes. Other ranks'
 // maps are replaced; what they held before is ignored.
 void broadcast_tensors(Communicator& comm, std::map<std::string, Tensor>& tensors, int root);
