@@ -12,7 +12,6 @@ namespace k = kernels;
 
 namespace {
 constexpr float kNormEps = 1e-6f;  // every GroupNorm of the AutoencoderKL decoder
-std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
 }  // namespace
 
 ResnetBlock2D::ResnetBlock2D(int64_t in_channels, int64_t out_channels, int64_t groups)

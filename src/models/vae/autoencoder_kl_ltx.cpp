@@ -16,7 +16,6 @@ namespace k = kernels;
 
 namespace {
 
-std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
 
 constexpr float kRmsEps = 1e-8f;  // every RMSNorm of the decoder
 

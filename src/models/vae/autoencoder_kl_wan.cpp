@@ -14,7 +14,6 @@ namespace cpdit::models::vae {
 namespace k = kernels;
 
 namespace {
-std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
 constexpr int64_t kCachedFrames = 2;  // a kernel 3 deep in time needs the two frames before
 }  // namespace
 

@@ -32,3 +32,10 @@ parallel::ContextParallelPlan decoder_rows_plan(const char* input, int dims);
 Tensor latents_input(const nn::TensorMap& inputs, const char* model);
 
 }  // namespace cpdit::models::vae::detail
+
+namespace cpdit::models::vae {
+
+// A block's one output as Module::forward returns outputs (every VAE block has one).
+inline std::vector<Tensor> one(Tensor t) { return {std::move(t)}; }
+
+}  // namespace cpdit::models::vae
