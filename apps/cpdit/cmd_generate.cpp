@@ -58,7 +58,11 @@ struct GenerateArgs {
   std::string image, frames_dir, video;  // decoded outputs: PNG per batch item, PNG frames of a video, MP4
   int steps = 0;
   int64_t height = 0, width = 0, frames = 0, text_tokens = 512;
-  int64_t ar_step = 0, fps = 24;  // SkyReels-V2 diffusion forcing
+  int64_t ar_step = 0;  // SkyReels-V2 diffusion forcing
+  std::optional<int64_t> fps;  // SkyReels-V2's fps input (default 24) and the --video frame rate (Wan: 16)
+  int64_t base_num_frames = 97;  // SkyReels-V2 long video
+  std::optional<int64_t> overlap_history;
+  double addnoise_condition = 0;
   uint64_t seed = 0;
   float guidance = std::nanf("");  // unset: the pipeline's default
   float true_cfg_scale = std::nanf("");  // unset: FLUX.1 1.0 (off), Qwen-Image 4.0
@@ -417,7 +421,13 @@ RankLoop skyreels_loop(const GenerateArgs& args, const Source& source, const Ran
   return video_loop(args, source, layout, text, 6.0f,  // SkyReelsV2DiffusionForcingPipeline's default guidance
                     [&config, &source, &args](const nn::Model& model, const Tensor& embeds,
                                               const pipeline::WanGenerateOptions& o) {
-                      pipeline::SkyReelsGenerateOptions options{o, args.ar_step, args.fps};
+                      pipeline::SkyReelsGenerateOptions options;
+                      options.video = o;
+                      options.ar_step = args.ar_step;
+                      options.fps = args.fps.value_or(24);
+                      options.base_frames = args.base_num_frames;
+                      options.overlap_history = args.overlap_history;
+                      options.addnoise_condition = args.addnoise_condition;
                       return pipeline::generate_skyreels_v2(model, config, source.wan_scheduler, embeds, options);
                     });
 }
@@ -470,6 +480,7 @@ void run(GenerateArgs args) {
   check_output_path(args.video, "--video");
   CPDIT_CHECK(args.video.empty() || args.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
               args.video, "'");
+  CPDIT_CHECK(!args.fps || *args.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *args.fps);
   CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
   CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
   const bool lead = lead_process();
@@ -517,7 +528,12 @@ void run(GenerateArgs args) {
       const models::wan::WanConfig& config = video_config(source);
       const Shape latent = pipeline::wan_latent_shape(config, 1, args.frames, args.height, args.width, source.wan_vae);
       const double elements = double(shape_numel(latent));
-      check_generate_fits(elements, elements / double(latent[1] * config.patch_volume()), double(config.inner_dim()));
+      // A SkyReels-V2 long video shows the model at most base_num_frames at a time.
+      const int64_t model_frames = args.overlap_history && source.pipeline == pipeline::PipelineKind::skyreels_v2
+                                       ? std::min(latent[2], (args.base_num_frames - 1) / source.wan_vae.temporal + 1)
+                                       : latent[2];
+      check_generate_fits(elements, elements / double(latent[1] * config.patch_volume()) * double(model_frames) / double(latent[2]),
+                          double(config.inner_dim()));
     } else {
       const pipeline::FluxLatentShape latent = pipeline::flux_latent_shape(args.height, args.width, 16, 1, source.vae_scale_factor);
       const int64_t hidden = qwen ? pipeline::config_of<models::qwenimage::QwenImageConfig>(source.model).inner_dim()
@@ -583,8 +599,11 @@ void run(GenerateArgs args) {
     io::write_png(args.preview, pipeline::flux_latent_preview(latents), args.width, args.height);
   if (!args.image.empty()) pipeline::write_image_pngs(args.image, pixels);
   if (!args.frames_dir.empty()) pipeline::write_frame_pngs(args.frames_dir, pixels);
-  // generate's Wan loop makes one clip: item 0 of the (1, F, H, W, 3) video.
-  if (!args.video.empty()) io::write_mp4(args.video, pixels.select(0, 0), pipeline::kWanFramesPerSecond);
+  // generate's Wan loop makes one clip: item 0 of the (1, F, H, W, 3) video, at --fps when given, else
+  // at the rate the pipeline makes (SkyReels-V2's default fps input 24, Wan 16).
+  const bool skyreels = info.pipeline == pipeline::PipelineKind::skyreels_v2;
+  if (!args.video.empty())
+    io::write_mp4(args.video, pixels.select(0, 0), int(args.fps.value_or(skyreels ? 24 : pipeline::kWanFramesPerSecond)));
   outputs.commit();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json s = summary(args, info, stages, loop_stats, peaks, wall);
@@ -630,7 +649,7 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--steps", args->steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for Wan)")->check(whole_number<int>());
   cmd->add_option("--height", args->height, "height in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 480 for Wan)")->check(whole_number<int64_t>());
   cmd->add_option("--width", args->width, "width in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 832 for Wan)")->check(whole_number<int64_t>());
-  cmd->add_option("--frames", args->frames, "Wan: frames of the clip, 4k + 1 (default: 5 for presets, 81 otherwise)")->check(whole_number<int64_t>());
+  cmd->add_option("--frames,--num-frames", args->frames, "Wan: frames of the clip, 4k + 1 (default: 5 for presets, 81 otherwise)")->check(whole_number<int64_t>());
   cmd->add_option("--seed", args->seed, "seed of the initial noise (and of the random embeddings)")
       ->check(whole_number<uint64_t>(0));
   cmd->add_option("--guidance", args->guidance,
@@ -657,8 +676,21 @@ void add_generate(CLI::App& parent) {
                   "SkyReels-V2: each block of latent frames starts this many steps after the one before (default 0: "
                   "all frames in step)")
       ->check(whole_number<int64_t>(0));
-  cmd->add_option("--fps", args->fps, "SkyReels-V2 with an fps embedding: the clip's frame rate (16 or other; default 24)")
+  cmd->add_option("--fps", args->fps,
+                  "the clip's frame rate: --video plays at it (default: SkyReels-V2 24, Wan 16) and SkyReels-V2 "
+                  "models with an fps embedding are told it (16 or other)")
       ->check(whole_number<int64_t>());
+  cmd->add_option("--base-num-frames", args->base_num_frames,
+                  "SkyReels-V2: the most frames denoised together (default 97); a longer clip is made in chunks that "
+                  "overlap by --overlap-history frames")
+      ->check(whole_number<int64_t>(1));
+  cmd->add_option("--overlap-history", args->overlap_history,
+                  "SkyReels-V2 long video: frames each chunk takes from the end of the one before (e.g. 17 or 37)")
+      ->check(whole_number<int64_t>(1));
+  cmd->add_option("--addnoise-condition", args->addnoise_condition,
+                  "SkyReels-V2 long video: noise added to the frames a chunk takes over, as a timestep (0 to 999; "
+                  "default 0: none; 20 recommended)")
+      ->check(finite_number());
   cmd->add_option("--text-tokens", args->text_tokens,
                   "text length: the T5/UMT5 max_sequence_length of --prompt (FLUX.1-dev and Wan: 512, schnell: 256), "
                   "or of the random embeddings without --prompt and --embeddings")
@@ -668,7 +700,7 @@ void add_generate(CLI::App& parent) {
                   "or `video` (B, F, H, W, 3), f32 in [0, 1]");
   cmd->add_option("--image", args->image, "FLUX.1: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
   cmd->add_option("--frames-dir", args->frames_dir, "Wan: write the decoded frames into this folder as frame_00000.png, ...");
-  cmd->add_option("--video", args->video, "Wan: write the decoded video here as H.264 MP4 at 16 frames per second");
+  cmd->add_option("--video", args->video, "Wan: write the decoded video here as H.264 MP4 at --fps frames per second");
   cmd->add_option("--preview", args->preview, "write a PNG preview of the latents here (linear latent-to-RGB projection)");
   cmd->add_flag("--json", args->json, "print the closing summary as one JSON object and no progress");
   cmd->add_flag("--check-finite", args->check_finite,

@@ -1,4 +1,5 @@
 #include <cpdit/core/error.hpp>
+#include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/skyreels_pipeline.hpp>
 
 #include <algorithm>
@@ -76,12 +77,50 @@ namespace {
 // SkyReelsV2DiffusionForcingPipeline's fps input: 0 for 16 fps, 1 otherwise, one per batch item.
 Tensor fps_input(int64_t fps, int64_t batch) { return Tensor::full({batch}, fps == 16 ? 0.0 : 1.0, DType::i64); }
 
-// The timesteps of `row` for frames [first, end), expanded over the batch: (B, end - first) I64.
-Tensor window_timesteps(const std::vector<int64_t>& row, int64_t first, int64_t end, int64_t batch) {
+// The timesteps of `row` for frames [first, end), frames before `noisy_prefix` fed `prefix_timestep`
+// instead, expanded over the batch: (B, end - first) I64.
+Tensor window_timesteps(const std::vector<int64_t>& row, int64_t first, int64_t end, int64_t batch,
+                        int64_t noisy_prefix, int64_t prefix_timestep) {
   std::vector<float> values;
   for (int64_t b = 0; b < batch; ++b)
-    for (int64_t f = first; f < end; ++f) values.push_back(float(row[size_t(f)]));  // <= 999: exact in f32
+    for (int64_t f = first; f < end; ++f)  // <= 999: exact in f32
+      values.push_back(float(f < noisy_prefix ? prefix_timestep : row[size_t(f)]));
   return Tensor::from_vector(values, {batch, end - first}).to(DType::i64);
+}
+
+// Random draw `draw` of `shape`: the caller's source, else the first chunk's given latents or seeded
+// noise, every later draw from a stream of its own.
+Tensor draw_noise(const SkyReelsGenerateOptions& options, int64_t draw, const Shape& shape) {
+  Tensor noise;
+  if (options.noise) {
+    noise = options.noise(draw, shape);
+  } else if (draw == 0 && options.video.initial_latents.defined()) {
+    noise = options.video.initial_latents;
+  } else {
+    uint64_t stream = options.video.seed + 0x9e3779b97f4a7c15ull * uint64_t(draw);  // draw 0: the seed itself
+    noise = randn(shape, draw == 0 ? options.video.seed : (stream ^ (stream >> 31)) * 0xbf58476d1ce4e5b9ull);
+  }
+  CPDIT_CHECK(noise.shape() == shape, invalid_argument, "random draw ", draw, " (", draw == 0 ? "the initial latents" : "noise",
+              ") is ", noise.describe(), "; this clip needs ", shape_string(shape));
+  return noise.to(DType::f32).contiguous();
+}
+
+// The prefix as the model sees it under addnoise_condition c: (1 - c/1000) x + (c/1000) noise, each
+// factor rounded to float32 first and one rounding per op, as PyTorch computes it.
+Tensor noisy_prefix(const Tensor& prefix, const Tensor& noise, double addnoise_condition) {
+  const double noise_factor = 0.001 * addnoise_condition;
+  const float keep = float(1.0 - noise_factor), add = float(noise_factor);
+  Tensor out = Tensor::empty(prefix.shape(), DType::f32);
+  const float *x = prefix.data<float>(), *n = noise.data<float>();
+  float* o = out.data<float>();
+  for (int64_t i = 0; i < out.numel(); ++i) o[i] = x[i] * keep + n[i] * add;
+  return out;
+}
+
+// One chunk's timestep matrix: the whole chunk in one window, its prefix ready.
+TimestepMatrix chunk_matrix(const SkyReelsChunk& chunk, const std::vector<int64_t>& timesteps, int64_t ar_step,
+                            int64_t block) {
+  return generate_timestep_matrix(chunk.frames, timesteps, chunk.frames, ar_step, chunk.prefix, block);
 }
 
 }  // namespace
@@ -91,52 +130,88 @@ WanGenerateResult generate_skyreels_v2(const nn::Model& model, const models::sky
                                        const SkyReelsGenerateOptions& options) {
   const WanGenerateOptions& video = options.video;
   CPDIT_CHECK(video.steps >= 1, invalid_argument, "steps must be at least 1, got ", video.steps);
-  const int64_t batch = prompt_embeds.size(0);
-  const Tensor latents =
-      initial_wan_latents(wan_latent_shape(config, batch, video.frames, video.height, video.width, video.vae), video);
-  const int64_t frames = latents.size(2), block = config.num_frame_per_block;
-  CPDIT_CHECK(frames % block == 0, invalid_argument, frames, " latent frames (", video.frames,
-              " frames) do not split into the model's blocks of num_frame_per_block = ", block, " latent frames");
+  CPDIT_CHECK(options.base_frames >= 1 && (!options.overlap_history || *options.overlap_history >= 1) &&
+                  options.addnoise_condition >= 0 && options.addnoise_condition < 1000,
+              invalid_argument, "base_num_frames and overlap_history must be at least 1 (", options.base_frames,
+              ", ", options.overlap_history.value_or(0), ") and addnoise_condition in [0, 1000) (",
+              options.addnoise_condition, ")");
+  const int64_t batch = prompt_embeds.size(0), block = config.num_frame_per_block;
+  const Shape shape = wan_latent_shape(config, batch, video.frames, video.height, video.width, video.vae);
+  const int64_t temporal = video.vae.temporal;
+  auto latent_frames = [&](int64_t frames) { return (frames - 1) / temporal + 1; };  // as the pipeline rounds
+  CPDIT_CHECK(video.frames <= options.base_frames || options.overlap_history, invalid_argument, video.frames,
+              " frames are more than base_num_frames (", options.base_frames,
+              "): a long video needs overlap_history (frames each chunk shares with the one before)");
+  const std::vector<SkyReelsChunk> chunks =
+      skyreels_chunks(shape[2], latent_frames(options.base_frames),
+                      options.overlap_history ? std::optional(latent_frames(*options.overlap_history)) : std::nullopt,
+                      block);
 
   UniPCMultistepScheduler frame_scheduler(scheduler);
   frame_scheduler.set_timesteps(video.steps);
-  // One scheduler per latent frame: each keeps its own multistep state and step count.
-  std::vector<UniPCMultistepScheduler> schedulers(size_t(frames), frame_scheduler);
-  std::vector<Tensor> frame_latents;
-  for (int64_t f = 0; f < frames; ++f) frame_latents.push_back(latents.narrow(2, f, 1).contiguous());
-  const TimestepMatrix matrix =
-      generate_timestep_matrix(frames, frame_scheduler.timesteps(), frames, options.ar_step, 0, block);
+  // Every chunk's matrix first: a bad ar_step is refused before any model call, and the progress knows
+  // the total.
+  std::vector<TimestepMatrix> matrices;
+  int iterations = 0;
+  for (const SkyReelsChunk& chunk : chunks) {
+    matrices.push_back(chunk_matrix(chunk, frame_scheduler.timesteps(), options.ar_step, block));
+    iterations += int(matrices.back().timesteps.size());
+  }
 
   const Tensor forcing = Tensor::full({1}, 1.0, DType::boolean), fps = fps_input(options.fps, batch);
+  const bool add_noise = options.addnoise_condition > 0;
+  const int64_t prefix_timestep = int64_t(options.addnoise_condition);  // the pipeline's int64 timestep truncates
   WanGenerateResult result;
-  const int iterations = int(matrix.timesteps.size());
-  for (int i = 0; i < iterations; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    const auto [first, end] = matrix.window[size_t(i)];
-    const std::vector<Tensor> window(frame_latents.begin() + first, frame_latents.begin() + end);
-    const Tensor velocity = guided_prediction(
-        model,
-        {{"hidden_states", cat(window, 2)},
-         {"timestep", window_timesteps(matrix.timesteps[size_t(i)], first, end, batch)},
-         {"enable_diffusion_forcing", forcing},
-         {"fps", fps}},
-        prompt_embeds, video);
-    for (int64_t f = first; f < end; ++f) {
-      if (!matrix.update[size_t(i)][size_t(f)]) continue;
-      UniPCMultistepScheduler& s = schedulers[size_t(f)];
-      // A frame steps once per timestep of the schedule, in order: its scheduler's own count says which.
-      CPDIT_CHECK(s.step_index() < s.num_inference_steps() &&
-                      s.timesteps()[size_t(s.step_index())] == matrix.timesteps[size_t(i)][size_t(f)],
-                  internal,
-                  "frame ", f, " is fed timestep ", matrix.timesteps[size_t(i)][size_t(f)], " at its step ",
-                  s.step_index());
-      frame_latents[size_t(f)] =
-          s.step_in_place(velocity.narrow(2, f - first, 1).contiguous(), frame_latents[size_t(f)]);
+  std::vector<Tensor> clip;  // the clip's latent frames so far
+  int64_t draw = 0;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const SkyReelsChunk& chunk = chunks[c];
+    const TimestepMatrix& matrix = matrices[c];
+    Shape chunk_shape = shape;
+    chunk_shape[2] = chunk.frames;
+    const Tensor noise = draw_noise(options, draw++, chunk_shape);
+    std::vector<Tensor> frame_latents;
+    const int64_t prefix_start = int64_t(clip.size()) - chunk.overlap;
+    for (int64_t f = 0; f < chunk.frames; ++f)
+      frame_latents.push_back(f < chunk.prefix ? clip[size_t(prefix_start + f)] : noise.narrow(2, f, 1).contiguous());
+    // One scheduler per latent frame: each keeps its own multistep state and step count.
+    std::vector<UniPCMultistepScheduler> schedulers(size_t(chunk.frames), frame_scheduler);
+
+    for (size_t i = 0; i < matrix.timesteps.size(); ++i) {
+      auto start = std::chrono::steady_clock::now();
+      const auto [first, end] = matrix.window[i];
+      std::vector<Tensor> window(frame_latents.begin() + first, frame_latents.begin() + end);
+      if (add_noise && first < chunk.prefix) {
+        const Tensor prefix = cat({window.begin(), window.begin() + (chunk.prefix - first)}, 2);
+        const Tensor noisy = noisy_prefix(prefix, draw_noise(options, draw++, prefix.shape()), options.addnoise_condition);
+        for (int64_t f = first; f < chunk.prefix; ++f) window[size_t(f - first)] = noisy.narrow(2, f - first, 1);
+      }
+      const Tensor velocity = guided_prediction(
+          model,
+          {{"hidden_states", cat(window, 2)},
+           {"timestep", window_timesteps(matrix.timesteps[i], first, end, batch, add_noise ? chunk.prefix : 0,
+                                         prefix_timestep)},
+           {"enable_diffusion_forcing", forcing},
+           {"fps", fps}},
+          prompt_embeds, video);
+      for (int64_t f = first; f < end; ++f) {
+        if (!matrix.update[i][size_t(f)]) continue;
+        UniPCMultistepScheduler& s = schedulers[size_t(f)];
+        // A frame steps once per timestep of the schedule, in order: its scheduler's own count says which.
+        CPDIT_CHECK(s.step_index() < s.num_inference_steps() &&
+                        s.timesteps()[size_t(s.step_index())] == matrix.timesteps[i][size_t(f)],
+                    internal, "frame ", f, " is fed timestep ", matrix.timesteps[i][size_t(f)], " at its step ",
+                    s.step_index());
+        frame_latents[size_t(f)] =
+            s.step_in_place(velocity.narrow(2, f - first, 1).contiguous(), frame_latents[size_t(f)]);
+      }
+      result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      if (video.on_step) video.on_step(int(result.step_seconds.size()) - 1, iterations, result.step_seconds.back());
     }
-    result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (video.on_step) video.on_step(i, iterations, result.step_seconds.back());
+    // The first chunk whole; a later one from the end of its overlap on.
+    clip.insert(clip.end(), frame_latents.begin() + chunk.overlap, frame_latents.end());
   }
-  result.latents = cat(frame_latents, 2);
+  result.latents = cat(clip, 2);
   return result;
 }
 

@@ -1,10 +1,14 @@
 #pragma once
-// SkyReels-V2 text-to-video by diffusion forcing (diffusers' SkyReelsV2DiffusionForcingPipeline, one
-// window: the whole clip in one pass). Every latent frame has its own timestep: the timestep matrix
-// says, iteration by iteration, which timestep each frame is fed and which frames take a step, so a
-// block of frames can run ar_step steps ahead of the next ("asynchronous" generation); each frame
-// keeps its own UniPC state and steps only where the matrix says so, driven as diffusers drives it
-// (UniPCMultistepScheduler::step_in_place).
+// SkyReels-V2 text-to-video by diffusion forcing (diffusers' SkyReelsV2DiffusionForcingPipeline).
+// Every latent frame has its own timestep: the timestep matrix says, iteration by iteration, which
+// timestep each frame is fed and which frames take a step, so a block of frames can run ar_step steps
+// ahead of the next ("asynchronous" generation); each frame keeps its own UniPC state and steps only
+// where the matrix says so, driven as diffusers drives it (UniPCMultistepScheduler::step_in_place).
+//
+// A clip longer than base_num_frames is made in chunks of that many frames (long video): each later
+// chunk starts from the last overlap_history frames of what came before (its prefix, counted as
+// ready in its timestep matrix, optionally fed to the model with a little fresh noise:
+// addnoise_condition) and adds only its frames past the overlap to the clip.
 //
 // Under context parallelism the model gathers its output (the SkyReels-V2 plan), so every rank
 // steps the same full latents with the same per-frame schedulers, as in the Wan loop.
@@ -13,6 +17,8 @@
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -35,12 +41,41 @@ TimestepMatrix generate_timestep_matrix(int64_t num_latent_frames, const std::ve
                                         int64_t base_num_latent_frames, int64_t ar_step, int64_t num_pre_ready = 0,
                                         int64_t causal_block_size = 1);
 
+// One chunk of a clip, in latent frames: `frames` denoised together, of which the first `prefix` are
+// copied from the clip so far (starting `overlap` frames before its end) and the frames from `overlap`
+// on are appended to the clip.
+struct SkyReelsChunk {
+  int64_t frames = 0, prefix = 0, overlap = 0;
+  bool operator==(const SkyReelsChunk&) const = default;
+};
+
+// The chunks of a clip of `latent_frames`, as SkyReelsV2DiffusionForcingPipeline cuts it: without
+// overlap (or when the clip fits in base_latent_frames) one chunk of the whole clip; else a first
+// chunk of base_latent_frames, then chunks of up to base_latent_frames that each overlap the clip so
+// far by overlap_latent_frames, the prefix cut down to whole blocks of block_frames. Refuses
+// (invalid_argument) a clip, or a chunk, that is not whole blocks (diffusers would leave the last
+// frames noisy), an overlap that is not shorter than the chunk, and one shorter than a block.
+std::vector<SkyReelsChunk> skyreels_chunks(int64_t latent_frames, int64_t base_latent_frames,
+                                           std::optional<int64_t> overlap_latent_frames, int64_t block_frames);
+
 struct SkyReelsGenerateOptions {
-  // steps, frames, size, seed, VAE factors, initial latents, guidance and the negative embeddings, as
-  // for Wan; the pipeline's default guidance_scale is 6.0.
+  // steps, frames, size, seed, VAE factors, initial latents (the first chunk's), guidance and the
+  // negative embeddings, as for Wan; the pipeline's default guidance_scale is 6.0.
   WanGenerateOptions video;
   int64_t ar_step = 0;  // 0: synchronous, every frame at the same timestep
   int64_t fps = 24;     // fed to models with inject_sample_info: 16 is row 0 of the fps embedding, else row 1
+  // Long video, in pixel frames as the pipeline takes them (latent frames: (n - 1) / 4 + 1): a clip of
+  // more than base_frames frames needs overlap_history.
+  int64_t base_frames = 97;
+  std::optional<int64_t> overlap_history;
+  // > 0: a later chunk's prefix is fed to the model as (1 - c/1000) x + (c/1000) noise at timestep
+  // int(c), fresh noise at every iteration (the prefix itself stays clean).
+  double addnoise_condition = 0;
+  // Random draw number `draw` of `shape`, in the order the pipeline draws: each chunk's initial latents
+  // (its prefix frames then overwritten), and within a later chunk with addnoise_condition one per
+  // iteration for its prefix. Every rank must get the same numbers. Unset: draw 0 is
+  // video.initial_latents or seeded noise (video.seed), draw n > 0 seeded noise of its own stream.
+  std::function<Tensor(int64_t draw, const Shape& shape)> noise;
 };
 
 // Every rank of the model's context-parallel group calls it. `model` is a SkyReelsV2Transformer3DModel
