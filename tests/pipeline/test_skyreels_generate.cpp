@@ -3,6 +3,7 @@
 // matrix for every case the fixture holds, and a 3-step rollout (blocks of 2 latent frames, ar_step 1,
 // one UniPC state per frame, guidance 6) whose final latents are diffusers' on one rank and under
 // every split, through the API and through `cpdit generate`.
+#include "support/read_mp4.hpp"
 #include "support/run_cli.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -150,6 +151,25 @@ TEST(SkyReelsGenerateCli, PresetFromPromptDecodesTheSameVideoOnOneAndTwoRanks) {
     std::snprintf(name, sizeof name, "frame_%05d.png", f);
     EXPECT_TRUE(fs::exists(fs::path(dir.file("frames")) / name)) << name;
   }
+}
+
+// generate --video plays at the clip's frame rate, read back from the written MP4's stream:
+// SkyReels-V2's default fps (24), or --fps (Wan's default 16 is checked by WanPipelineParity).
+TEST(SkyReelsGenerateCli, VideoPlaysAtTheClipsFrameRate) {
+  cpdit::testing::TempDir dir("skyreels_generate_fps");
+  const std::string common = " --frames 5 --height 16 --width 16 --steps 1 --threads 1 --json --video ";
+  for (const auto& [flags, fps] : std::vector<std::pair<std::string, double>>{{"--preset skyreels-tiny", 24},
+                                                                              {"--preset wan-tiny --fps 30", 30}}) {
+    const std::string mp4 = dir.file("clip.mp4");
+    auto r = cpdit::testing::run_cli("generate " + flags + common + mp4);
+    ASSERT_EQ(r.code, 0) << flags << "\n" << r.err;
+    const cpdit::testing::DecodedVideo video = cpdit::testing::read_mp4(mp4);
+    EXPECT_EQ(video.fps, fps) << flags;
+    EXPECT_EQ(video.rgb.size(), 5u) << flags;
+  }
+  auto bad = cpdit::testing::run_cli("generate --preset wan-tiny --fps 1001" + common + dir.file("never.mp4"));
+  EXPECT_EQ(bad.code, 2) << bad.err;
+  EXPECT_FALSE(fs::exists(dir.file("never.mp4")));
 }
 
 }  // namespace
