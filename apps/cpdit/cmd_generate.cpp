@@ -88,6 +88,13 @@ struct Source {
   std::string name;
 };
 
+// The Wan 2.1 fields of a video model's config (SkyReels-V2's adds its own).
+const models::wan::WanConfig& video_config(const Source& source) {
+  if (source.pipeline == pipeline::PipelineKind::skyreels_v2)
+    return pipeline::config_of<models::skyreels_v2::SkyReelsV2Config>(source.model);
+  return pipeline::config_of<models::wan::WanConfig>(source.model);
+}
+
 Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   CPDIT_CHECK(args.model.empty() != args.preset.empty(), invalid_argument,
               "give exactly one of --model DIR|FILE and --preset NAME");
@@ -117,11 +124,12 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   s.name = args.model;
   s.model = models::open_model(args.model, args.config.empty() ? std::nullopt : std::optional(args.config), load);
   s.pipeline = pipeline::pipeline_for(s.model.class_name);
-  // Without a scheduler config: Wan 2.1's flow_shift 3, SkyReels-V2 T2V's 8.
-  const double flow_shift = s.pipeline == pipeline::PipelineKind::skyreels_v2 ? 8.0 : 3.0;
+  // Without a scheduler config: Wan 2.1's flow_shift 3, SkyReels-V2's 8 (T2V) or 5 (I2V).
   if (video_pipeline(s.pipeline))
     s.wan_scheduler = has_scheduler ? pipeline::UniPCConfig::from_file(scheduler.string())
-                                    : pipeline::UniPCConfig::wan21(flow_shift);
+                      : s.pipeline == pipeline::PipelineKind::skyreels_v2
+                          ? pipeline::UniPCConfig::wan21(pipeline::skyreels_flow_shift(video_config(s)))
+                          : pipeline::UniPCConfig::wan21(3.0);
   else if (has_scheduler)
     s.flux_scheduler = pipeline::FlowMatchEulerConfig::from_file(scheduler.string());
   else
@@ -321,13 +329,6 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, config, scheduler, *conditioning, options, group);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, true, r.gather_seconds, r.gather_bytes});
   };
-}
-
-// The Wan 2.1 fields of a video model's config (SkyReels-V2's adds its own).
-const models::wan::WanConfig& video_config(const Source& source) {
-  if (source.pipeline == pipeline::PipelineKind::skyreels_v2)
-    return pipeline::config_of<models::skyreels_v2::SkyReelsV2Config>(source.model);
-  return pipeline::config_of<models::wan::WanConfig>(source.model);
 }
 
 // A Wan-family loop on one rank's model replica with the options the flags give.

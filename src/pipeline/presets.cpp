@@ -2,6 +2,7 @@
 #include <cpdit/core/threads.hpp>
 #include <cpdit/pipeline/presets.hpp>
 #include <cpdit/pipeline/random.hpp>
+#include <cpdit/pipeline/skyreels_pipeline.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -119,7 +120,7 @@ models::skyreels_v2::SkyReelsV2Checkpoint skyreels_preset(const std::string& nam
 }
 
 UniPCConfig video_preset_scheduler(const std::string& name) {
-  if (name == "skyreels-tiny" || name == "skyreels-mini") return UniPCConfig::wan21(8.0);
+  if (name == "skyreels-tiny" || name == "skyreels-mini") return UniPCConfig::wan21(skyreels_flow_shift(wan_preset_config(name)));
   wan_preset_config(name);  // refuses other names
   return UniPCConfig::wan21();
 }

@@ -1,4 +1,5 @@
-// How SkyReelsV2DiffusionForcingPipeline cuts a long clip into chunks (its __call__ and prepare_latents).
+// How SkyReelsV2DiffusionForcingPipeline cuts a long clip into chunks (its __call__ and prepare_latents),
+// and the flow_shift each kind of SkyReels-V2 model samples with.
 #include <cpdit/core/error.hpp>
 #include <cpdit/pipeline/skyreels_pipeline.hpp>
 
@@ -36,5 +37,7 @@ std::vector<SkyReelsChunk> skyreels_chunks(int64_t latent_frames, int64_t base_l
   }
   return out;
 }
+
+double skyreels_flow_shift(const models::wan::WanConfig& config) { return config.in_channels == 36 ? 5.0 : 8.0; }
 
 }  // namespace cpdit::pipeline

@@ -70,6 +70,17 @@ TEST(SkyReelsTimestepMatrix, RefusesFramesThatDoNotFillTheBlocks) {
   EXPECT_THROW(generate_timestep_matrix(4, {999, 900}, 4, -1), Error);
 }
 
+// Image-to-video models (16 noise + 4 mask + 16 image channels in) sample at flow_shift 5, the others at 8;
+// the presets are text-to-video.
+TEST(SkyReelsFlowShift, FiveForImageToVideoEightOtherwise) {
+  models::wan::WanConfig config = wan_preset_config("skyreels-tiny");
+  EXPECT_EQ(skyreels_flow_shift(config), 8.0);
+  config.in_channels = 36;
+  EXPECT_EQ(skyreels_flow_shift(config), 5.0);
+  EXPECT_EQ(video_preset_scheduler("skyreels-mini").flow_shift, 8.0);
+  EXPECT_EQ(video_preset_scheduler("wan-mini").flow_shift, 3.0);
+}
+
 TEST(SkyReelsGenerate, RolloutEqualsDiffusers) {
   const nlohmann::json c = io::read_json((kCase / "case.json").string());
   const auto ck = models::skyreels_v2::read_skyreels_v2_checkpoint((kCase / "pipeline" / "transformer").string());

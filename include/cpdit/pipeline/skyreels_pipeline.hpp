@@ -58,6 +58,12 @@ struct SkyReelsChunk {
 std::vector<SkyReelsChunk> skyreels_chunks(int64_t latent_frames, int64_t base_latent_frames,
                                            std::optional<int64_t> overlap_latent_frames, int64_t block_frames);
 
+// The flow_shift SkyReels-V2 samples with when no scheduler config sets it: 5.0 for image-to-video
+// models (in_channels 36: the noise, a 4-channel first-frame mask and the image's 16 latent channels),
+// 8.0 for text-to-video and diffusion forcing, as SkyReels-V2's model cards and diffusers' examples set it.
+// (Image conditioning itself, image_dim, is refused when such a model is loaded.)
+double skyreels_flow_shift(const models::wan::WanConfig& config);
+
 struct SkyReelsGenerateOptions {
   // steps, frames, size, seed, VAE factors, initial latents (the first chunk's), guidance and the
   // negative embeddings, as for Wan; the pipeline's default guidance_scale is 6.0.
