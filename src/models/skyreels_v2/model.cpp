@@ -71,22 +71,9 @@ std::vector<Tensor> FrameToTokens::forward(const Tensor& temb, const Tensor& tim
 }
 
 SkyReelsV2Transformer3DModel::SkyReelsV2Transformer3DModel(const SkyReelsV2Config& config)
-    : config_((config.validate(), config)),
-      rope_(add_module<common::wan::RotaryPosEmbed>("rope", config.attention_head_dim, config.patch_size,
-                                                    config.rope_max_seq_len)),
-      patch_embedding_(add_module<common::wan::PatchEmbedding>("patch_embedding", config.in_channels,
-                                                               config.inner_dim(), config.patch_size)),
-      condition_embedder_(add_module<common::wan::ConditionEmbedder>(
-          "condition_embedder", config.inner_dim(), config.freq_dim, config.text_dim,
-          common::wan::SinusoidPrecision::f64)),
-      frame_to_tokens_(add_module<FrameToTokens>("frame_to_tokens")),
-      blocks_(add_module<nn::ModuleList<common::wan::Block>>("blocks")),
-      norm_out_(add_module<nn::LayerNorm>("norm_out", config.inner_dim(), config.eps, /*affine=*/false)),
-      proj_out_(add_module<nn::Linear>("proj_out", config.inner_dim(), config.out_channels * config.patch_volume())),
-      scale_shift_table_(add_parameter("scale_shift_table", {1, 2, config.inner_dim()})) {
-  for (int64_t i = 0; i < config.num_layers; ++i)
-    blocks_.append(config.inner_dim(), config.num_attention_heads, config.attention_head_dim, config.ffn_dim,
-                   config.cross_attn_norm, config.eps);
+    : Wan21Network(config, common::wan::SinusoidPrecision::f64),  // SkyReels-V2's sinusoid is float64
+      config_((config.validate(), config)),
+      frame_to_tokens_(add_module<FrameToTokens>("frame_to_tokens")) {
   if (config.inject_sample_info) {
     const int64_t dim = config.inner_dim();
     fps_embedding_ = &add_module<nn::Embedding>("fps_embedding", 2, dim);
@@ -164,14 +151,7 @@ nn::TensorMap SkyReelsV2Transformer3DModel::forward(const nn::TensorMap& inputs)
     const attention::Mask mask = config_.num_frame_per_block > 1
                                      ? attention::Mask::block_causal(config_.num_frame_per_block * tokens_per_frame)
                                      : attention::Mask::none();
-    for (common::wan::Block* block : blocks_) x = block->forward(x, cond[2], per_token[1], rope[0], rope[1], mask);
-
-    // The output head takes temb itself, not timestep_proj: shift, scale in that order.
-    const int64_t dim = config_.inner_dim();
-    auto head = common::scale_shift_modulation(scale_shift_table_.value,
-                                               per_token[0].reshape({batch, per_token[0].size(1), 1, dim}));
-    x = kernels::modulate(norm_out_.forward(x), head[1], head[0]);
-    return std::vector<Tensor>{unpatchify(proj_out_.forward(x), config_.patch_size, grid)};
+    return std::vector<Tensor>{blocks_and_head(x, cond[2], per_token[1], per_token[0], rope, mask, grid)};
   })[0]}};
 }
 

@@ -16,20 +16,7 @@ parallel::ContextParallelPlan wan_plan() {
 }
 
 WanTransformer3DModel::WanTransformer3DModel(const WanConfig& config)
-    : config_((config.validate(), config)),
-      rope_(add_module<RotaryPosEmbed>("rope", config.attention_head_dim, config.patch_size, config.rope_max_seq_len)),
-      patch_embedding_(add_module<PatchEmbedding>("patch_embedding", config.in_channels, config.inner_dim(),
-                                                  config.patch_size)),
-      condition_embedder_(
-          add_module<ConditionEmbedder>("condition_embedder", config.inner_dim(), config.freq_dim, config.text_dim)),
-      blocks_(add_module<nn::ModuleList<Block>>("blocks")),
-      norm_out_(add_module<nn::LayerNorm>("norm_out", config.inner_dim(), config.eps, /*affine=*/false)),
-      proj_out_(add_module<nn::Linear>("proj_out", config.inner_dim(), config.out_channels * config.patch_volume())),
-      scale_shift_table_(add_parameter("scale_shift_table", {1, 2, config.inner_dim()})) {
-  for (int64_t i = 0; i < config.num_layers; ++i)
-    blocks_.append(config.inner_dim(), config.num_attention_heads, config.attention_head_dim, config.ffn_dim,
-                   config.cross_attn_norm, config.eps);
-}
+    : Wan21Network(config, common::wan::SinusoidPrecision::f32), config_(config) {}
 
 namespace {
 const std::set<std::string> kInputNames{"hidden_states", "timestep", "encoder_hidden_states"};
@@ -63,13 +50,7 @@ nn::TensorMap WanTransformer3DModel::forward(const nn::TensorMap& inputs) const 
     const int64_t dim = config_.inner_dim();
     // (B, 6, D), or (B, S, 6, D) for per-token timesteps
     Tensor tproj = temb.dim() == 2 ? cond[1].reshape({batch, 6, dim}) : cond[1].reshape({batch, temb.size(1), 6, dim});
-    for (Block* block : blocks_) x = block->forward(x, cond[2], tproj, rope[0], rope[1]);
-
-    // The output head takes temb itself, not timestep_proj: shift, scale in that order.
-    auto head = common::scale_shift_modulation(scale_shift_table_.value,
-                           temb.dim() == 2 ? temb.reshape({batch, 1, dim}) : temb.reshape({batch, temb.size(1), 1, dim}));
-    x = kernels::modulate(norm_out_.forward(x), head[1], head[0]);
-    return std::vector<Tensor>{common::wan::unpatchify(proj_out_.forward(x), config_.patch_size, grid)};
+    return std::vector<Tensor>{blocks_and_head(x, cond[2], tproj, temb, rope, {}, grid)};
   })[0]}};
 }
 

@@ -5,8 +5,8 @@
 // plan diffusers does not have for it. Parameters carry the diffusers key names.
 #include <cpdit/models/common/wan_config.hpp>
 #include <cpdit/models/common/wan_layers.hpp>
+#include <cpdit/models/common/wan_network.hpp>
 #include <cpdit/nn/embedding.hpp>
-#include <cpdit/nn/model.hpp>
 
 #include <optional>
 #include <string>
@@ -54,7 +54,7 @@ class FrameToTokens : public nn::Module {
   std::vector<Tensor> forward(const Tensor& temb, const Tensor& timestep_proj, int64_t tokens_per_frame) const;
 };
 
-class SkyReelsV2Transformer3DModel : public nn::Model {
+class SkyReelsV2Transformer3DModel : public common::wan::Wan21Network {
  public:
   explicit SkyReelsV2Transformer3DModel(const SkyReelsV2Config& config);
   const SkyReelsV2Config& config() const { return config_; }
@@ -73,14 +73,7 @@ class SkyReelsV2Transformer3DModel : public nn::Model {
   Tensor add_fps(const Tensor& timestep_proj, const Tensor& fps, int64_t batch) const;
 
   SkyReelsV2Config config_;
-  common::wan::RotaryPosEmbed& rope_;
-  common::wan::PatchEmbedding& patch_embedding_;
-  common::wan::ConditionEmbedder& condition_embedder_;
   FrameToTokens& frame_to_tokens_;
-  nn::ModuleList<common::wan::Block>& blocks_;
-  nn::LayerNorm& norm_out_;
-  nn::Linear& proj_out_;
-  nn::Parameter& scale_shift_table_;  // [1, 2, D]: shift, scale of the output head
   nn::Embedding* fps_embedding_ = nullptr;  // inject_sample_info only
   nn::Linear* fps_hidden_ = nullptr;        // fps_projection.net.0.proj (SiLU after it)
   nn::Linear* fps_out_ = nullptr;           // fps_projection.net.2

@@ -1,9 +1,9 @@
 #pragma once
 // WanTransformer3DModel (Wan 2.1 / 2.2 text-to-video), computing what diffusers computes
 // (spec/models.md §3), with its context-parallel plan. Parameters carry the diffusers key names.
-#include <cpdit/models/common/wan_layers.hpp>
 #include <cpdit/models/common/wan_config.hpp>
-#include <cpdit/nn/model.hpp>
+#include <cpdit/models/common/wan_layers.hpp>
+#include <cpdit/models/common/wan_network.hpp>
 
 namespace cpdit::models::wan {
 
@@ -19,7 +19,7 @@ using common::wan::Block, common::wan::ConditionEmbedder, common::wan::PatchEmbe
 // to replicated keys locally.
 parallel::ContextParallelPlan wan_plan();
 
-class WanTransformer3DModel : public nn::Model {
+class WanTransformer3DModel : public common::wan::Wan21Network {
  public:
   explicit WanTransformer3DModel(const WanConfig& config);
   const WanConfig& config() const { return config_; }
@@ -33,13 +33,6 @@ class WanTransformer3DModel : public nn::Model {
 
  private:
   WanConfig config_;
-  RotaryPosEmbed& rope_;
-  PatchEmbedding& patch_embedding_;
-  ConditionEmbedder& condition_embedder_;
-  nn::ModuleList<Block>& blocks_;
-  nn::LayerNorm& norm_out_;
-  nn::Linear& proj_out_;
-  nn::Parameter& scale_shift_table_;  // [1, 2, D]: shift, scale of the output head
 };
 
 }  // namespace cpdit::models::wan
