@@ -3,6 +3,7 @@
 // matrix for every case the fixture holds, and a 3-step rollout (blocks of 2 latent frames, ar_step 1,
 // one UniPC state per frame, guidance 6) whose final latents are diffusers' on one rank and under
 // every split, through the API and through `cpdit generate`.
+#include "pipeline/skyreels_case.hpp"
 #include "support/read_mp4.hpp"
 #include "support/run_cli.hpp"
 
@@ -87,16 +88,8 @@ TEST(SkyReelsGenerate, RolloutEqualsDiffusers) {
   ASSERT_EQ(ck.config.num_frame_per_block, 2);
   auto model = models::skyreels_v2::load_skyreels_v2(ck);
   const auto inputs = io::load_safetensors((kCase / "inputs.safetensors").string());
-  SkyReelsGenerateOptions options;
-  options.video.steps = c["steps"];
-  options.video.frames = c["frames"];
-  options.video.height = c["height"];
-  options.video.width = c["width"];
-  options.video.guidance_scale = c["guidance"];
-  options.video.negative_prompt_embeds = inputs.at("negative_prompt_embeds");
+  SkyReelsGenerateOptions options = testing::case_options(c, inputs);
   options.video.initial_latents = inputs.at("latents");
-  options.ar_step = c["ar_step"];
-  options.fps = c["fps"];
   const UniPCConfig scheduler = UniPCConfig::from_file((kCase / "pipeline" / "scheduler" / "scheduler_config.json").string());
   const WanGenerateResult r = generate_skyreels_v2(*model, ck.config, scheduler, inputs.at("prompt_embeds"), options);
   // 3 blocks starting one iteration apart, 3 steps each: 5 model calls.

@@ -3,6 +3,7 @@
 // of 21 overlapping by 9, fed diffusers' own random draws in diffusers' order; the final latents equal
 // diffusers' on one rank and split. And the chunk plan as diffusers cuts a clip, and `cpdit generate
 // --overlap-history` on one and two ranks.
+#include "pipeline/skyreels_case.hpp"
 #include "support/run_cli.hpp"
 
 #include <cpdit/comm/local.hpp>
@@ -71,19 +72,8 @@ Tensor long_video(const std::string& name, Split split) {
         comm::Mesh mesh(world.split(0, world.rank()), split.ring, split.ulysses, split.cfg);
         auto model = models::skyreels_v2::load_skyreels_v2(ck);
         if (mesh.flat().size() > 1) model->enable_parallelism(mesh.flat_group(), {split.ring, split.ulysses});
-        SkyReelsGenerateOptions options;
-        options.video.steps = c["steps"];
-        options.video.frames = c["frames"];
-        options.video.height = c["height"];
-        options.video.width = c["width"];
-        options.video.guidance_scale = c["guidance"];
-        options.video.negative_prompt_embeds = inputs.at("negative_prompt_embeds");
+        SkyReelsGenerateOptions options = testing::case_options(c, inputs);
         options.video.cfg = &mesh.cfg();
-        options.ar_step = c["ar_step"];
-        options.fps = c["fps"];
-        options.base_frames = c["base_num_frames"];
-        options.overlap_history = c["overlap_history"].get<int64_t>();
-        options.addnoise_condition = c["addnoise_condition"];
         options.noise = [&](int64_t draw, const Shape&) { return draws.at("noise_" + std::to_string(draw)); };
         const WanGenerateResult r = generate_skyreels_v2(*model, ck.config, scheduler, inputs.at("prompt_embeds"), options);
         std::lock_guard lock(mutex);
