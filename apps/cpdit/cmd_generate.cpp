@@ -1,4 +1,4 @@
-// cpdit generate: a prompt to a FLUX.1 or Qwen-Image image or a Wan video across ranks, on a pipeline folder, a
+// cpdit generate: a prompt to a FLUX.1 or Qwen-Image image or a Wan or LTX-Video video across ranks, on a pipeline folder, a
 // transformer checkpoint or a built-in preset, in stages (pipeline/stages.hpp): encode, the denoising
 // loop, decode.
 // Only rank 0 prints and writes files; outputs are written at the end and appear together
@@ -28,6 +28,7 @@
 #include <cpdit/models/registry.hpp>
 #include <cpdit/pipeline/flux_pipeline.hpp>
 #include <cpdit/pipeline/latents.hpp>
+#include <cpdit/pipeline/ltx_pipeline.hpp>
 #include <cpdit/pipeline/picture_files.hpp>
 #include <cpdit/pipeline/pipeline_table.hpp>
 #include <cpdit/pipeline/preview.hpp>
@@ -57,12 +58,15 @@ struct GenerateArgs {
   std::optional<std::string> prompt, negative_prompt;
   std::string image, frames_dir, video;  // decoded outputs: PNG per batch item, PNG frames of a video, MP4
   int steps = 0;
-  int64_t height = 0, width = 0, frames = 0, text_tokens = 512;
+  int64_t height = 0, width = 0, frames = 0, text_tokens = 0;  // text_tokens 0: the pipeline's max_sequence_length
   int64_t ar_step = 0;  // SkyReels-V2 diffusion forcing
-  std::optional<int64_t> fps;  // SkyReels-V2's fps input (default 24) and the --video frame rate (Wan: 16)
+  // SkyReels-V2's fps input (default 24), LTX-Video's RoPE time scale (default 25), and the --video frame rate
+  std::optional<int64_t> fps;
   int64_t base_num_frames = 97;  // SkyReels-V2 long video
   std::optional<int64_t> overlap_history;
   double addnoise_condition = 0;
+  float decode_timestep = 0.0f;  // LTX-Video's timestep-conditioned VAE
+  std::optional<float> decode_noise_scale;
   uint64_t seed = 0;
   float guidance = std::nanf("");  // unset: the pipeline's default
   float true_cfg_scale = std::nanf("");  // unset: FLUX.1 1.0 (off), Qwen-Image 4.0
@@ -71,10 +75,18 @@ struct GenerateArgs {
   ParallelFlags parallel;
 };
 
-// Wan 2.1 and SkyReels-V2 (a Wan 2.1 network) make video: frames, the Wan VAE, UniPC.
-bool video_pipeline(pipeline::PipelineKind kind) {
+// Wan 2.1 and SkyReels-V2 (a Wan 2.1 network): frames, the Wan VAE, UniPC.
+bool wan_family(pipeline::PipelineKind kind) {
   return kind == pipeline::PipelineKind::wan || kind == pipeline::PipelineKind::skyreels_v2;
 }
+
+// The pipelines that make video: the Wan family and LTX-Video.
+bool video_pipeline(pipeline::PipelineKind kind) {
+  return wan_family(kind) || kind == pipeline::PipelineKind::ltx_video;
+}
+
+// LTX-Video's pipeline (LTXPipeline) makes 25 frames per second unless told otherwise.
+int64_t ltx_frame_rate(const GenerateArgs& args) { return args.fps.value_or(25); }
 
 // The transformer, the pipeline that runs its class, its scheduler, and where they came from.
 struct Source {
@@ -82,8 +94,9 @@ struct Source {
   // Pixels (and Wan frames) per latent, from the pipeline folder's vae/ when it has one.
   int64_t vae_scale_factor = 8;
   pipeline::WanVaeFactors wan_vae;
+  pipeline::LtxVaeFactors ltx_vae;
   pipeline::PipelineKind pipeline = pipeline::PipelineKind::flux;
-  pipeline::FlowMatchEulerConfig flux_scheduler;  // FLUX.1 and Qwen-Image
+  pipeline::FlowMatchEulerConfig flux_scheduler;  // FLUX.1, Qwen-Image and LTX-Video
   pipeline::UniPCConfig wan_scheduler;
   std::string name;
 };
@@ -110,6 +123,7 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
     s.model = pipeline::preset_model(args.preset, args.seed ^ 0x5eedull, load);
     s.pipeline = pipeline::pipeline_for(s.model.class_name);
     if (s.pipeline == pipeline::PipelineKind::flux) s.flux_scheduler = pipeline::flux_preset_scheduler(args.preset);
+    else if (s.pipeline == pipeline::PipelineKind::ltx_video) s.flux_scheduler = pipeline::FlowMatchEulerConfig::ltx_video();
     else if (s.pipeline != pipeline::PipelineKind::qwenimage) s.wan_scheduler = pipeline::video_preset_scheduler(args.preset);
     return s;
   }
@@ -125,7 +139,7 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   s.model = models::open_model(args.model, args.config.empty() ? std::nullopt : std::optional(args.config), load);
   s.pipeline = pipeline::pipeline_for(s.model.class_name);
   // Without a scheduler config: Wan 2.1's flow_shift 3, SkyReels-V2's 8 (T2V) or 5 (I2V).
-  if (video_pipeline(s.pipeline))
+  if (wan_family(s.pipeline))
     s.wan_scheduler = has_scheduler ? pipeline::UniPCConfig::from_file(scheduler.string())
                       : s.pipeline == pipeline::PipelineKind::skyreels_v2
                           ? pipeline::UniPCConfig::wan21(pipeline::skyreels_flow_shift(video_config(s)))
@@ -133,16 +147,19 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   else if (has_scheduler)
     s.flux_scheduler = pipeline::FlowMatchEulerConfig::from_file(scheduler.string());
   else
-    s.flux_scheduler = s.pipeline == pipeline::PipelineKind::qwenimage ? pipeline::FlowMatchEulerConfig::qwenimage()
-                                                                       : pipeline::FlowMatchEulerConfig::flux_dev();
+    s.flux_scheduler = s.pipeline == pipeline::PipelineKind::qwenimage   ? pipeline::FlowMatchEulerConfig::qwenimage()
+                       : s.pipeline == pipeline::PipelineKind::ltx_video ? pipeline::FlowMatchEulerConfig::ltx_video()
+                                                                         : pipeline::FlowMatchEulerConfig::flux_dev();
   const std::optional<std::string> vae_folder = io::pipeline_component(args.model, "vae");
   const fs::path vae_config = vae_folder ? fs::path(*vae_folder) / "config.json" : fs::path();
   if (s.pipeline == pipeline::PipelineKind::flux && fs::is_regular_file(vae_config))
     s.vae_scale_factor = pipeline::kl_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
-  if (video_pipeline(s.pipeline) && fs::is_regular_file(vae_config))
+  if (wan_family(s.pipeline) && fs::is_regular_file(vae_config))
     s.wan_vae = pipeline::WanVaeFactors::from_json(io::read_json(vae_config.string()));
   if (s.pipeline == pipeline::PipelineKind::qwenimage && fs::is_regular_file(vae_config))
     s.vae_scale_factor = pipeline::qwenimage_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
+  if (s.pipeline == pipeline::PipelineKind::ltx_video && fs::is_regular_file(vae_config))
+    s.ltx_vae = pipeline::LtxVaeFactors::from_json(io::read_json(vae_config.string()));
   return s;
 }
 
@@ -433,6 +450,42 @@ RankLoop skyreels_loop(const GenerateArgs& args, const Source& source, const Ran
                     });
 }
 
+// `text`: as flux_loop's.
+RankLoop ltx_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
+  const auto& config = pipeline::config_of<models::ltx_video::LtxVideoConfig>(source.model);
+  auto conditioning = std::make_shared<pipeline::LtxConditioning>(
+      text.empty() ? pipeline::random_ltx_conditioning(config, 1, args.text_tokens, args.seed)
+                   : pipeline::ltx_conditioning(text, text_source(args), config));
+  auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  const float guidance = std::isnan(args.guidance) ? 3.0f : args.guidance;  // LTXPipeline's default
+  parallel::validate_cfg(layout.config, pipeline::ltx_runs_guidance(*conditioning, guidance),
+                         conditioning->negative_prompt_embeds.defined() ? "--guidance is at most 1"
+                                                                        : "there are no negative prompt embeddings");
+  return [&args, &source, &layout, &config, conditioning, initial, guidance](comm::Communicator& world,
+                                                                             Progress& progress) {
+    RankModel ranked = rank_model(world, args, source, layout);
+    FiniteWatch finite(*ranked.model, "denoise", args.check_finite);
+    pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
+    pipeline::LtxGenerateOptions options;
+    options.steps = args.steps;
+    options.frames = args.frames;
+    options.height = args.height;
+    options.width = args.width;
+    options.seed = args.seed;
+    options.frame_rate = double(ltx_frame_rate(args));
+    options.guidance_scale = guidance;
+    options.vae = source.ltx_vae;
+    options.cfg = &ranked.mesh.cfg();
+    options.initial_latents = *initial;
+    options.on_step = [&](int i, int n, double s) {
+      finite.step_done();
+      progress.step(i, n, s);
+    };
+    pipeline::LtxGenerateResult r = pipeline::generate_ltx(*ranked.model, config, scheduler, *conditioning, options);
+    return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
+  };
+}
+
 // This process prints and writes: the only one, or rank 0 of an mpirun launch.
 bool lead_process() {
   if (!comm::launched_by_mpi()) return true;
@@ -490,6 +543,9 @@ void run(GenerateArgs args) {
   const pipeline::PipelineParts parts = args.preset.empty()
                                             ? pipeline::PipelineParts::of_folder(args.model)
                                             : pipeline::PipelineParts::of_preset(args.preset, args.seed);
+  // The pipelines' max_sequence_length: LTXPipeline's 128, FLUX.1-dev's and Wan's 512.
+  const bool ltx_text = args.preset.rfind("ltx-", 0) == 0 || (parts.text && parts.text->pipeline_class.rfind("LTX", 0) == 0);
+  if (args.text_tokens == 0) args.text_tokens = ltx_text ? 128 : 512;
   CPDIT_CHECK((args.image.empty() && args.frames_dir.empty() && args.video.empty()) || parts.vae, invalid_argument,
               "--image, --frames-dir and --video need the pipeline's VAE: ", args.model,
               " has no vae/ (give a diffusers pipeline folder or a preset)");
@@ -507,25 +563,35 @@ void run(GenerateArgs args) {
     refuse_overwriting_inputs(args);  // after the model's class and files are named, before anything is written
     info.name = source.name;
     info.pipeline = source.pipeline;
-    const bool wan = video_pipeline(source.pipeline);  // Wan 2.1 or SkyReels-V2 video
+    const bool wan = wan_family(source.pipeline);  // Wan 2.1 or SkyReels-V2 video
+    const bool ltx = source.pipeline == pipeline::PipelineKind::ltx_video;
+    const bool video = wan || ltx;
     const bool qwen = source.pipeline == pipeline::PipelineKind::qwenimage;
     const bool preset = !args.preset.empty();
-    if (args.steps == 0) args.steps = wan || qwen ? 50 : 28;
-    if (args.height == 0) args.height = preset ? 256 : wan ? 480 : 1024;
-    if (args.width == 0) args.width = preset ? 256 : wan ? 832 : 1024;
-    CPDIT_CHECK(wan || args.frames == 0, invalid_argument, "--frames is for video models; ", source.name, " is an image model");
-    CPDIT_CHECK(!wan || args.preview.empty(), invalid_argument, "--preview is for FLUX.1 images, not Wan video latents");
+    // LTXPipeline's defaults: 161 frames of 512x704, 50 steps.
+    if (args.steps == 0) args.steps = video || qwen ? 50 : 28;
+    if (args.height == 0) args.height = preset ? 256 : ltx ? 512 : wan ? 480 : 1024;
+    if (args.width == 0) args.width = preset ? 256 : ltx ? 704 : wan ? 832 : 1024;
+    CPDIT_CHECK(video || args.frames == 0, invalid_argument, "--frames is for video models; ", source.name, " is an image model");
+    CPDIT_CHECK(!video || args.preview.empty(), invalid_argument, "--preview is for FLUX.1 images, not video latents");
     CPDIT_CHECK(!qwen || args.preview.empty(), invalid_argument, "--preview is for FLUX.1 latents, not Qwen-Image's");
-    CPDIT_CHECK(!wan || args.image.empty(), invalid_argument, "--image is for images; write Wan video with --frames-dir");
-    CPDIT_CHECK(wan || args.frames_dir.empty(), invalid_argument, "--frames-dir is for video; write an image with --image");
+    CPDIT_CHECK(!video || args.image.empty(), invalid_argument, "--image is for images; write video with --frames-dir or --video");
+    CPDIT_CHECK(video || args.frames_dir.empty(), invalid_argument, "--frames-dir is for video; write an image with --image");
     CPDIT_CHECK(!qwen || std::isnan(args.guidance), invalid_argument,
                 "--guidance is for guidance-distilled models; Qwen-Image's classifier-free guidance is --true-cfg-scale");
-    CPDIT_CHECK(!wan || std::isnan(args.true_cfg_scale), invalid_argument,
-                "--true-cfg-scale is for FLUX.1 and Qwen-Image; Wan's classifier-free guidance is --guidance");
-    CPDIT_CHECK(wan || args.video.empty(), invalid_argument, "--video is for video; write an image with --image");
-    if (args.frames == 0) args.frames = preset ? 5 : 81;
+    CPDIT_CHECK(!video || std::isnan(args.true_cfg_scale), invalid_argument,
+                "--true-cfg-scale is for FLUX.1 and Qwen-Image; video models' classifier-free guidance is --guidance");
+    CPDIT_CHECK(video || args.video.empty(), invalid_argument, "--video is for video; write an image with --image");
+    CPDIT_CHECK(ltx || (args.decode_timestep == 0.0f && !args.decode_noise_scale), invalid_argument,
+                "--decode-timestep and --decode-noise-scale are for LTX-Video's timestep-conditioned VAE");
+    if (args.frames == 0) args.frames = preset ? (ltx ? 9 : 5) : ltx ? 161 : 81;
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
-    if (wan) {
+    if (ltx) {
+      const auto& config = pipeline::config_of<models::ltx_video::LtxVideoConfig>(source.model);
+      const Shape latent = pipeline::ltx_latent_shape(config, 1, args.frames, args.height, args.width, source.ltx_vae);
+      const double elements = double(shape_numel(latent));
+      check_generate_fits(elements, elements / double(latent[1]) + double(args.text_tokens), double(config.inner_dim()));
+    } else if (wan) {
       const models::wan::WanConfig& config = video_config(source);
       const Shape latent = pipeline::wan_latent_shape(config, 1, args.frames, args.height, args.width, source.wan_vae);
       const double elements = double(shape_numel(latent));
@@ -546,6 +612,7 @@ void run(GenerateArgs args) {
     info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
     const RankLoop loop = source.pipeline == pipeline::PipelineKind::skyreels_v2 ? skyreels_loop(args, source, info.layout, text)
                           : wan  ? wan_loop(args, source, info.layout, text)
+                          : ltx  ? ltx_loop(args, source, info.layout, text)
                           : qwen ? qwenimage_loop(args, source, info.layout, text)
                                  : flux_loop(args, source, info.layout, text);
 
@@ -579,20 +646,25 @@ void run(GenerateArgs args) {
       parts.vae && (!args.out.empty() || !args.image.empty() || !args.frames_dir.empty() || !args.video.empty());
   comm::LocalOptions local;
   local.threads_per_rank = info.layout.threads_per_rank;
-  Tensor pixels = decode ? pipeline::decode_stage(stages, parts.vae, latents, info.layout.ranks, local) : Tensor();
+  // LTX-Video's decode noise is drawn from its own stream of --seed.
+  const pipeline::DecodeTimestep decode_timestep{args.decode_timestep, args.decode_noise_scale, args.seed ^ 0xdec0deull, {}};
+  Tensor pixels =
+      decode ? pipeline::decode_stage(stages, parts.vae, latents, info.layout.ranks, local, decode_timestep) : Tensor();
   if (!lead) return;
 
-  const bool wan = video_pipeline(info.pipeline);
+  const bool video = video_pipeline(info.pipeline);
+  const bool ltx = info.pipeline == pipeline::PipelineKind::ltx_video;
   const bool qwen = info.pipeline == pipeline::PipelineKind::qwenimage;
   if (qwen && pixels.defined()) pixels = pipeline::qwenimage_image_pixels(pixels);
   const std::string layout_note =
-      wan    ? "wan latents (B, 16, F, H/8, W/8)"
-      : qwen ? "qwenimage latents (B, 16, 1, H/8, W/8), before the VAE's latents_mean/std"
-             : "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift";
+      ltx     ? "ltx latents (B, C, F, H/32, W/32), before the VAE's latents_mean/std"
+      : video ? "wan latents (B, 16, F, H/8, W/8)"
+      : qwen  ? "qwenimage latents (B, 16, 1, H/8, W/8), before the VAE's latents_mean/std"
+              : "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift";
   io::OutputBatch outputs;  // every output appears at the end, together, or none does
   if (!args.out.empty()) {
     nn::TensorMap tensors{{"latents", latents}};
-    if (pixels.defined()) tensors[wan ? "video" : "image"] = pixels;
+    if (pixels.defined()) tensors[video ? "video" : "image"] = pixels;
     io::save_safetensors(args.out, tensors,
                          {{"format", layout_note}, {"seed", std::to_string(args.seed)}, {"steps", std::to_string(args.steps)}});
   }
@@ -600,11 +672,12 @@ void run(GenerateArgs args) {
     io::write_png(args.preview, pipeline::flux_latent_preview(latents), args.width, args.height);
   if (!args.image.empty()) pipeline::write_image_pngs(args.image, pixels);
   if (!args.frames_dir.empty()) pipeline::write_frame_pngs(args.frames_dir, pixels);
-  // generate's Wan loop makes one clip: item 0 of the (1, F, H, W, 3) video, at --fps when given, else
-  // at the rate the pipeline makes (SkyReels-V2's default fps input 24, Wan 16).
+  // generate's video loops make one clip: item 0 of the (1, F, H, W, 3) video, at --fps when given, else
+  // at the rate the pipeline makes (SkyReels-V2's default fps input 24, LTX-Video's 25, Wan 16).
   const bool skyreels = info.pipeline == pipeline::PipelineKind::skyreels_v2;
   if (!args.video.empty())
-    io::write_mp4(args.video, pixels.select(0, 0), int(args.fps.value_or(skyreels ? 24 : pipeline::kWanFramesPerSecond)));
+    io::write_mp4(args.video, pixels.select(0, 0),
+                  ltx ? int(ltx_frame_rate(args)) : int(args.fps.value_or(skyreels ? 24 : pipeline::kWanFramesPerSecond)));
   outputs.commit();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json s = summary(args, info, stages, loop_stats, peaks, wall);
@@ -637,11 +710,11 @@ void add_generate(CLI::App& parent) {
       "  mpirun -np 4 cpdit generate --preset flux-tiny --ring 2 --ulysses 2 --out a.safetensors");
   CLI::Option_group* source = cmd->add_option_group("Model");
   source->add_option("--model", args->model,
-                     "a diffusers FLUX.1, Wan or SkyReels-V2 (diffusion forcing) pipeline folder (model_index.json, transformer/, scheduler/), a "
+                     "a diffusers FLUX.1, Qwen-Image, Wan, SkyReels-V2 (diffusion forcing) or LTX-Video pipeline folder (model_index.json, transformer/, scheduler/), a "
                      "transformer folder, an index json, or one .safetensors file (e.g. the original FLUX.1 release)");
   source->add_option("--preset", args->preset,
                      "a built-in model with seeded random weights: flux-tiny, flux-mini, wan-tiny, wan-mini, qwen-mini, "
-                     "skyreels-tiny or skyreels-mini");
+                     "skyreels-tiny, skyreels-mini, ltx-tiny or ltx-mini");
   source->require_option(1);
   cmd->add_option("--config", args->config, "transformer config.json overriding the checkpoint's or the inferred one");
   cmd->add_option("--scheduler-config", args->scheduler_config,
@@ -650,17 +723,18 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--steps", args->steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for Wan)")->check(whole_number<int>());
   cmd->add_option("--height", args->height, "height in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 480 for Wan)")->check(whole_number<int64_t>());
   cmd->add_option("--width", args->width, "width in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 832 for Wan)")->check(whole_number<int64_t>());
-  cmd->add_option("--frames,--num-frames", args->frames, "Wan: frames of the clip, 4k + 1 (default: 5 for presets, 81 otherwise)")->check(whole_number<int64_t>());
+  cmd->add_option("--frames,--num-frames", args->frames, "video: frames of the clip, 4k + 1 for Wan (default: 5 for presets, 81 "
+                  "otherwise), 8k + 1 for LTX-Video (default: 9 for presets, 161 otherwise)")->check(whole_number<int64_t>());
   cmd->add_option("--seed", args->seed, "seed of the initial noise (and of the random embeddings)")
       ->check(whole_number<uint64_t>(0));
   cmd->add_option("--guidance", args->guidance,
                   "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5), Wan's classifier-free "
-                  "guidance (default 5.0; SkyReels-V2 6.0; runs when --embeddings holds negative_prompt_embeds)")
+                  "guidance (default 5.0; SkyReels-V2 6.0; LTX-Video 3.0; runs when there are negative_prompt_embeds)")
       ->check(finite_number());
   cmd->add_option("--prompt", args->prompt,
                   "the prompt, through the pipeline folder's (or preset's) tokenizers and text encoders");
   cmd->add_option("--negative-prompt", args->negative_prompt,
-                  "the negative prompt of classifier-free guidance: Wan (default \"\", as WanPipeline); FLUX.1 "
+                  "the negative prompt of classifier-free guidance: Wan and LTX-Video (default \"\", as their pipelines); FLUX.1 "
                   "(none by default; used with --true-cfg-scale > 1)");
   cmd->add_option("--true-cfg-scale", args->true_cfg_scale,
                   "true classifier-free guidance on the negative prompt (runs when there are negative embeddings "
@@ -669,17 +743,18 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--embeddings", args->embeddings,
                   "safetensors with prompt_embeds (B, L, D) [FLUX.1: and pooled_prompt_embeds (B, P), negative_prompt_embeds "
                   "and negative_pooled_prompt_embeds for true CFG; Wan: and negative_prompt_embeds for guidance; "
-                  "Qwen-Image: and prompt_embeds_mask (B, L), negative_prompt_embeds [and its _mask] for true CFG]");
+                  "Qwen-Image: and prompt_embeds_mask (B, L), negative_prompt_embeds [and its _mask] for true CFG; LTX-Video: and "
+                  "prompt_attention_mask (B, L), negative_prompt_embeds [and negative_prompt_attention_mask] for guidance]");
   cmd->add_option("--latents", args->latents,
-                  "safetensors whose `latents` is the initial noise in the pipeline's layout (FLUX.1: packed (B, tokens, "
-                  "in_channels); Wan: (B, C, F', h, w)), as diffusers' latents= argument; may be the --embeddings file");
+                  "safetensors whose `latents` is the initial noise in the pipeline's layout (FLUX.1 and LTX-Video: packed "
+                  "(B, tokens, in_channels); Wan: (B, C, F', h, w)), as diffusers' latents= argument; may be the --embeddings file");
   cmd->add_option("--ar-step", args->ar_step,
                   "SkyReels-V2: each block of latent frames starts this many steps after the one before (default 0: "
                   "all frames in step)")
       ->check(whole_number<int64_t>(0));
   cmd->add_option("--fps", args->fps,
-                  "the clip's frame rate: --video plays at it (default: SkyReels-V2 24, Wan 16) and SkyReels-V2 "
-                  "models with an fps embedding are told it (16 or other)")
+                  "the clip's frame rate: --video plays at it (default: SkyReels-V2 24, LTX-Video 25, Wan 16), SkyReels-V2 "
+                  "models with an fps embedding are told it (16 or other), LTX-Video scales its RoPE time by it")
       ->check(whole_number<int64_t>());
   cmd->add_option("--base-num-frames", args->base_num_frames,
                   "SkyReels-V2: the most frames denoised together (default 97); a longer clip is made in chunks that "
@@ -693,15 +768,24 @@ void add_generate(CLI::App& parent) {
                   "default 0: none; 20 recommended)")
       ->check(finite_number());
   cmd->add_option("--text-tokens", args->text_tokens,
-                  "text length: the T5/UMT5 max_sequence_length of --prompt (FLUX.1-dev and Wan: 512, schnell: 256), "
+                  "text length: the T5/UMT5 max_sequence_length of --prompt (FLUX.1-dev and Wan: 512, schnell: 256, "
+                  "LTX-Video: 128), "
                   "or of the random embeddings without --prompt and --embeddings")
       ->check(whole_number<int64_t>());
+  cmd->add_option("--decode-timestep", args->decode_timestep,
+                  "LTX-Video's timestep-conditioned VAE: the decode timestep (default 0, as LTXPipeline; 0.05 for "
+                  "LTX-Video 0.9.1+)")
+      ->check(finite_number());
+  cmd->add_option("--decode-noise-scale", args->decode_noise_scale,
+                  "LTX-Video's timestep-conditioned VAE: the weight of the noise mixed into the latents before decoding "
+                  "(default: the decode timestep; 0.025 for LTX-Video 0.9.1+)")
+      ->check(finite_number());
   cmd->add_option("--out", args->out,
                   "write the final latents here (safetensors, atomically) and, with a VAE, the decoded `image` (B, H, W, 3) "
                   "or `video` (B, F, H, W, 3), f32 in [0, 1]");
   cmd->add_option("--image", args->image, "FLUX.1: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
-  cmd->add_option("--frames-dir", args->frames_dir, "Wan: write the decoded frames into this folder as frame_00000.png, ...");
-  cmd->add_option("--video", args->video, "Wan: write the decoded video here as H.264 MP4 at --fps frames per second");
+  cmd->add_option("--frames-dir", args->frames_dir, "video: write the decoded frames into this folder as frame_00000.png, ...");
+  cmd->add_option("--video", args->video, "video: write the decoded clip here as H.264 MP4 at --fps frames per second");
   cmd->add_option("--preview", args->preview, "write a PNG preview of the latents here (linear latent-to-RGB projection)");
   cmd->add_flag("--json", args->json, "print the closing summary as one JSON object and no progress");
   cmd->add_flag("--check-finite", args->check_finite,

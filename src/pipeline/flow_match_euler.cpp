@@ -65,6 +65,17 @@ FlowMatchEulerConfig FlowMatchEulerConfig::qwenimage() {
   return c;
 }
 
+FlowMatchEulerConfig FlowMatchEulerConfig::ltx_video() {
+  FlowMatchEulerConfig c;
+  c.use_dynamic_shifting = true;
+  c.base_shift = 0.95;
+  c.max_shift = 2.05;
+  c.base_image_seq_len = 1024;
+  c.max_image_seq_len = 4096;
+  c.shift_terminal = 0.1;
+  return c;
+}
+
 CPDIT_SEPARATE_ROUNDING double FlowMatchEulerConfig::mu(int64_t image_seq_len) const {
   const double m = (max_shift - base_shift) / double(max_image_seq_len - base_image_seq_len);
   const double m_base = m * double(base_image_seq_len);

@@ -11,6 +11,7 @@ PipelineKind pipeline_for(const std::string& class_name) {
       {"WanTransformer3DModel", PipelineKind::wan},
       {"QwenImageTransformer2DModel", PipelineKind::qwenimage},
       {"SkyReelsV2Transformer3DModel", PipelineKind::skyreels_v2},
+      {"LTXVideoTransformer3DModel", PipelineKind::ltx_video},
   };
   std::string runnable;
   for (const auto& [name, kind] : table) {

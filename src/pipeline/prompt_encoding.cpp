@@ -14,6 +14,7 @@ namespace {
 namespace fs = std::filesystem;
 
 bool is_flux(const std::string& pipeline_class) { return pipeline_class.rfind("Flux", 0) == 0; }
+bool is_ltx(const std::string& pipeline_class) { return pipeline_class.rfind("LTX", 0) == 0; }
 bool is_wan(const std::string& pipeline_class) {
   return pipeline_class.rfind("Wan", 0) == 0 || pipeline_class.rfind("SkyReelsV2", 0) == 0;
 }
@@ -58,6 +59,19 @@ nn::TensorMap encode_wan(const TextComponents& c, const PromptEncoding& r) {
   };
   out["prompt_embeds"] = encode(r.prompt);
   out["negative_prompt_embeds"] = encode(r.negative_prompt.value_or(""));
+  return out;
+}
+
+nn::TensorMap encode_ltx(const TextComponents& c, const PromptEncoding& r) {
+  nn::TensorMap out;
+  auto encode = [&](const std::string& text, const std::string& prefix) {
+    // The encoder reads every position (no mask); the mask goes to the transformer.
+    nn::TensorMap o = run_encoder(c, "tokenizer", "text_encoder", text, r.max_sequence_length, false, r.load);
+    out[prefix + "prompt_embeds"] = o.at("last_hidden_state");
+    out[prefix + "prompt_attention_mask"] = o.at("attention_mask");
+  };
+  encode(r.prompt, "");
+  encode(r.negative_prompt.value_or(""), "negative_");
   return out;
 }
 
@@ -115,8 +129,9 @@ nn::TensorMap encode_prompt(const TextComponents& components, const PromptEncodi
   const std::string& name = components.pipeline_class;
   if (is_flux(name)) return encode_flux(components, request);
   if (is_wan(name)) return encode_wan(components, request);
+  if (is_ltx(name)) return encode_ltx(components, request);
   fail(ErrorKind::unsupported, "encode-prompt: pipeline '", name,
-       "' is not supported (FLUX.1: Flux*, Wan: Wan*, SkyReelsV2*)");
+       "' is not supported (FLUX.1: Flux*, Wan: Wan*, SkyReelsV2*, LTX-Video: LTX*)");
 }
 
 nn::TensorMap encode_prompt(const std::string& pipeline_dir, const PromptEncoding& request) {

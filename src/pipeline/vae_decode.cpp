@@ -1,6 +1,8 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
+#include <cpdit/models/vae/autoencoder_kl_ltx.hpp>
 #include <cpdit/parallel/config.hpp>
+#include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
 
 #include <algorithm>
@@ -38,7 +40,24 @@ Tensor vae_latents(const std::any& vae_config, const Tensor& latents) {
   fail(ErrorKind::unsupported, "this model is not a VAE cpdit decodes (AutoencoderKL, AutoencoderKLWan, AutoencoderKLQwenImage)");
 }
 
-Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world) {
+namespace {
+
+// What LTXPipeline hands its VAE: the latents denormalised by the VAE's buffers and, for a
+// timestep-conditioned decoder, mixed with noise and given the decode timestep.
+nn::TensorMap ltx_vae_inputs(const models::vae::AutoencoderKLLTXVideo& vae, const Tensor& latents,
+                             const DecodeTimestep& d) {
+  if (!vae.config().timestep_conditioning) return {{"latents", vae.prepare_latents(latents)}};
+  CPDIT_CHECK(std::isfinite(d.timestep) && std::isfinite(d.noise_scale.value_or(0.0f)), invalid_argument,
+              "the decode timestep and noise scale must be finite");
+  const Tensor noise = d.noise.defined() ? d.noise : randn(latents.shape(), d.noise_seed);
+  return {{"latents", vae.prepare_latents(latents, noise, d.noise_scale.value_or(d.timestep))},
+          {"timestep", Tensor::full({latents.size(0)}, d.timestep)}};
+}
+
+}  // namespace
+
+Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world,
+                      const DecodeTimestep& ltx) {
   // Each rank needs a latent row: a world with more ranks than rows decodes on its first `rows`.
   const int64_t rows = latents.defined() && latents.dim() >= 4 ? latents.size(-2) : 1;
   std::shared_ptr<comm::Communicator> group(&world, [](comm::Communicator*) {});
@@ -49,7 +68,10 @@ Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, com
   auto model = vae.replica();
   if (group->size() > 1)  // rows split over the ranks; the one-head mid-block attention on the ring
     model->enable_parallelism(group, parallel::ContextParallelConfig{group->size(), 1});
-  return model->forward({{"latents", vae_latents(vae.config, latents)}}).at("sample");
+  const auto* ltx_vae = dynamic_cast<const models::vae::AutoencoderKLLTXVideo*>(model.get());
+  return model->forward(ltx_vae ? ltx_vae_inputs(*ltx_vae, latents, ltx)
+                                : nn::TensorMap{{"latents", vae_latents(vae.config, latents)}})
+      .at("sample");
 }
 
 Tensor postprocess_pixels(const Tensor& sample_in) {

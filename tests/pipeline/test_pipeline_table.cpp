@@ -14,6 +14,7 @@ TEST(PipelineTable, EachTransformerClassRunsItsOwnLoop) {
   EXPECT_EQ(pipeline_for("WanTransformer3DModel"), PipelineKind::wan);
   EXPECT_EQ(pipeline_for("QwenImageTransformer2DModel"), PipelineKind::qwenimage);
   EXPECT_EQ(pipeline_for("SkyReelsV2Transformer3DModel"), PipelineKind::skyreels_v2);
+  EXPECT_EQ(pipeline_for("LTXVideoTransformer3DModel"), PipelineKind::ltx_video);
 }
 
 TEST(PipelineTable, AClassWithoutALoopIsRefusedNamingTheOnesWithOne) {

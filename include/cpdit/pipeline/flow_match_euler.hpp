@@ -39,6 +39,8 @@ struct FlowMatchEulerConfig {
   static FlowMatchEulerConfig flux_schnell();
   // Qwen-Image's: dynamic exponential shift on 256..8192 tokens from 0.5 to 0.9, shift_terminal 0.02.
   static FlowMatchEulerConfig qwenimage();
+  // LTX-Video's: dynamic exponential shift on 1024..4096 tokens from 0.95 to 2.05, shift_terminal 0.1.
+  static FlowMatchEulerConfig ltx_video();
 
   // μ for an image of `image_seq_len` tokens, in float64 as the Flux pipeline computes it.
   double mu(int64_t image_seq_len) const;

@@ -10,7 +10,7 @@
 
 namespace cpdit::pipeline {
 
-enum class PipelineKind { flux, wan, qwenimage, skyreels_v2 };
+enum class PipelineKind { flux, wan, qwenimage, skyreels_v2, ltx_video };
 
 // Refuses a class that has no pipeline, naming the classes that have one.
 PipelineKind pipeline_for(const std::string& class_name);

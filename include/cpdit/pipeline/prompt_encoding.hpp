@@ -7,6 +7,9 @@
 //   Wan (WanPipeline, SkyReelsV2*): the prompt cleaned of surrounding and repeated whitespace, UMT5
 //     over max_sequence_length tokens with the attention mask, the padded positions zeroed; the
 //     negative prompt (default "") likewise, as classifier-free guidance needs it.
+//   LTX-Video (LTXPipeline): T5 over max_sequence_length tokens (128 in the pipeline) without the
+//     attention mask, the outputs kept whole; prompt_attention_mask (1, L) I64 for the transformer;
+//     the negative prompt (default "") likewise.
 // Each text encoder is loaded, run and released in turn, so only one is resident at a time.
 #include <cpdit/models/registry.hpp>
 #include <cpdit/nn/load.hpp>

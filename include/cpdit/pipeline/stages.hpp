@@ -7,6 +7,7 @@
 #include <cpdit/models/registry.hpp>
 #include <cpdit/nn/module.hpp>
 #include <cpdit/pipeline/prompt_encoding.hpp>
+#include <cpdit/pipeline/vae_decode.hpp>
 
 #include <atomic>
 #include <chrono>
@@ -92,8 +93,8 @@ nn::TensorMap encode_stage(StageLog& log, const std::function<nn::TensorMap()>& 
 // The decode stage: the VAE loaded, `latents` decoded with its rows split over `ranks` local ranks
 // (or the processes of an mpirun launch), the VAE freed; returns the pixels as postprocess_pixels
 // makes them: (B, H, W, 3) or (B, F, H, W, 3) in [0, 1] (undefined on an mpirun process beyond the
-// latent's row count, which took no part).
+// latent's row count, which took no part). `ltx`: LTX-Video's decode timestep (decode_latents).
 Tensor decode_stage(StageLog& log, const std::function<models::LoadedModel()>& open_vae, const Tensor& latents,
-                    int ranks, const comm::LocalOptions& local);
+                    int ranks, const comm::LocalOptions& local, const DecodeTimestep& ltx = {});
 
 }  // namespace cpdit::pipeline

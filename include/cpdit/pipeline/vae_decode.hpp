@@ -8,6 +8,7 @@
 
 #include <any>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace cpdit::pipeline {
@@ -22,11 +23,23 @@ Tensor denormalize_wan_latents(const Tensor& latents, const models::vae::WanVaeC
 // KLConfig or WanVaeConfig); any other config is refused as not a VAE.
 Tensor vae_latents(const std::any& vae_config, const Tensor& latents);
 
-// The pipeline's decode: vae_latents, then `vae` (a LoadedModel of a VAE) over the ranks of `world`,
-// its rows split when the world has more than one rank. Every rank calls it and gets the whole sample
-// (B, 3, H, W) or (B, 3, F, H, W), in [-1, 1], except ranks beyond the latent's row count, which take
-// no part and get an undefined tensor (rank 0 always decodes).
-Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world);
+// LTXPipeline's decode_timestep and decode_noise_scale, read by a timestep-conditioned LTX-Video VAE
+// only: its decoder gets the timestep, and the latents it decodes are mixed with noise,
+// (1 - s) x + s noise, after their denormalisation.
+struct DecodeTimestep {
+  float timestep = 0.0f;             // LTXPipeline's default
+  std::optional<float> noise_scale;  // unset: the timestep, as LTXPipeline
+  uint64_t noise_seed = 0;           // the noise: randn(the latents' shape, noise_seed) ...
+  Tensor noise;                      // ... unless given here (e.g. the draw of diffusers' generator)
+};
+
+// The pipeline's decode: the latents prepared as the VAE's pipeline does (vae_latents; LTX-Video:
+// the VAE's own latents_mean/std, and `ltx` for a timestep-conditioned one), then `vae` (a LoadedModel
+// of a VAE) over the ranks of `world`, its rows split when the world has more than one rank. Every rank
+// calls it and gets the whole sample (B, 3, H, W) or (B, 3, F, H, W), in [-1, 1], except ranks beyond
+// the latent's row count, which take no part and get an undefined tensor (rank 0 always decodes).
+Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world,
+                      const DecodeTimestep& ltx = {});
 
 // diffusers' postprocess to output_type="np": an image sample (B, 3, H, W) becomes (B, H, W, 3), a
 // video sample (B, 3, F, H, W) becomes (B, F, H, W, 3), each value clamp(x / 2 + 0.5, 0, 1) in f32.
