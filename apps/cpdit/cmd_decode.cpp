@@ -1,7 +1,8 @@
 // `cpdit decode`: latents that `generate` wrote, through the pipeline's VAE, to an image (PNG), a Wan
-// video (MP4) or the decoded sample (safetensors). FLUX.1's latents are unscaled (/ scaling_factor + shift_factor) and
-// Wan's denormalised (* latents_std + latents_mean) first, as the pipelines do; the decode is split
-// by rows over the local ranks (or the processes of an mpirun launch).
+// or LTX-Video video (MP4) or the decoded sample (safetensors). FLUX.1's latents are unscaled (/ scaling_factor + shift_factor),
+// Wan's and LTX-Video's denormalised (* latents_std + latents_mean) first, as the pipelines do (LTX-Video's
+// timestep-conditioned VAE at --decode-timestep); the decode is split by rows over the local ranks (or
+// the processes of an mpirun launch).
 #include "command.hpp"
 #include "mpi_arguments.hpp"
 #include "option_checks.hpp"
@@ -13,6 +14,7 @@
 #include <cpdit/io/video.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/models/vae/autoencoder_kl_ltx.hpp>
 #include <cpdit/pipeline/picture_files.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
@@ -26,6 +28,8 @@ namespace {
 struct DecodeOptions {
   std::string model, latents, out, video;
   int ranks = 1, threads = 0;
+  int fps = 0;  // 0: the pipeline's (Wan 16, LTX-Video 25)
+  pipeline::DecodeTimestep ltx;
 };
 
 // The VAE folder: PIPELINE_DIR/vae when it exists, else the folder itself.
@@ -42,13 +46,15 @@ void write_image(const std::string& path, const Tensor& sample) {
   pipeline::write_image_pngs(path, pipeline::postprocess_pixels(sample.dim() == 4 ? sample : sample.select(2, 0)));
 }
 
-// A Wan video sample (1, 3, F, H, W) as an H.264 MP4 at Wan's frame rate.
-void write_video(const std::string& path, const models::LoadedModel& vae, const Tensor& sample) {
-  CPDIT_CHECK(std::any_cast<models::vae::WanVaeConfig>(&vae.config) != nullptr, invalid_argument,
-              "--video needs a video VAE (Wan's AutoencoderKLWan); this one decodes images, use --out image.png");
+// A video sample (1, 3, F, H, W) as an H.264 MP4 at `fps`, else the pipeline's frame rate.
+void write_video(const std::string& path, const models::LoadedModel& vae, const Tensor& sample, int fps) {
+  const bool ltx = std::any_cast<models::vae::LtxVaeConfig>(&vae.config) != nullptr;
+  CPDIT_CHECK(ltx || std::any_cast<models::vae::WanVaeConfig>(&vae.config) != nullptr, invalid_argument,
+              "--video needs a video VAE (AutoencoderKLWan, AutoencoderKLLTXVideo); this one decodes images, use --out image.png");
   CPDIT_CHECK(sample.dim() == 5 && sample.size(0) == 1, invalid_argument, "--video writes one clip, but the decoded ",
               "sample is ", sample.describe(), "; write a batch to a .safetensors file");
-  io::write_mp4(path, pipeline::postprocess_pixels(sample).select(0, 0), pipeline::kWanFramesPerSecond);
+  io::write_mp4(path, pipeline::postprocess_pixels(sample).select(0, 0),
+                fps > 0 ? fps : ltx ? 25 : pipeline::kWanFramesPerSecond);  // LTXPipeline's default frame rate: 25
 }
 
 void run_decode(const DecodeOptions& o) {
@@ -69,10 +75,10 @@ void run_decode(const DecodeOptions& o) {
   comm::LocalOptions local;
   local.threads_per_rank = o.threads;
   comm::run_ranks(o.ranks, [&](comm::Communicator& world) {
-    const Tensor sample = pipeline::decode_latents(vae, it->second, world);
+    const Tensor sample = pipeline::decode_latents(vae, it->second, world, o.ltx);
     if (world.rank() != 0) return;
     io::OutputBatch outputs;  // --video and --out appear together, or neither does
-    if (!o.video.empty()) write_video(o.video, vae, sample);
+    if (!o.video.empty()) write_video(o.video, vae, sample, o.fps);
     if (png) {
       write_image(o.out, sample);
     } else if (!o.out.empty()) {
@@ -85,11 +91,19 @@ void run_decode(const DecodeOptions& o) {
 void add_decode(CLI::App& parent) {
   auto o = std::make_shared<DecodeOptions>();
   CLI::App* cmd = parent.add_subcommand(
-      "decode", "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, Qwen-Image) to a PNG, an MP4 or safetensors.");
+      "decode", "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, Qwen-Image, LTX-Video) to a PNG, an MP4 or safetensors.");
   cmd->add_option("--model", o->model, "diffusers pipeline folder (its vae/ is used) or a VAE folder")->required();
   cmd->add_option("--latents", o->latents, "safetensors holding `latents`, as generate writes them")->required();
   cmd->add_option("--out", o->out, "image.png (one file per batch item; one frame) or out.safetensors (`sample` in [-1, 1])");
-  cmd->add_option("--video", o->video, "clip.mp4: a Wan video as H.264 at 16 frames per second");
+  cmd->add_option("--video", o->video, "clip.mp4: a Wan or LTX-Video video as H.264 at --fps");
+  cmd->add_option("--fps", o->fps, "--video's frame rate (default: Wan 16, LTX-Video 25)")->check(whole_number<int>());
+  cmd->add_option("--decode-timestep", o->ltx.timestep,
+                  "LTX-Video's timestep-conditioned VAE: the decode timestep (default 0, as LTXPipeline)")
+      ->check(finite_number());
+  cmd->add_option("--decode-noise-scale", o->ltx.noise_scale,
+                  "LTX-Video's timestep-conditioned VAE: the weight of the noise (default: the decode timestep)")
+      ->check(finite_number());
+  cmd->add_option("--seed", o->ltx.seed, "LTX-Video's decode noise: generate's --seed (default 0)")->check(whole_number<uint64_t>(0));
   cmd->add_option("--ranks", o->ranks, "local thread ranks splitting the rows (ignored under mpirun)")
       ->capture_default_str()
       ->check(whole_number<int>());

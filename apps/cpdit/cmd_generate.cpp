@@ -580,7 +580,7 @@ void run(GenerateArgs args) {
     CPDIT_CHECK(!qwen || std::isnan(args.guidance), invalid_argument,
                 "--guidance is for guidance-distilled models; Qwen-Image's classifier-free guidance is --true-cfg-scale");
     CPDIT_CHECK(!video || std::isnan(args.true_cfg_scale), invalid_argument,
-                "--true-cfg-scale is for FLUX.1 and Qwen-Image; video models' classifier-free guidance is --guidance");
+                "--true-cfg-scale is for FLUX.1 and Qwen-Image; Wan's classifier-free guidance is --guidance, as LTX-Video's");
     CPDIT_CHECK(video || args.video.empty(), invalid_argument, "--video is for video; write an image with --image");
     CPDIT_CHECK(ltx || (args.decode_timestep == 0.0f && !args.decode_noise_scale), invalid_argument,
                 "--decode-timestep and --decode-noise-scale are for LTX-Video's timestep-conditioned VAE");
@@ -646,8 +646,7 @@ void run(GenerateArgs args) {
       parts.vae && (!args.out.empty() || !args.image.empty() || !args.frames_dir.empty() || !args.video.empty());
   comm::LocalOptions local;
   local.threads_per_rank = info.layout.threads_per_rank;
-  // LTX-Video's decode noise is drawn from its own stream of --seed.
-  const pipeline::DecodeTimestep decode_timestep{args.decode_timestep, args.decode_noise_scale, args.seed ^ 0xdec0deull, {}};
+  const pipeline::DecodeTimestep decode_timestep{args.decode_timestep, args.decode_noise_scale, args.seed, {}};
   Tensor pixels =
       decode ? pipeline::decode_stage(stages, parts.vae, latents, info.layout.ranks, local, decode_timestep) : Tensor();
   if (!lead) return;

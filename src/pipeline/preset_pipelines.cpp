@@ -13,6 +13,7 @@ namespace cpdit::pipeline {
 namespace {
 
 bool is_flux_preset(const std::string& name) { return name.rfind("flux-", 0) == 0; }
+bool is_ltx_preset(const std::string& name) { return name.rfind("ltx-", 0) == 0; }
 
 // One layer of T5 v1.1 (UMT5: its relative bias in every layer) writing `width` features.
 models::LoadedModel random_t5(int64_t width, bool umt5, uint64_t seed, const nn::LoadOptions& load) {
@@ -47,6 +48,28 @@ models::LoadedModel random_clip(int64_t width, uint64_t seed, const nn::LoadOpti
                                models::text::load_clip_text, load);
 }
 
+// LTX-Video 0.9.1's decoder layout at narrow widths, with latents_mean/std spread as the released
+// VAE's are (means near 0, deviations near 1) and diffusers' timestep_scale_multiplier 1000.
+models::LoadedModel ltx_preset_vae(int64_t latent_channels, uint64_t seed) {
+  const models::vae::LtxVaeConfig config = models::vae::LtxVaeConfig::from_json(
+      {{"latent_channels", latent_channels}, {"decoder_block_out_channels", {8, 16, 32}},
+       {"decoder_layers_per_block", {1, 1, 1, 1}}, {"decoder_spatio_temporal_scaling", {true, true, true}},
+       {"upsample_residual", {true, true, true}}, {"upsample_factor", {2, 2, 2}}, {"timestep_conditioning", true},
+       {"patch_size", 4}});
+  auto vae = std::make_unique<models::vae::AutoencoderKLLTXVideo>(config);
+  nn::StateDict state = random_state_dict(*vae, seed);
+  std::vector<float> mean, std;
+  for (int64_t c = 0; c < latent_channels; ++c) {
+    mean.push_back(float(0.1 * std::sin(double(c) + 1.0)));
+    std.push_back(float(1.0 + 0.3 * std::cos(double(c) + 1.0)));
+  }
+  state["latents_mean"] = Tensor::from_vector(mean, {latent_channels});
+  state["latents_std"] = Tensor::from_vector(std, {latent_channels});
+  state["decoder.timestep_scale_multiplier"] = Tensor::full(state.at("decoder.timestep_scale_multiplier").shape(), 1000.0);
+  nn::load_state_dict(*vae, state);
+  return models::vae::share_vae(std::move(vae));
+}
+
 }  // namespace
 
 std::optional<TextComponents> preset_text_components(const std::string& name, uint64_t seed) {
@@ -55,19 +78,24 @@ std::optional<TextComponents> preset_text_components(const std::string& name, ui
   TextComponents c;
   const bool flux = is_flux_preset(name);
   // The widths the transformer reads.
-  const int64_t text_width = flux ? flux_preset_config(name).joint_attention_dim : wan_preset_config(name).text_dim;
+  const bool ltx = is_ltx_preset(name);
+  const int64_t text_width = flux  ? flux_preset_config(name).joint_attention_dim
+                             : ltx ? ltx_preset_config(name).caption_channels
+                                   : wan_preset_config(name).text_dim;
   const int64_t pooled_width = flux ? flux_preset_config(name).pooled_projection_dim : 0;
   c.pipeline_class = flux                              ? "FluxPipeline"
+                     : ltx                             ? "LTXPipeline"
                      : name.rfind("skyreels-", 0) == 0 ? "SkyReelsV2DiffusionForcingPipeline"
                                                        : "WanPipeline";
-  // FLUX.1: tokenizer/text_encoder are CLIP, tokenizer_2/text_encoder_2 T5; Wan and SkyReels-V2: tokenizer/text_encoder UMT5.
+  // FLUX.1: tokenizer/text_encoder are CLIP, tokenizer_2/text_encoder_2 T5; Wan and SkyReels-V2:
+  // tokenizer/text_encoder UMT5; LTX-Video: tokenizer/text_encoder T5.
   c.tokenizer = [flux](const std::string& component) {
     return flux && component == "tokenizer" ? tokenizers::builtin_clip_tokenizer()
                                             : tokenizers::builtin_sentencepiece_tokenizer();
   };
   c.encoder = [=](const std::string& component, const nn::LoadOptions& load) {
     if (flux && component == "text_encoder") return random_clip(pooled_width, seed ^ 0xc11full, load);
-    return random_t5(text_width, !flux, seed ^ 0x75ull, load);
+    return random_t5(text_width, !flux && !ltx, seed ^ 0x75ull, load);
   };
   return c;
 }
@@ -83,6 +111,7 @@ models::LoadedModel preset_vae(const std::string& name, uint64_t seed) {
     nn::load_state_dict(*vae, random_state_dict(*vae, seed));
     return models::vae::share_vae(std::move(vae));
   }
+  if (is_ltx_preset(name)) return ltx_preset_vae(ltx_preset_config(name).in_channels, seed);
   // Per-channel statistics of the latents, spread as Wan 2.1's are (means near 0, deviations near 2).
   std::vector<double> mean, std;
   for (int c = 0; c < 16; ++c) {

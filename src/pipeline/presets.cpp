@@ -12,7 +12,8 @@ namespace cpdit::pipeline {
 using models::flux::FluxConfig;
 
 std::vector<std::string> preset_names() {
-  return {"flux-tiny", "flux-mini", "wan-tiny", "wan-mini", "qwen-mini", "skyreels-tiny", "skyreels-mini"};
+  return {"flux-tiny", "flux-mini", "wan-tiny",      "wan-mini", "qwen-mini",
+          "skyreels-tiny", "skyreels-mini", "ltx-tiny", "ltx-mini"};
 }
 
 namespace {
@@ -33,6 +34,7 @@ models::LoadedModel preset_model(const std::string& name, uint64_t seed, const n
   check_preset(name);
   if (name.rfind("flux-", 0) == 0) return models::flux::share_flux(flux_preset(name, seed), options);
   if (name.rfind("qwen-", 0) == 0) return models::qwenimage::share_qwenimage(qwenimage_preset(name, seed), options);
+  if (name.rfind("ltx-", 0) == 0) return models::ltx_video::share_ltx_video(ltx_preset(name, seed), options);
   if (name.rfind("skyreels-", 0) == 0)
     return models::share_weights("SkyReelsV2Transformer3DModel", skyreels_preset(name, seed),
                                  models::skyreels_v2::load_skyreels_v2, options);
@@ -123,6 +125,29 @@ UniPCConfig video_preset_scheduler(const std::string& name) {
   if (name == "skyreels-tiny" || name == "skyreels-mini") return UniPCConfig::wan21(skyreels_flow_shift(wan_preset_config(name)));
   wan_preset_config(name);  // refuses other names
   return UniPCConfig::wan21();
+}
+
+models::ltx_video::LtxVideoConfig ltx_preset_config(const std::string& name) {
+  models::ltx_video::LtxVideoConfig c;  // the class defaults are the 2B widths
+  c.num_layers = 2;
+  if (name == "ltx-tiny") {
+    c.num_attention_heads = 2;
+    c.attention_head_dim = 12;
+    c.in_channels = c.out_channels = 8;
+    c.cross_attention_dim = 24;
+    c.caption_channels = 16;
+  } else {
+    CPDIT_CHECK(name == "ltx-mini", invalid_argument, "'", name, "' is not an LTX-Video preset (presets: ",
+                known_presets(), ")");
+  }
+  c.validate();
+  return c;
+}
+
+models::ltx_video::LtxVideoCheckpoint ltx_preset(const std::string& name, uint64_t seed) {
+  const models::ltx_video::LtxVideoConfig config = ltx_preset_config(name);
+  models::ltx_video::LTXVideoTransformer3DModel shape_only(config);
+  return {config, random_state_dict(shape_only, seed)};
 }
 
 FlowMatchEulerConfig flux_preset_scheduler(const std::string& name) {

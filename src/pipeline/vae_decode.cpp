@@ -49,7 +49,7 @@ nn::TensorMap ltx_vae_inputs(const models::vae::AutoencoderKLLTXVideo& vae, cons
   if (!vae.config().timestep_conditioning) return {{"latents", vae.prepare_latents(latents)}};
   CPDIT_CHECK(std::isfinite(d.timestep) && std::isfinite(d.noise_scale.value_or(0.0f)), invalid_argument,
               "the decode timestep and noise scale must be finite");
-  const Tensor noise = d.noise.defined() ? d.noise : randn(latents.shape(), d.noise_seed);
+  const Tensor noise = d.noise.defined() ? d.noise : randn(latents.shape(), d.seed ^ 0xdec0deull);
   return {{"latents", vae.prepare_latents(latents, noise, d.noise_scale.value_or(d.timestep))},
           {"timestep", Tensor::full({latents.size(0)}, d.timestep)}};
 }

@@ -4,7 +4,9 @@
 // with classifier-free guidance (wan_pipeline_tiny, tools/reference/wan_pipeline.py; negative embeddings,
 // 3 steps at guidance 5.0) and QwenImagePipeline (qwenimage_pipeline_tiny, tools/reference/qwenimage_pipeline.py;
 // padded prompt mask, negative pair, Qwen-Image's schedule with shift_terminal, true CFG 4.0 with the norm
-// rescale, and without CFG).
+// rescale, and without CFG), and LTXPipeline (ltx_pipeline_tiny, tools/reference/ltx_pipeline.py; from
+// the prompt through the folder's T5, padded text masks, LTX-Video's schedule, CFG 3.0, the
+// timestep-conditioned VAE).
 // Given diffusers' embeddings and initial latents, the final latents and the decoded image or video
 // are diffusers' on one rank and under every split, CFG-parallel rank groups (--cfg 2) included, and every
 // split decodes what one rank decodes.
@@ -12,7 +14,10 @@
 #include "support/read_png.hpp"
 #include "support/run_cli.hpp"
 
+#include <cpdit/comm/local.hpp>
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/registry.hpp>
+#include <cpdit/pipeline/vae_decode.hpp>
 
 #include <gtest/gtest.h>
 
@@ -32,9 +37,11 @@ using cpdit::testing::TempDir;
 const fs::path kCase = fs::path(CPDIT_TEST_DATA) / "fixtures" / "flux_pipeline_tiny";
 const fs::path kWanCase = fs::path(CPDIT_TEST_DATA) / "fixtures" / "wan_pipeline_tiny";
 const fs::path kQwenCase = fs::path(CPDIT_TEST_DATA) / "fixtures" / "qwenimage_pipeline_tiny";
+const fs::path kLtxCase = fs::path(CPDIT_TEST_DATA) / "fixtures" / "ltx_pipeline_tiny";
 
 // diffusers' float32 run and ours differ only in summation order over 3 steps of a 2-block model:
-// the observed gap is 1e-5 on latents of magnitude 5 (both pipelines); 1e-4 is the bound and the tightest
+// the observed gap is 1e-5 on latents of magnitude 5 (FLUX.1, Wan; LTX-Video 3e-6 on magnitude 3, its two
+// passes run apart where diffusers batches them); 1e-4 is the bound and the tightest
 // that holds under every split (ranks change the attention's summation order).
 constexpr double kLatentsTolerance = 1e-4;
 // The decoded pixels in [0, 1] against diffusers': the latents' 1e-5 passes through the VAE's
@@ -272,6 +279,119 @@ TEST(FluxPipelineParity, LatentsOfTheWrongLayoutAreOneLineAndNothingWritten) {
   const auto missing = run_cli(generate_args(bad) + " --out " + out);
   EXPECT_EQ(missing.code, 2) << missing.err;
   EXPECT_NE(missing.err.find("no tensor 'latents'"), std::string::npos) << missing.err;
+}
+
+// LTXPipeline from its prompt: the folder's tokenizer and T5 encoder (24 tokens: the prompt's 18 and
+// the empty negative prompt's 1 real, the rest padding), diffusers' initial latents, 3 steps.
+std::string ltx_args(const std::string& text = "--prompt 'a red fox trotting through snow' --text-tokens 24",
+                     const std::string& size = "--frames 9 --height 64 --width 64") {
+  return "generate --model " + (kLtxCase / "pipeline").string() + " " + text + " --latents " +
+         (kLtxCase / "inputs.safetensors").string() + " --steps 3 " + size;
+}
+
+// No --guidance: LTXPipeline's default 3.0 must be the one applied; the video is decoded at its
+// default decode_timestep 0. 2 heads; 8 video and 24 text tokens, so ring 3 splits the video
+// unevenly and puts the prompt's padding on the last rank only.
+TEST(LtxPipelineParity, FromThePromptFinalLatentsAndVideoMatchDiffusersOnEverySplit) {
+  expect_outputs_on_every_split(kLtxCase, ltx_args(), "video",
+                                {"--ranks 1", "--ring 2", "--ulysses 2", "--ring 3", "--ring 2 --ulysses 2"});
+}
+
+// diffusers' own prompt embeddings and masks as --embeddings: the same run.
+TEST(LtxPipelineParity, FromEmbeddingsFinalLatentsMatchDiffusers) {
+  expect_outputs_on_every_split(kLtxCase, ltx_args("--embeddings " + (kLtxCase / "inputs.safetensors").string()), "",
+                                {"--ranks 1", "--ring 3"});
+}
+
+// CFG-parallel: the two passes on two rank groups are diffusers' and, with no split inside the
+// groups, one rank's bit for bit.
+TEST(LtxPipelineParity, CfgParallelMatchesDiffusersAndOneRank) {
+  expect_outputs_on_every_split(kLtxCase, ltx_args(), "video",
+                                {"--ranks 1", "--cfg 2", "--cfg 2 --ring 2", "--cfg 2 --ulysses 2"});
+  TempDir dir("ltx_cfg_exact");
+  const std::string one = dir.file("one.safetensors"), two = dir.file("two.safetensors");
+  // One compute thread in both runs, so the kernels sum in the same order.
+  ASSERT_EQ(run_cli(ltx_args() + " --ranks 1 --threads 1 --out " + one).code, 0);
+  const auto r = run_cli(ltx_args() + " --cfg 2 --threads 1 --out " + two);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(max_abs_diff(io::load_safetensors(two).at("latents"), io::load_safetensors(one).at("latents")), 0.0);
+}
+
+// encode-prompt on the LTX folder: LTXPipeline.encode_prompt's embeddings (the T5 reads every
+// position) and the masks it hands the transformer.
+TEST(LtxPipelineParity, EncodePromptIsDiffusersEncodePrompt) {
+  TempDir dir("ltx_encode_prompt");
+  const std::string out = dir.file("prompt.safetensors");
+  const auto r = run_cli("encode-prompt --model " + (kLtxCase / "pipeline").string() +
+                         " --prompt 'a red fox trotting through snow' --max-sequence-length 24 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto got = io::load_safetensors(out);
+  const auto expected = io::load_safetensors((kLtxCase / "inputs.safetensors").string());
+  for (const char* name : {"prompt_embeds", "negative_prompt_embeds"}) {
+    ASSERT_TRUE(got.count(name)) << name;
+    // A float32 T5 on the same weights: rounding only (outputs of order 1).
+    EXPECT_LT(max_abs_diff(got.at(name), expected.at(name)), 1e-5) << name;
+  }
+  for (const char* name : {"prompt_attention_mask", "negative_prompt_attention_mask"}) {
+    ASSERT_TRUE(got.count(name)) << name;
+    EXPECT_EQ(max_abs_diff(got.at(name).to(DType::f32), expected.at(name).to(DType::f32)), 0.0) << name;
+  }
+}
+
+// --video at LTX-Video's frame rate (25 by default, --fps otherwise) and --frames-dir, from 2 ranks;
+// `cpdit decode` turns the latents generate wrote into the same video.
+TEST(LtxPipelineParity, VideoFramesAndDecodeShowDiffusersVideo) {
+  TempDir dir("ltx_pipeline_video");
+  const Tensor expected = io::load_safetensors((kLtxCase / "expected.safetensors").string()).at("video");
+  const std::string mp4 = dir.file("clip.mp4"), latents = dir.file("latents.safetensors");
+  const fs::path frames = dir.path() / "frames";
+  const auto r = run_cli(ltx_args() + " --ring 2 --video " + mp4 + " --frames-dir " + frames.string() + " --out " +
+                         latents);
+  ASSERT_EQ(r.code, 0) << r.err;
+  cpdit::testing::expect_mp4_shows_video(mp4, expected, 25.0);
+  for (int64_t f = 0; f < expected.size(1); ++f) {
+    char name[32];
+    std::snprintf(name, sizeof name, "frame_%05lld.png", (long long)f);
+    expect_png_is_pixels((frames / name).string(), expected, f);
+  }
+  const std::string slow = dir.file("slow.mp4");
+  ASSERT_EQ(run_cli(ltx_args() + " --fps 12 --ranks 1 --video " + slow).code, 0);
+  EXPECT_EQ(cpdit::testing::read_mp4(slow).fps, 12.0);
+
+  const std::string sample = dir.file("sample.safetensors"), decoded = dir.file("decoded.mp4");
+  const auto d = run_cli("decode --model " + (kLtxCase / "pipeline").string() + " --latents " + latents + " --ranks 2 --out " +
+                         sample + " --video " + decoded);
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_LT(max_abs_diff(postprocess_pixels(io::load_safetensors(sample).at("sample")), expected), kPixelsTolerance);
+  cpdit::testing::expect_mp4_shows_video(decoded, expected, 25.0);
+}
+
+// LTX-Video 0.9.1's decode: decode_timestep 0.05 and decode_noise_scale 0.025 with the noise
+// diffusers' generator drew, on one rank and with the rows split over two.
+TEST(LtxPipelineParity, DecodeAtATimestepWithNoiseIsDiffusers) {
+  const models::LoadedModel vae = models::open_model((kLtxCase / "pipeline/vae").string(), std::nullopt, {});
+  const auto expected = io::load_safetensors((kLtxCase / "expected.safetensors").string());
+  const Tensor noise = io::load_safetensors((kLtxCase / "inputs.safetensors").string()).at("decode_noise");
+  for (int ranks : {1, 2}) {
+    Tensor sample;
+    comm::run_local(ranks, [&](comm::Communicator& world) {
+      Tensor mine = decode_latents(vae, expected.at("latents"), world, {0.05f, 0.025f, 0, noise});
+      if (world.rank() == 0) sample = mine;
+    });
+    EXPECT_LT(max_abs_diff(postprocess_pixels(sample), expected.at("video_decode_t")), kPixelsTolerance) << ranks;
+  }
+}
+
+TEST(LtxPipelineParity, FlagsOfOtherPipelinesAndBadSizesAreOneLineErrors) {
+  // From embeddings: no encode stage prints its line before the error.
+  const std::string text = "--embeddings " + (kLtxCase / "inputs.safetensors").string();
+  expect_one_line_error(ltx_args(text) + " --true-cfg-scale 2", "--true-cfg-scale is for FLUX.1 and Qwen-Image");
+  expect_one_line_error(ltx_args(text) + " --image a.png", "--image is for images");
+  expect_one_line_error(ltx_args(text) + " --cfg 2 --guidance 1", "--guidance is at most 1");
+  expect_one_line_error(ltx_args(text, "--frames 10 --height 64 --width 64"), "8k + 1");
+  expect_one_line_error(ltx_args(text, "--frames 9 --height 48 --width 64"), "multiples of 32");
+  // The decode timestep is the LTX VAE's: refused for Wan.
+  expect_one_line_error(wan_args() + " --decode-timestep 0.05", "--decode-timestep");
 }
 
 }  // namespace

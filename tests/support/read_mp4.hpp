@@ -85,10 +85,11 @@ inline double mean_channel(const std::vector<uint8_t>& rgb, int c) {
 // The MP4 at `path` is `video` ((1, F, H, W, 3) f32 in [0, 1], as diffusers' pipelines return it) at
 // Wan's 16 frames per second: H.264, the same size and frame count, and each frame's mean colour per
 // channel within 2/255 of the pixels'.
-inline void expect_mp4_shows_video(const std::string& path, const cpdit::Tensor& video) {
+// `fps`: the rate the writer was given (Wan's 16 unless said).
+inline void expect_mp4_shows_video(const std::string& path, const cpdit::Tensor& video, double fps = 16.0) {
   const DecodedVideo decoded = read_mp4(path);
   EXPECT_EQ(decoded.codec, "h264");
-  EXPECT_EQ(decoded.fps, 16.0);  // Wan's frame rate
+  EXPECT_EQ(decoded.fps, fps);
   EXPECT_EQ(decoded.width, video.size(3));
   EXPECT_EQ(decoded.height, video.size(2));
   ASSERT_EQ(int64_t(decoded.rgb.size()), video.size(1));

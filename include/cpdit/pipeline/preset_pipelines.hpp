@@ -8,6 +8,9 @@
 //     AutoencoderKLWan with z_dim 16, Wan 2.1's factors (8 spatial, 4 temporal), base_dim 8.
 //   qwen-*: no text encoder (Qwen2.5-VL is not built in: give --embeddings or none); the same
 //     AutoencoderKLWan as wan-*, the architecture of Qwen-Image's VAE.
+//   ltx-*: T5 (d_model = caption_channels), one layer, with the built-in SentencePiece tokenizer;
+//     AutoencoderKLLTXVideo in LTX-Video 0.9.1's layout (timestep-conditioned, residual depth-to-space
+//     upsamplers: 32x in space, 8x in time, as the released VAEs) at narrow widths (8 to 32 channels).
 #include <cpdit/models/registry.hpp>
 #include <cpdit/pipeline/prompt_encoding.hpp>
 

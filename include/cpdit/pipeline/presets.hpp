@@ -11,7 +11,11 @@
 //              2 dual-stream blocks; runs with Qwen-Image's scheduler and true CFG.
 //   skyreels-tiny, skyreels-mini  SkyReels-V2 text-to-video (diffusion forcing) at the wan-tiny and
 //              wan-mini widths, blocks of one latent frame, no fps embedding.
+//   ltx-tiny   LTX-Video at the test fixture's widths (2 heads of 12, caption width 16), 8 latent channels.
+//   ltx-mini   LTX-Video 2B widths (32 heads of 64, 128 latent channels, caption width 4096), 2 blocks;
+//              LTX-Video's scheduler and classifier-free guidance.
 #include <cpdit/models/flux/checkpoint.hpp>
+#include <cpdit/models/ltx_video/checkpoint.hpp>
 #include <cpdit/models/qwenimage/checkpoint.hpp>
 #include <cpdit/models/skyreels_v2/model.hpp>
 #include <cpdit/models/wan/checkpoint.hpp>
@@ -47,6 +51,10 @@ models::qwenimage::QwenImageCheckpoint qwenimage_preset(const std::string& name,
 models::skyreels_v2::SkyReelsV2Checkpoint skyreels_preset(const std::string& name, uint64_t seed);
 // The scheduler that goes with a video preset: UniPC with Wan 2.1's flow_shift 3, SkyReels-V2 T2V's 8.
 UniPCConfig video_preset_scheduler(const std::string& name);
+
+// ltx-tiny or ltx-mini.
+models::ltx_video::LtxVideoConfig ltx_preset_config(const std::string& name);
+models::ltx_video::LtxVideoCheckpoint ltx_preset(const std::string& name, uint64_t seed);
 
 // Random values for every parameter of `model`, deterministic in `seed`: matrices
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) as PyTorch initialises a Linear (fan_in = elements per output

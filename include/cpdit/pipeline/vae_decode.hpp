@@ -29,7 +29,7 @@ Tensor vae_latents(const std::any& vae_config, const Tensor& latents);
 struct DecodeTimestep {
   float timestep = 0.0f;             // LTXPipeline's default
   std::optional<float> noise_scale;  // unset: the timestep, as LTXPipeline
-  uint64_t noise_seed = 0;           // the noise: randn(the latents' shape, noise_seed) ...
+  uint64_t seed = 0;                 // the noise: generate's --seed, through a stream of its own ...
   Tensor noise;                      // ... unless given here (e.g. the draw of diffusers' generator)
 };
 

@@ -33,6 +33,9 @@ LoadedModel share_vae(std::unique_ptr<AutoencoderKL> vae) { return share_vae_mod
 LoadedModel share_vae(std::unique_ptr<AutoencoderKLWan> vae, std::string class_name) {
   return share_vae_model(std::move(class_name), std::move(vae));
 }
+LoadedModel share_vae(std::unique_ptr<AutoencoderKLLTXVideo> vae) {
+  return share_vae_model("AutoencoderKLLTXVideo", std::move(vae));
+}
 
 namespace {
 

@@ -3,6 +3,7 @@
 // out: its parameters are shared by every replica.
 #include <cpdit/models/registry.hpp>
 #include <cpdit/models/vae/autoencoder_kl.hpp>
+#include <cpdit/models/vae/autoencoder_kl_ltx.hpp>
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 
 #include <memory>
@@ -12,5 +13,6 @@ namespace cpdit::models::vae {
 
 LoadedModel share_vae(std::unique_ptr<AutoencoderKL> vae);
 LoadedModel share_vae(std::unique_ptr<AutoencoderKLWan> vae, std::string class_name = "AutoencoderKLWan");
+LoadedModel share_vae(std::unique_ptr<AutoencoderKLLTXVideo> vae);
 
 }  // namespace cpdit::models::vae
