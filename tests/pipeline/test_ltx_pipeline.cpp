@@ -1,7 +1,10 @@
 // The LTX-Video pipeline's pieces around its loop: the 1x1x1 token packing, the VAE factors as
 // LTXPipeline reads them, the latent shape rules and the RoPE interpolation scale. The loop itself is
 // checked against diffusers in test_pipeline_parity.cpp.
+#include "support/run_cli.hpp"
+
 #include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
 #include <cpdit/pipeline/ltx_pipeline.hpp>
 
 #include <gtest/gtest.h>
@@ -50,6 +53,26 @@ TEST(LtxPipeline, LatentShapeAndRopeScaleFollowTheVae) {
   EXPECT_EQ(scale[1], 32.0);
   EXPECT_EQ(scale[2], 32.0);
   EXPECT_THROW(ltx_rope_interpolation_scale({}, 0), Error);
+}
+
+// The preset from a prompt to a video: its built-in T5 and VAE fit the transformer (the VAE's 32x
+// and 8x are the loop's factors), and two ranks make what one makes.
+TEST(LtxPipeline, TinyPresetMakesAVideoOnOneAndTwoRanks) {
+  cpdit::testing::TempDir dir("ltx_preset");
+  nn::TensorMap runs[2];
+  for (int ranks : {1, 2}) {
+    const std::string out = dir.file("clip" + std::to_string(ranks) + ".safetensors");
+    const auto r = cpdit::testing::run_cli("generate --preset ltx-tiny --prompt 'a red fox' --frames 9 --height 64 "
+                                           "--width 96 --steps 2 --threads 1 --ranks " + std::to_string(ranks) +
+                                           " --out " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    runs[ranks - 1] = io::load_safetensors(out);
+  }
+  EXPECT_EQ(runs[0].at("latents").shape(), (Shape{1, 8, 2, 2, 3}));
+  EXPECT_EQ(runs[0].at("video").shape(), (Shape{1, 9, 64, 96, 3}));
+  // Two ranks sum the attention in another order: 1e-4 as the pipeline parity tests.
+  EXPECT_LT(max_abs_diff(runs[1].at("latents"), runs[0].at("latents")), 1e-4);
+  EXPECT_LT(max_abs_diff(runs[1].at("video"), runs[0].at("video")), 1e-4);
 }
 
 }  // namespace

@@ -33,6 +33,7 @@ TEST(PipelineTable, PresetsAreOpenedAsTheirRegisteredClass) {
   EXPECT_EQ(preset_model("flux-tiny", 1, {}).class_name, "FluxTransformer2DModel");
   EXPECT_EQ(preset_model("wan-tiny", 1, {}).class_name, "WanTransformer3DModel");
   EXPECT_EQ(preset_model("skyreels-tiny", 1, {}).class_name, "SkyReelsV2Transformer3DModel");
+  EXPECT_EQ(preset_model("ltx-tiny", 1, {}).class_name, "LTXVideoTransformer3DModel");
   EXPECT_THROW(preset_model("flux-huge", 1, {}), Error);
 }
 
