@@ -54,27 +54,25 @@ FlowMatchEulerConfig FlowMatchEulerConfig::flux_dev() {
 
 FlowMatchEulerConfig FlowMatchEulerConfig::flux_schnell() { return FlowMatchEulerConfig{}; }
 
-FlowMatchEulerConfig FlowMatchEulerConfig::qwenimage() {
+namespace {
+
+// Dynamic exponential shift: μ on the line from (base_len, base_shift) to (max_len, max_shift).
+FlowMatchEulerConfig dynamic_shift(double base_shift, double max_shift, int64_t base_len, int64_t max_len,
+                                   double shift_terminal) {
   FlowMatchEulerConfig c;
   c.use_dynamic_shifting = true;
-  c.base_shift = 0.5;
-  c.max_shift = 0.9;
-  c.base_image_seq_len = 256;
-  c.max_image_seq_len = 8192;
-  c.shift_terminal = 0.02;
+  c.base_shift = base_shift;
+  c.max_shift = max_shift;
+  c.base_image_seq_len = base_len;
+  c.max_image_seq_len = max_len;
+  c.shift_terminal = shift_terminal;
   return c;
 }
 
-FlowMatchEulerConfig FlowMatchEulerConfig::ltx_video() {
-  FlowMatchEulerConfig c;
-  c.use_dynamic_shifting = true;
-  c.base_shift = 0.95;
-  c.max_shift = 2.05;
-  c.base_image_seq_len = 1024;
-  c.max_image_seq_len = 4096;
-  c.shift_terminal = 0.1;
-  return c;
-}
+}  // namespace
+
+FlowMatchEulerConfig FlowMatchEulerConfig::qwenimage() { return dynamic_shift(0.5, 0.9, 256, 8192, 0.02); }
+FlowMatchEulerConfig FlowMatchEulerConfig::ltx_video() { return dynamic_shift(0.95, 2.05, 1024, 4096, 0.1); }
 
 CPDIT_SEPARATE_ROUNDING double FlowMatchEulerConfig::mu(int64_t image_seq_len) const {
   const double m = (max_shift - base_shift) / double(max_image_seq_len - base_image_seq_len);

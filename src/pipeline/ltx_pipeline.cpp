@@ -1,3 +1,5 @@
+#include "pipeline/text_tensors.hpp"
+
 #include <cpdit/core/error.hpp>
 #include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/ltx_pipeline.hpp>
@@ -20,24 +22,6 @@ int64_t positive_field(const nlohmann::json& j, const char* name, int64_t fallba
   CPDIT_CHECK(j[name].is_number_integer() && j[name].get<int64_t>() >= 1 && j[name].get<int64_t>() <= 1024,
               invalid_argument, "the LTX-Video VAE config's ", name, " must be an integer from 1 to 1024");
   return j[name].get<int64_t>();
-}
-
-Tensor read_embeds(const nn::TensorMap& tensors, const std::string& source, const std::string& name,
-                   const LtxVideoConfig& config) {
-  Tensor p = tensors.at(name).to(DType::f32);
-  CPDIT_CHECK(p.dim() == 3 && p.size(1) > 0 && p.size(2) == config.caption_channels, invalid_argument, source, ": ",
-              name, " is ", p.describe(), ", the model needs (B, L, ", config.caption_channels, ")");
-  return p;
-}
-
-// The mask `name` for `embeds` (B, L), bool or integer; absent: undefined (every token real).
-Tensor read_mask(const nn::TensorMap& tensors, const std::string& source, const std::string& name,
-                 const Tensor& embeds) {
-  if (!tensors.count(name)) return {};
-  Tensor m = tensors.at(name).to(DType::i64);
-  CPDIT_CHECK(m.dim() == 2 && m.size(0) == embeds.size(0) && m.size(1) == embeds.size(1), invalid_argument, source,
-              ": ", name, " is ", m.describe(), ", its embeddings need (", embeds.size(0), ", ", embeds.size(1), ")");
-  return m;
 }
 
 }  // namespace
@@ -66,15 +50,15 @@ LtxConditioning ltx_conditioning(const nn::TensorMap& tensors, const std::string
               " has no tensor 'prompt_embeds' (an LTX-Video text stage writes prompt_embeds (B, L, ",
               config.caption_channels, ") and prompt_attention_mask (B, L))");
   LtxConditioning c;
-  c.prompt_embeds = read_embeds(tensors, source, "prompt_embeds", config);
-  c.prompt_attention_mask = read_mask(tensors, source, "prompt_attention_mask", c.prompt_embeds);
+  c.prompt_embeds = read_text_embeds(tensors, source, "prompt_embeds", config.caption_channels);
+  c.prompt_attention_mask = read_text_mask(tensors, source, "prompt_attention_mask", c.prompt_embeds);
   if (tensors.count("negative_prompt_embeds")) {
-    c.negative_prompt_embeds = read_embeds(tensors, source, "negative_prompt_embeds", config);
+    c.negative_prompt_embeds = read_text_embeds(tensors, source, "negative_prompt_embeds", config.caption_channels);
     CPDIT_CHECK(c.negative_prompt_embeds.size(0) == c.prompt_embeds.size(0), invalid_argument, source,
                 ": negative_prompt_embeds has batch ", c.negative_prompt_embeds.size(0), ", prompt_embeds ",
                 c.prompt_embeds.size(0));
     c.negative_prompt_attention_mask =
-        read_mask(tensors, source, "negative_prompt_attention_mask", c.negative_prompt_embeds);
+        read_text_mask(tensors, source, "negative_prompt_attention_mask", c.negative_prompt_embeds);
   }
   return c;
 }

@@ -1,3 +1,5 @@
+#include "pipeline/text_tensors.hpp"
+
 #include <cpdit/core/error.hpp>
 #include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/latents.hpp>
@@ -13,24 +15,6 @@ namespace cpdit::pipeline {
 using models::qwenimage::QwenImageConfig;
 
 namespace {
-
-Tensor read_embeds(const nn::TensorMap& tensors, const std::string& path, const std::string& name,
-                   const QwenImageConfig& config) {
-  Tensor p = tensors.at(name).to(DType::f32);
-  CPDIT_CHECK(p.dim() == 3 && p.size(1) > 0 && p.size(2) == config.joint_attention_dim, invalid_argument, path, ": ",
-              name, " is ", p.describe(), ", the model needs (B, L, ", config.joint_attention_dim, ")");
-  return p;
-}
-
-// The mask `name` for `embeds`, I64 (B, L); absent: undefined (every token real).
-Tensor read_mask(const nn::TensorMap& tensors, const std::string& path, const std::string& name,
-                 const Tensor& embeds) {
-  if (!tensors.count(name)) return {};
-  Tensor m = tensors.at(name).to(DType::i64);
-  CPDIT_CHECK(m.dim() == 2 && m.size(0) == embeds.size(0) && m.size(1) == embeds.size(1), invalid_argument, path,
-              ": ", name, " is ", m.describe(), ", its embeddings need (", embeds.size(0), ", ", embeds.size(1), ")");
-  return m;
-}
 
 // QwenImagePipeline.encode_prompt drops a mask whose every token is real.
 Tensor unless_all_real(const Tensor& mask) {
@@ -49,14 +33,14 @@ QwenImageConditioning qwenimage_conditioning(const nn::TensorMap& tensors, const
               " has no tensor 'prompt_embeds' (a Qwen-Image text stage writes prompt_embeds (B, L, ",
               config.joint_attention_dim, ") and prompt_embeds_mask (B, L))");
   QwenImageConditioning c;
-  c.prompt_embeds = read_embeds(tensors, path, "prompt_embeds", config);
-  c.prompt_embeds_mask = read_mask(tensors, path, "prompt_embeds_mask", c.prompt_embeds);
+  c.prompt_embeds = read_text_embeds(tensors, path, "prompt_embeds", config.joint_attention_dim);
+  c.prompt_embeds_mask = read_text_mask(tensors, path, "prompt_embeds_mask", c.prompt_embeds);
   if (tensors.count("negative_prompt_embeds")) {
-    c.negative_prompt_embeds = read_embeds(tensors, path, "negative_prompt_embeds", config);
+    c.negative_prompt_embeds = read_text_embeds(tensors, path, "negative_prompt_embeds", config.joint_attention_dim);
     CPDIT_CHECK(c.negative_prompt_embeds.size(0) == c.prompt_embeds.size(0), invalid_argument, path,
                 ": negative_prompt_embeds has batch ", c.negative_prompt_embeds.size(0), ", prompt_embeds ",
                 c.prompt_embeds.size(0));
-    c.negative_prompt_embeds_mask = read_mask(tensors, path, "negative_prompt_embeds_mask", c.negative_prompt_embeds);
+    c.negative_prompt_embeds_mask = read_text_mask(tensors, path, "negative_prompt_embeds_mask", c.negative_prompt_embeds);
   }
   return c;
 }
