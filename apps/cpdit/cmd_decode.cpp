@@ -71,6 +71,9 @@ void run_decode(const DecodeOptions& o) {
   const auto it = file.find("latents");
   CPDIT_CHECK(it != file.end(), invalid_argument, o.latents, " holds no tensor named `latents` (what generate writes)");
   const models::LoadedModel vae = models::open_model(vae_folder(o.model), std::nullopt, {});
+  CPDIT_CHECK((o.ltx.timestep == 0.0f && !o.ltx.noise_scale) || std::any_cast<models::vae::LtxVaeConfig>(&vae.config),
+              invalid_argument, "--decode-timestep and --decode-noise-scale are for LTX-Video's VAE; ", o.model,
+              "'s VAE is ", vae.class_name);
 
   comm::LocalOptions local;
   local.threads_per_rank = o.threads;

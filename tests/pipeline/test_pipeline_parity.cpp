@@ -390,8 +390,11 @@ TEST(LtxPipelineParity, FlagsOfOtherPipelinesAndBadSizesAreOneLineErrors) {
   expect_one_line_error(ltx_args(text) + " --cfg 2 --guidance 1", "--guidance is at most 1");
   expect_one_line_error(ltx_args(text, "--frames 10 --height 64 --width 64"), "8k + 1");
   expect_one_line_error(ltx_args(text, "--frames 9 --height 48 --width 64"), "multiples of 32");
-  // The decode timestep is the LTX VAE's: refused for Wan.
+  // The decode timestep is the LTX VAE's: refused for Wan, in generate and decode alike.
   expect_one_line_error(wan_args() + " --decode-timestep 0.05", "--decode-timestep");
+  expect_one_line_error("decode --model " + (kWanCase / "pipeline").string() + " --latents " +
+                            (kWanCase / "expected.safetensors").string() + " --decode-timestep 0.05",
+                        "--decode-timestep");
 }
 
 }  // namespace
