@@ -691,7 +691,7 @@ void run(GenerateArgs args) {
 void add_generate(CLI::App& parent) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = parent.add_subcommand(
-      "generate", "A prompt to a FLUX.1 or Qwen-Image image or a Wan video across ranks (the main job)");
+      "generate", "A prompt to a FLUX.1 or Qwen-Image image or a Wan or LTX-Video video across ranks (the main job)");
   cmd->footer("A prompt to a FLUX.1 image or a Wan video, in stages that each load their model when they start and "
       "free it when they end: encode (the pipeline's tokenizers and text encoders, once: on rank 0 under mpirun), denoise "
       "(seeded noise, the model's scheduler — flow-match Euler for FLUX.1, UniPC for Wan — and the transformer, "
