@@ -1,5 +1,6 @@
 // cpdit bench conv: the VAE decoders' 3x3 convolutions, cpdit's kernel (oneDNN's primitive in its own
-// blocked layout, with the reorders of input, weights and output on every call) against oneDNN's
+// layout, with the reorders of input, weights and output on every call; as it chooses, and forced
+// direct and Winograd) against oneDNN's
 // primitive on the same shapes in the same run: in the plain NCHW layout the models keep, and blocked
 // without any reorder (the best case: a model that kept every activation blocked). Every line carries GFLOP/s
 // (2 O C 9 H W / time) over the minimum and the median, and per second of process CPU time.
@@ -90,6 +91,17 @@ void run(const ConvBenchArgs& args) {
         print(j);
       };
       report("cpdit_conv3d", cpdit);
+      // The two ways conv3d chooses between, each forced (Winograd only on the 3x3 shapes it takes;
+      // both include every reorder, the Winograd weight transform among them).
+      for (const auto& [impl, algorithm] : {std::pair{"cpdit_direct", kernels::ConvAlgorithm::direct},
+                                            std::pair{"cpdit_winograd", kernels::ConvAlgorithm::winograd}}) {
+        try {
+          report(impl, measure([&, algorithm = algorithm] {
+            kernels::conv3d(x, w, b, kernels::ConvGeometry::same(0, 1, 1), algorithm);
+          }, args.repeats));
+        } catch (const Error&) {  // no Winograd for this shape: nothing to report
+        }
+      }
 
       // oneDNN on the models' layout: NCHW in and out, OIHW weights.
       const auto plain_pd = primitive(memory::format_tag::nchw, memory::format_tag::oihw);

@@ -54,16 +54,20 @@ Reference conv3d_reference(const Tensor& x, const Tensor& w, const Tensor& bias,
   return r;
 }
 
-void expect_conv3d_matches(const Shape& x_shape, const Shape& w_shape, const ConvGeometry& g, bool with_bias) {
+void expect_conv3d_matches(const Shape& x_shape, const Shape& w_shape, const ConvGeometry& g, bool with_bias,
+                           kernels::ConvAlgorithm algorithm = kernels::ConvAlgorithm::direct) {
   const Tensor x = random_tensor(x_shape, 1), w = random_tensor(w_shape, 2, -0.5f, 0.5f);
   const Tensor bias = with_bias ? random_tensor({w_shape[0]}, 3) : Tensor{};
   const Reference ref = conv3d_reference(x, w, bias, g);
-  const Tensor got = kernels::conv3d(x, w, bias, g);
+  const Tensor got = kernels::conv3d(x, w, bias, g, algorithm);
   ASSERT_EQ(size_t(got.numel()), ref.out.size()) << got.describe();
   // f32 sums of K products: each rounding is at most 2^-24 of the running magnitude, and oneDNN's
-  // blocked sums keep the growth near log K; 1e-6 of sum |w*x| covers K up to a few thousand.
+  // blocked sums keep the growth near log K; 1e-6 of sum |w*x| covers K up to a few thousand
+  // (measured up to 0.2e-6). Winograd F(4x4, 3x3) sums transformed tiles whose coefficients reach
+  // ~10, so its rounding is larger: measured up to 0.9e-6 of sum |w*x| on 2304 products; 2e-6.
+  const double relative = algorithm == kernels::ConvAlgorithm::winograd ? 2e-6 : 1e-6;
   std::vector<double> bound(ref.out.size());
-  for (size_t i = 0; i < bound.size(); ++i) bound[i] = 1e-6 * ref.magnitude[i] + 1e-7;
+  for (size_t i = 0; i < bound.size(); ++i) bound[i] = relative * ref.magnitude[i] + 1e-7;
   test::expect_within(got, ref.out, bound);
 }
 
@@ -92,6 +96,22 @@ TEST(Conv3d, PointwiseKernel) {
 TEST(Conv3d, WideChannelsOddSizes) {
   // 64 channels (several of oneDNN's 16-channel blocks) over 70 x 40 pixels: sums of 1728 products.
   expect_conv3d_matches({1, 64, 1, 70, 40}, {3, 64, 3, 3, 3}, ConvGeometry::same(1, 1, 1), true);
+}
+
+TEST(Conv3d, WinogradMatchesDirectSum) {
+  // 256 channels in and out, 3x3, stride 1: the wide layers conv3d runs through Winograd F(4x4, 3x3)
+  // once they are large (forced here on small ones). Frames as the batch of a 2-D convolution (two
+  // batch elements of three frames), sizes that are not multiples of the 4x4 output tile, and the
+  // one-sided row padding of a row-split band.
+  const auto winograd = kernels::ConvAlgorithm::winograd;
+  ConvGeometry g = ConvGeometry::same(0, 1, 1);
+  expect_conv3d_matches({2, 256, 3, 6, 7}, {256, 256, 1, 3, 3}, g, true, winograd);
+  g.pad_after[1] = 0;
+  expect_conv3d_matches({1, 256, 1, 9, 5}, {256, 256, 1, 3, 3}, g, false, winograd);
+  // Winograd is for 3x3 stride-1 kernels only: anything else is refused, not run another way.
+  EXPECT_THROW(kernels::conv3d(random_tensor({1, 256, 1, 5, 5}, 4), random_tensor({256, 256, 1, 1, 1}, 5), {},
+                               ConvGeometry{}, winograd),
+               Error);
 }
 
 TEST(Conv3d, RefusesBadShapes) {

@@ -25,12 +25,23 @@ struct ConvGeometry {
   }
 };
 
+// How conv3d sums: `fastest` picks per call by the measured rule in conv.cpp (Winograd F(4x4, 3x3) on
+// wide 3x3 layers of at least 128x128 output pixels, direct elsewhere); `direct` and `winograd` force
+// one (a bench or a test of that path; `winograd` fails on a layer oneDNN cannot run so).
+enum class ConvAlgorithm { fastest, direct, winograd };
+// The algorithm conv3d uses where the caller names none (the models): `fastest` unless set, process-
+// wide as the matmul precision is. `direct` sums as PyTorch's CPU convolution does
+// (`bench vae --conv direct` measures what Winograd changes).
+void set_default_conv_algorithm(ConvAlgorithm algorithm);
+ConvAlgorithm default_conv_algorithm();
+
 // x (B, C, F, H, W), weight (O, C, kf, kh, kw), bias (O) or undefined -> (B, O, F', H', W') with
-// F' = (F + pads - kf) / stride + 1 (likewise H', W'). oneDNN's convolution primitive in its blocked
+// F' = (F + pads - kf) / stride + 1 (likewise H', W'). oneDNN's convolution primitive in its own
 // layout, reordering in and out per call (chosen by measurement; see bench/README.md).
 // A 2-D convolution is the case of one frame, or of a kernel one frame deep applied to every frame:
 // x (B, C, 1, H, W) or (B, C, F, H, W), weight (O, C, 1, kh, kw).
-Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvGeometry& geometry);
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvGeometry& geometry,
+              ConvAlgorithm algorithm = default_conv_algorithm());
 
 // ---- Normalisation over channels ------------------------------------------------------------------
 
