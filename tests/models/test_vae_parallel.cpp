@@ -79,6 +79,45 @@ TEST(VaeParallel, AutoencoderKLWanRowsThatNoRankCountDivides) {
       EXPECT_LE(error, kTolerance) << "ring " << d.ring << " x ulysses " << d.ulysses;
 }
 
+// The frame split: each rank decodes its latent frames whole, the causal time convolutions take the
+// frames before from the rank before. 5 latent frames over 2, 3, 4 ranks (3+2, 2+2+1, 2+1+1+1: ranks
+// holding one frame pass on halo frames they received, and rank 0's first frame is the one the
+// upsamplers pass through), and 4 over 4 (rank 0 holds only the first frame). Two latent rows: too
+// few for a row split over 3 or 4 ranks, so these decodes cannot have split rows.
+TEST(VaeParallel, AutoencoderKLWanFramesThatNoRankCountDivides) {
+  auto load = [] {
+    auto vae = load_autoencoder_kl_wan(fixture_weights("vae_wan_tiny"), fixture_config("vae_wan_tiny"));
+    vae->set_video_split(VideoSplit::frames);
+    return vae;
+  };
+  for (int64_t frames : {5, 4}) {
+    const Tensor latents = random_latents({1, 4, frames, 2, 3}, 5);
+    const Tensor want = load()->decode(latents);
+    for (Degrees d : kDegrees) {
+      if (frames == 4 && d.ring != 4) continue;
+      for (double error : parallel_errors(d, load, {{"latents", latents}}, want))
+        EXPECT_LE(error, kTolerance) << frames << " latent frames, " << d.ring << " ranks";
+    }
+  }
+}
+
+TEST(VaeParallel, RefusesAFrameSplitOverMoreRanksThanLatentFrames) {
+  auto load = [] {
+    auto vae = load_autoencoder_kl_wan(fixture_weights("vae_wan_tiny"), fixture_config("vae_wan_tiny"));
+    vae->set_video_split(VideoSplit::frames);
+    return vae;
+  };
+  const Tensor latents = random_latents({1, 4, 2, 4, 3}, 6);
+  EXPECT_THROW(parallel_errors({3, 1}, load, {{"latents", latents}}, Tensor::zeros({1, 3, 5, 32, 24})), Error);
+  // The split is chosen before enable_parallelism installs its plan.
+  comm::run_local(1, [&](comm::Communicator& comm) {
+    auto late = load();
+    late->enable_parallelism(std::shared_ptr<comm::Communicator>(&comm, [](comm::Communicator*) {}),
+                             parallel::ContextParallelConfig{1, 1});
+    EXPECT_THROW(late->set_video_split(VideoSplit::rows), Error);
+  });
+}
+
 // Both LTX-Video layouts (replicate time padding, depth-to-space, the timestep-conditioned
 // modulations; 16x in space for the conditioned one): 5 latent rows.
 TEST(VaeParallel, AutoencoderKLLTXVideoRowsThatNoRankCountDivides) {

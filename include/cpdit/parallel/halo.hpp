@@ -30,4 +30,12 @@ Tensor conv3d_rows(const Tensor& x, const Tensor& weight, const Tensor& bias, co
 // summed in rank order, so every rank normalises with the same numbers.
 Tensor group_norm_rows(const Tensor& x, int64_t groups, const Tensor& weight, const Tensor& bias, float eps);
 
+// The frame split of a causal video decoder (AutoencoderKLWan's VideoSplit::frames): each rank
+// holds a contiguous run of frames in rank order with whole rows, and a time convolution that looks
+// back `count` frames takes them from the rank before. Returns the `count` frames of the whole
+// stream just before this rank's x (B, C, F_local, H, W), zeros before the stream's start, and
+// sends the last `count` frames of [that halo; x] to the rank after. A rank holding fewer than
+// `count` frames passes on part of what it received, so the halo can cross several ranks.
+Tensor time_halo(comm::Communicator& group, const Tensor& x, int64_t count);
+
 }  // namespace cpdit::parallel

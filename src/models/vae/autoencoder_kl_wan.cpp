@@ -5,7 +5,9 @@
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/kernels/image.hpp>
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
+#include <cpdit/comm/tensor_ops.hpp>
 #include <cpdit/parallel/halo.hpp>
+#include <cpdit/parallel/shard.hpp>
 
 #include <algorithm>
 
@@ -30,6 +32,13 @@ Tensor CausalConv3d::forward(const Tensor& x, FrameCache* cache) const {
     g.pad_before = {2 * padding_[0], padding_[1], padding_[2]};
     g.pad_after = {0, padding_[1], padding_[2]};
     if (!cache || padding_[0] == 0) return one(parallel::conv3d_rows(input, weight(), bias(), g));
+    if (cache->time_group) {
+      // Frame split: the frames before this rank's stand in for the zero padding (zeros on rank 0).
+      const Tensor halo = parallel::time_halo(*cache->time_group, input, g.pad_before[0]);
+      g.pad_before[0] = 0;
+      if (input.size(2) == 0) return one(Tensor::empty({input.size(0), weight().size(0), 0, input.size(3), input.size(4)}));
+      return one(parallel::conv3d_rows(cat({halo, input}, 2), weight(), bias(), g));
+    }
     Tensor& remembered = cache->frames[this];
     const Tensor stream = remembered.defined() ? cat({remembered, input}, 2) : input;
     g.pad_before[0] -= stream.size(2) - input.size(2);
@@ -116,13 +125,24 @@ WanUpsample::WanUpsample(int64_t channels, int64_t out_channels, bool temporal)
 Tensor WanUpsample::forward(const Tensor& x, FrameCache& cache) const {
   return with_hooks({{"x", x}}, [&](const nn::TensorMap& in) {
     Tensor h = in.at("x");
-    if (time_conv_ && !cache.started.insert(this).second) {
-      const int64_t b = h.size(0), c = h.size(1), t = h.size(2), rows = h.size(3), cols = h.size(4);
-      // Channels [0, C) become frame 2t, [C, 2C) frame 2t+1.
-      h = time_conv_->forward(h, &cache)
-              .reshape({b, 2, c, t, rows, cols})
-              .permute({0, 2, 3, 1, 4, 5})
-              .reshape({b, c, 2 * t, rows, cols});
+    if (time_conv_) {
+      // The stream's first frame (the first latent frame's) passes through undoubled; the time
+      // convolution's stream starts after it.
+      const bool first_chunk = cache.started.insert(this).second && cache.holds_first_frame;
+      const int64_t passed = first_chunk ? 1 : 0;
+      const Tensor rest = h.narrow(2, passed, h.size(2) - passed);
+      // Under a frame split a rank whose chunk is only the first frame still passes the time halo on.
+      if (rest.size(2) > 0 || cache.time_group) {
+        const int64_t b = h.size(0), c = h.size(1), t = rest.size(2), rows = h.size(3), cols = h.size(4);
+        const Tensor doubled = time_conv_->forward(rest, &cache);
+        std::vector<Tensor> parts;
+        if (passed) parts.push_back(h.narrow(2, 0, 1));
+        // Channels [0, C) become frame 2t, [C, 2C) frame 2t+1.
+        if (t > 0)
+          parts.push_back(
+              doubled.reshape({b, 2, c, t, rows, cols}).permute({0, 2, 3, 1, 4, 5}).reshape({b, c, 2 * t, rows, cols}));
+        h = parts.size() == 1 ? parts[0] : cat(parts, 2);
+      }
     }
     return one(conv_.forward(k::upsample_nearest2x(h)));
   })[0];
@@ -180,7 +200,9 @@ Tensor WanDecoder3d::forward(const Tensor& x, FrameCache& cache) const {
   })[0];
 }
 
-parallel::ContextParallelPlan autoencoder_kl_wan_plan() { return detail::decoder_rows_plan("x", 5); }
+parallel::ContextParallelPlan autoencoder_kl_wan_plan(VideoSplit split) {
+  return split == VideoSplit::rows ? detail::decoder_rows_plan("x", 5) : parallel::ContextParallelPlan{};
+}
 
 AutoencoderKLWan::AutoencoderKLWan(const WanVaeConfig& config)
     : config_(config),
@@ -197,11 +219,32 @@ Tensor AutoencoderKLWan::decode(const Tensor& latents) const {
               invalid_argument, "AutoencoderKLWan.decode: latents must be (B, ", config_.z_dim,
               ", F >= 1, h, w), got ", latents.defined() ? latents.describe() : "undefined");
   ForwardScope scope(*this);
+  comm::Communicator* group = parallel::row_split_group();
+  if (split_ == VideoSplit::frames && group && group->size() > 1) return decode_frames(latents, *group);
   const Tensor z = post_quant_conv_.forward(latents.to(DType::f32));
   FrameCache cache;
   std::vector<Tensor> chunks;
   for (int64_t f = 0; f < z.size(2); ++f) chunks.push_back(decoder_.forward(z.narrow(2, f, 1), cache));
   return k::clamp(cat(chunks, 2), -1.0f, 1.0f);
+}
+
+Tensor AutoencoderKLWan::decode_frames(const Tensor& latents, comm::Communicator& group) const {
+  CPDIT_CHECK(latents.size(2) >= group.size(), invalid_argument, "AutoencoderKLWan.decode: a frame split over ",
+              group.size(), " ranks needs at least as many latent frames, got ", latents.size(2),
+              "; decode on fewer ranks or split by rows");
+  // Whole rows on every rank: convolutions, RMS norms and the per-frame attention run locally.
+  const attention::ScopedRouter local(nullptr);
+  FrameCache cache;
+  cache.time_group = &group;
+  cache.holds_first_frame = group.rank() == 0;
+  const Tensor z = post_quant_conv_.forward(parallel::shard(latents.to(DType::f32), 2, group));
+  return k::clamp(comm::all_gather(group, decoder_.forward(z, cache), 2), -1.0f, 1.0f);
+}
+
+void AutoencoderKLWan::set_video_split(VideoSplit split) {
+  CPDIT_CHECK(!parallel_enabled(), invalid_argument,
+              "AutoencoderKLWan: choose the video split before enable_parallelism, which installs its plan");
+  split_ = split;
 }
 
 std::unique_ptr<AutoencoderKLWan> load_autoencoder_kl_wan(const std::string& path, const std::string& config_path) {

@@ -4,6 +4,7 @@
 // runs latent frame by latent frame: the first latent frame yields one video frame, each later one
 // four. Time convolutions are causal, and each remembers the last two frames of the stream it has
 // seen (a FrameCache), so decoding chunk by chunk equals decoding the whole stream at once.
+#include <cpdit/comm/communicator.hpp>
 #include <cpdit/models/vae/config.hpp>
 #include <cpdit/nn/image_layers.hpp>
 #include <cpdit/nn/model.hpp>
@@ -16,9 +17,14 @@ namespace cpdit::models::vae {
 
 // The state of one decode: per causal convolution, the last (up to two) frames of its input stream;
 // and which time upsamplers have seen their first chunk (they pass it through without doubling).
+// Under a frame split (VideoSplit::frames) each rank decodes its frames in one chunk, the frames
+// before it come from the rank before (parallel::time_halo over `time_group`), and only the rank
+// holding the first latent frame passes it through the upsamplers.
 struct FrameCache {
   std::map<const nn::Module*, Tensor> frames;
   std::set<const nn::Module*> started;
+  comm::Communicator* time_group = nullptr;
+  bool holds_first_frame = true;
 };
 
 // Conv3d zero-padded causally in time (2*p frames before, none after) and symmetrically in space.
@@ -124,9 +130,19 @@ class WanDecoder3d : public nn::Module {
   CausalConv3d& conv_out_;
 };
 
-// Parallel decode (parallel/halo.hpp): each latent frame's rows are split at the decoder's input and
-// the video chunk's rows gathered at its output; the frame caches hold each rank's own band.
-parallel::ContextParallelPlan autoencoder_kl_wan_plan();
+// How a parallel decode splits the video over the ranks (parallel/halo.hpp). Both equal the one-rank
+// decode.
+// - rows: every latent frame's rows are split at the decoder's input and the video chunk's rows
+//   gathered at its output; frames are decoded one by one as on one rank, so memory per rank is about
+//   1/P of one rank's. Each convolution exchanges halo rows.
+// - frames: each rank decodes its own latent frames (tensor_split rule) as one chunk, whole rows, and
+//   each causal time convolution takes the two frames before from the rank before; the video is
+//   gathered by frames. No row halos, but a rank holds all its frames' activations at once, so
+//   memory per rank grows with F/P (more than one rank's frame-by-frame decode needs when F/P > 1).
+enum class VideoSplit { rows, frames };
+
+// The row split's plan; the frame split needs none (it splits inside decode).
+parallel::ContextParallelPlan autoencoder_kl_wan_plan(VideoSplit split = VideoSplit::rows);
 
 class AutoencoderKLWan : public nn::Model {
  public:
@@ -137,10 +153,15 @@ class AutoencoderKLWan : public nn::Model {
   Tensor decode(const Tensor& latents) const;
   // The registry's call: `latents` -> {`sample`: decode(latents)}.
   nn::TensorMap forward(const nn::TensorMap& inputs) const override;
-  parallel::ContextParallelPlan context_parallel_plan() const override { return autoencoder_kl_wan_plan(); }
+  parallel::ContextParallelPlan context_parallel_plan() const override { return autoencoder_kl_wan_plan(split_); }
+  // Before enable_parallelism, which installs the split's plan; rows unless set.
+  void set_video_split(VideoSplit split);
 
  private:
+  Tensor decode_frames(const Tensor& z, comm::Communicator& group) const;
+
   WanVaeConfig config_;
+  VideoSplit split_ = VideoSplit::rows;
   CausalConv3d& post_quant_conv_;
   WanDecoder3d& decoder_;
 };
