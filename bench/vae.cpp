@@ -1,7 +1,9 @@
 // cpdit bench vae: one VAE decode at real widths with random weights (seeded), on 1 rank and split by
-// rows over P local ranks (parallel/halo.hpp): seconds (min and median of the repeats, and process
-// CPU time), peak tensor memory per rank, and the P-rank speedup and memory ratio against 1 rank,
-// measured in the same run. bench/vae_torch.py runs diffusers' decode on the same shapes beside it.
+// rows (for wan, or by frames: --split) over P local ranks (parallel/halo.hpp): seconds (min and median of the repeats, and process
+// CPU time), peak tensor memory per rank, and the P-rank speedup, memory ratio and largest
+// difference against 1 rank, measured in the same run; with --compare-direct also the difference
+// Winograd makes (one more 1-rank decode with every convolution summed directly).
+// bench/vae_torch.py runs diffusers' decode on the same shapes beside it.
 //   flux: AutoencoderKL as FLUX.1 ships it (16 latent channels, blocks 128/256/512/512, 2 layers).
 //   wan:  AutoencoderKLWan as Wan 2.1 ships it (base 96, z 16, dim_mult 1/2/4/4, 2 res blocks).
 #include "command.hpp"
@@ -10,6 +12,7 @@
 #include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
+#include <cpdit/kernels/image.hpp>
 #include <cpdit/models/vae/autoencoder_kl.hpp>
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 #include <cpdit/nn/load.hpp>
@@ -28,6 +31,9 @@ struct VaeBenchArgs {
   std::vector<int> ranks{1, 2};
   int threads = 1;  // compute threads per rank
   int repeats = 3;
+  std::string conv = "fastest";  // kernels::ConvAlgorithm for the whole run
+  std::string split = "rows";    // wan: models::vae::VideoSplit
+  bool compare_direct = false;
 };
 
 // Conv and Linear weights ~ N(0, 1/fan_in), norm scales 1, biases small: activations stay O(1).
@@ -53,13 +59,15 @@ struct Case {
 };
 
 // Random weights drawn once; every rank's replica shares them.
+// `prepare` sets a replica up before enable_parallelism (Wan's video split).
 template <class Vae, class Config>
-void set_model(Case& c, const Config& config) {
+void set_model(Case& c, const Config& config, std::function<void(Vae&)> prepare = {}) {
   auto first = std::make_unique<Vae>(config);
   auto state = std::make_shared<nn::StateDict>(random_weights(*first));
-  c.replica = [config, state]() -> std::unique_ptr<nn::Model> {
+  c.replica = [config, state, prepare]() -> std::unique_ptr<nn::Model> {
     auto m = std::make_unique<Vae>(config);
     nn::load_state_dict(*m, *state);
+    if (prepare) prepare(*m);
     return m;
   };
   c.decode = [](const nn::Model& m, const Tensor& z) { return static_cast<const Vae&>(m).decode(z); };
@@ -76,8 +84,11 @@ Case make_case(const VaeBenchArgs& a) {
     set_model<models::vae::AutoencoderKL>(c, config);
     c.latents = pipeline::randn({1, 16, (a.height ? a.height : 1024) / 8, (a.width ? a.width : 1024) / 8}, 7);
   } else if (a.model == "wan") {
-    models::vae::WanVaeConfig config;
-    set_model<models::vae::AutoencoderKLWan>(c, config);
+    CPDIT_CHECK(a.split == "rows" || a.split == "frames", invalid_argument,
+                "bench vae: --split must be rows or frames, got '", a.split, "'");
+    const auto split = a.split == "frames" ? models::vae::VideoSplit::frames : models::vae::VideoSplit::rows;
+    set_model<models::vae::AutoencoderKLWan>(c, models::vae::WanVaeConfig{},
+                                             [split](models::vae::AutoencoderKLWan& m) { m.set_video_split(split); });
     CPDIT_CHECK(a.frames >= 1 && (a.frames - 1) % 4 == 0, invalid_argument, "bench vae: --frames must be 4k+1, got ", a.frames);
     c.latents = pipeline::randn({1, 16, (a.frames - 1) / 4 + 1, (a.height ? a.height : 480) / 8, (a.width ? a.width : 832) / 8}, 7);
   } else {
@@ -86,37 +97,68 @@ Case make_case(const VaeBenchArgs& a) {
   return c;
 }
 
+// max |a - b| over the range of b: the measure the fixtures' README uses.
+double relative_to_range(const Tensor& a, const Tensor& b) {
+  const float* p = b.data<float>();
+  const auto [lo, hi] = std::minmax_element(p, p + b.numel());
+  return max_abs_diff(a, b) / std::max(double(*hi) - double(*lo), 1e-30);
+}
+
+// One decode of c.latents on `ranks` local ranks: rank 0's sample, and the largest per-rank peak.
+Tensor decode_on(const Case& c, int ranks, int threads, int64_t& peak) {
+  comm::LocalOptions options;
+  options.threads_per_rank = threads;
+  Tensor sample;
+  const auto stats = comm::run_local(ranks, [&](comm::Communicator& comm) {
+    auto model = c.replica();
+    if (ranks > 1)
+      model->enable_parallelism(std::shared_ptr<comm::Communicator>(&comm, [](comm::Communicator*) {}),
+                                parallel::ContextParallelConfig{ranks, 1});
+    Tensor out = c.decode(*model, c.latents);
+    if (comm.rank() == 0) sample = out;
+  }, options);
+  for (const auto& s : stats) peak = std::max(peak, s.peak_bytes);
+  return sample;
+}
+
 void run(const VaeBenchArgs& a) {
+  CPDIT_CHECK(a.conv == "fastest" || a.conv == "direct", invalid_argument,
+              "bench vae: --conv must be fastest or direct, got '", a.conv, "'");
+  kernels::set_default_conv_algorithm(a.conv == "direct" ? kernels::ConvAlgorithm::direct
+                                                         : kernels::ConvAlgorithm::fastest);
   const Case c = make_case(a);
   double one_rank_min = 0, one_rank_cpu = 0;
   int64_t one_rank_peak = 0;
+  Tensor one_rank_sample;
   for (int ranks : a.ranks) {
-    comm::LocalOptions options;
-    options.threads_per_rank = a.threads;
     int64_t peak = 0;
-    const Timing t = measure([&] {
-      const auto stats = comm::run_local(ranks, [&](comm::Communicator& comm) {
-        auto model = c.replica();
-        if (ranks > 1)
-          model->enable_parallelism(std::shared_ptr<comm::Communicator>(&comm, [](comm::Communicator*) {}),
-                                    parallel::ContextParallelConfig{ranks, 1});
-        c.decode(*model, c.latents);
-      }, options);
-      for (const auto& s : stats) peak = std::max(peak, s.peak_bytes);
-    }, a.repeats);
+    Tensor sample;
+    const Timing t = measure([&] { sample = decode_on(c, ranks, a.threads, peak); }, a.repeats);
     if (ranks == 1) {
       one_rank_min = t.min_s;
       one_rank_cpu = t.cpu_min_s;
       one_rank_peak = peak;
+      one_rank_sample = sample;
     }
     nlohmann::json j = line("vae");
     j.update({{"model", a.model}, {"latents", c.latents.shape()}, {"ranks", ranks}, {"threads_per_rank", a.threads},
-              {"repeats", a.repeats}, {"min_s", t.min_s}, {"median_s", t.median_s}, {"cpu_min_s", t.cpu_min_s},
-              {"peak_bytes_per_rank", peak}});
+              {"conv", a.conv}, {"split", a.model == "wan" ? a.split : "rows"}, {"repeats", a.repeats},
+              {"min_s", t.min_s}, {"median_s", t.median_s},
+              {"cpu_min_s", t.cpu_min_s}, {"peak_bytes_per_rank", peak}});
     if (one_rank_min > 0 && ranks > 1)
       j.update({{"speedup_over_1_rank", one_rank_min / t.min_s},
                 {"cpu_over_1_rank", t.cpu_min_s / one_rank_cpu},
-                {"peak_over_1_rank", double(peak) / double(one_rank_peak)}});
+                {"peak_over_1_rank", double(peak) / double(one_rank_peak)},
+                {"diff_vs_1_rank_over_range", relative_to_range(sample, one_rank_sample)}});
+    print(j);
+  }
+  if (a.compare_direct && one_rank_sample.defined()) {
+    kernels::set_default_conv_algorithm(kernels::ConvAlgorithm::direct);
+    int64_t peak = 0;
+    const Tensor direct = decode_on(c, 1, a.threads, peak);
+    nlohmann::json j = line("vae_direct_difference");
+    j.update({{"model", a.model}, {"latents", c.latents.shape()}, {"conv", a.conv},
+              {"diff_vs_direct_over_range", relative_to_range(one_rank_sample, direct)}});
     print(j);
   }
 }
@@ -131,6 +173,10 @@ void add_vae_bench(CLI::App& parent) {
   cmd->add_option("--ranks", a->ranks, "local rank counts (default 1 2)");
   cmd->add_option("--threads", a->threads, "compute threads per rank")->capture_default_str();
   cmd->add_option("--repeats", a->repeats, "timed repeats after one warm-up")->capture_default_str();
+  cmd->add_option("--split", a->split, "wan: rows | frames (how P ranks split the video)")->capture_default_str();
+  cmd->add_option("--conv", a->conv, "fastest (Winograd on wide layers) | direct")->capture_default_str();
+  cmd->add_flag("--compare-direct", a->compare_direct,
+                "also decode once on 1 rank with direct convolutions and print the difference");
   cmd->callback([a] { run(*a); });
 }
 

@@ -43,6 +43,7 @@ def main():
     p.add_argument("--frames", type=int, default=17)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--ranks", default="1,2", help="cpdit rank counts")
+    p.add_argument("--split", choices=["rows", "frames"], default="rows", help="how cpdit splits a wan video")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--cpdit", default="build/bin/cpdit")
     args = p.parse_args()
@@ -60,7 +61,7 @@ def main():
 
     command = [args.cpdit, "bench", "vae", "--model", args.model, "--height", str(args.height), "--width",
                str(args.width), "--frames", str(args.frames), "--threads", str(args.threads), "--repeats",
-               str(args.repeats), "--ranks", *args.ranks.split(",")]
+               str(args.repeats), "--split", args.split, "--ranks", *args.ranks.split(",")]
     out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
     for text in out.splitlines():
         c = json.loads(text)
@@ -70,7 +71,7 @@ def main():
             "torch": torch.__version__, "torch_min_s": t_min, "torch_median_s": t_med, "torch_cpu_min_s": t_cpu,
             "torch_max_rss_growth_bytes": rss_growth, "cpdit_ranks": c["ranks"], "cpdit_min_s": c["min_s"],
             "cpdit_median_s": c["median_s"], "cpdit_cpu_min_s": c["cpu_min_s"],
-            "cpdit_peak_bytes_per_rank": c["peak_bytes_per_rank"],
+            "cpdit_peak_bytes_per_rank": c["peak_bytes_per_rank"], "cpdit_split": c["split"],
             "torch_over_cpdit_min": t_min / c["min_s"], "torch_over_cpdit_cpu": t_cpu / c["cpu_min_s"],
         }), flush=True)
 
