@@ -103,13 +103,13 @@ memory weights_for(const dnnl::convolution_forward::primitive_desc& pd, const Te
 }
 
 // Winograd's F(4x4, 3x3) (oneDNN's jit_wino_4x3) does a quarter of direct convolution's
-// multiplications on 3x3, stride-1 layers, but first transforms the weights in a serial reorder.
-// Measured at one thread in CPU time (`bench conv`): on 256- and 512-channel layers the convolution
-// ran 1.85-2.4x direct, and the weight transform took 23 ms (256x256) and 110 ms (512x512), so
-// Winograd wins from about 128x128 output pixels per call (1.5x there, 2x from 256x256) and loses
-// below 64x64. Under 256 channels oneDNN switches to its F(2x2, 3x3) variant, which measured
-// 0.9-1.2x, so those layers stay direct. Its rounding differs from a direct sum's by ~1e-6 of the
-// output's range (tests/kernels/test_image_ops.cpp bounds it as the direct path's).
+// multiplications on 3x3, stride-1 layers, but first transforms the weights in a serial reorder that
+// takes about as long as the convolution of 8192 output pixels (both scale with in x out channels,
+// so the break-even is a pixel count). Measured at one thread (`bench conv`: cpdit_direct against
+// cpdit_winograd, reorders and transform included): 512 channels at 128x128, 0.74 s direct against
+// 0.44 s; at 64x128, 0.32 against 0.44; at 64x64 Winograd loses more. Below 256 channels oneDNN
+// switches to its F(2x2, 3x3) variant, which measured 0.9-1.2x, so those layers stay direct. Its
+// rounding differs from a direct sum's by ~1e-6 of the output's range (tests bound it).
 bool winograd_pays(const Tensor& x, const Tensor& weight, const Shape& out_shape) {
   constexpr int64_t kMinChannels = 256, kMinPixels = 128 * 128;
   return x.size(1) >= kMinChannels && weight.size(0) >= kMinChannels &&
