@@ -1,75 +1,96 @@
 #!/usr/bin/env python3
-"""PyTorch CPU attention side by side with cpdit's (a benchmark, not a test).
+"""PyTorch's CPU flash attention (SDPA) side by side with cpdit's flash backend, forward and backward.
 
-For each sequence length, runs torch scaled_dot_product_attention (when this PyTorch has it) and a
-manual softmax(q k^T * scale) v on (B, H, S, D) = (1, H, S, 128) float32 with the same thread count,
-then runs `cpdit bench attention` for the same case and prints one JSON line per case with both
-GFLOP/s (forward FLOPs = 4 B H S^2 D) and the ratio cpdit / torch.
+For each sequence length, times torch.nn.functional.scaled_dot_product_attention on (B, H, S, D) =
+(1, H, S, D) float32 (PyTorch picks its flash CPU kernel for this case): the forward, the backward
+alone (autograd.grad on a kept graph) and forward + backward, on the same thread count. Then it runs
+`cpdit bench attention --backend flash` on the same case and prints one JSON line per case: seconds
+(wall min and median, least CPU), GFLOP per CPU second, peak extra memory of each side and the ratio
+torch time / cpdit time (> 1: cpdit is faster) on CPU time and on wall time.
 
-  python3 bench/attention_torch.py [--seq 4096] [--heads 4] [--threads 1] [--cpdit build/bin/cpdit]
+  /work/venv/bin/python bench/attention_torch.py --seq 1024 2048 --heads 24        # quick
+  /work/venv/bin/python bench/attention_torch.py --seq 4096 8192 --heads 24        # the issue's sizes
 
-PyTorch: Debian's python3-torch (apt-get install python3-torch), so run it with /usr/bin/python3.
+FLOPs: forward 4 B H S^2 D, backward 2.5x that (the count cpdit's bench uses). Memory: cpdit reports the
+peak of its tracked tensor allocations above what existed before the call; torch's is the growth of the
+process's peak resident set over the call (VmHWM after resetting it through /proc/self/clear_refs).
 """
 import argparse
+import ctypes
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 
 
-def load_torch():
-    try:
-        import torch  # noqa: F401
-        return torch
-    except ImportError:
-        print("attention_torch.py: cannot import torch; install Debian's PyTorch with "
-              "`apt-get install python3-torch` and run this script with the system Python (/usr/bin/python3 "
-              "bench/attention_torch.py)", file=sys.stderr)
-        sys.exit(2)
-
-
 def time_min_median(fn, repeats):
     """Wall seconds (min, median) and the least process CPU seconds of one call: the machine this
     runs on is often shared, and CPU time keeps one-thread ratios meaningful there."""
-    fn()  # warm-up
-    samples, cpu = [], []
+    t = timings(fn, repeats)
+    return t["seconds_min"], t["seconds_median"], t["cpu_seconds_min"]
+
+
+def timings(fn, repeats):
+    """One warm-up call, then `repeats` timed calls: wall min/median and CPU min/median seconds."""
+    fn()
+    wall, cpu = [], []
     for _ in range(repeats):
         start, cpu_start = time.perf_counter(), time.process_time()
         fn()
-        samples.append(time.perf_counter() - start)
+        wall.append(time.perf_counter() - start)
         cpu.append(time.process_time() - cpu_start)
-    samples.sort()
-    return samples[0], samples[len(samples) // 2], min(cpu)
+    wall.sort()
+    cpu.sort()
+    return {"seconds_min": wall[0], "seconds_median": wall[len(wall) // 2],
+            "cpu_seconds_min": cpu[0], "cpu_seconds_median": cpu[len(cpu) // 2]}
 
 
-def torch_cases(torch, seq, heads, head_dim, repeats):
-    q, k, v = (torch.randn(1, heads, seq, head_dim) for _ in range(3))
-    scale = head_dim ** -0.5
+def resident_bytes(field):
+    with open("/proc/self/status") as status:
+        for entry in status:
+            if entry.startswith(field + ":"):
+                return int(entry.split()[1]) * 1024
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
-    def manual():
-        p = torch.softmax(torch.matmul(q, k.transpose(-1, -2)) * scale, dim=-1)
-        return torch.matmul(p, v)
 
-    cases = {"manual_softmax": manual}
-    sdpa = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
-    if sdpa is not None:  # PyTorch >= 2.0
-        cases["sdpa"] = lambda: sdpa(q, k, v)
-    a, b = torch.randn(4096, head_dim), torch.randn(head_dim, 4096)
-    gemm_min, _, gemm_cpu = time_min_median(lambda: torch.matmul(a, b), repeats)
-    gemm_flops = 2 * 4096 * 4096 * head_dim
-    out = {"torch_sgemm_gflops": gemm_flops / gemm_min / 1e9,
-           "torch_sgemm_gflops_per_cpu_s": gemm_flops / gemm_cpu / 1e9}
-    with torch.no_grad():
-        for name, fn in cases.items():
-            rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            t_min, t_median, t_cpu = time_min_median(fn, repeats)
-            rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-            flops = 4 * heads * seq * seq * head_dim
-            out[name] = {"seconds_min": t_min, "seconds_median": t_median, "cpu_seconds_min": t_cpu,
-                         "gflops": flops / t_min / 1e9, "gflops_per_cpu_s": flops / t_cpu / 1e9,
-                         "peak_rss_growth_bytes": (rss_after - rss_before) * 1024}
+def peak_extra_bytes(fn):
+    """Growth of the peak resident set over one call of fn."""
+    ctypes.CDLL("libc.so.6").malloc_trim(0)  # freed heap pages would otherwise hide new allocations
+    with open("/proc/self/clear_refs", "w") as refs:
+        refs.write("5")  # resets VmHWM to the current resident set
+    before = resident_bytes("VmRSS")
+    fn()
+    return resident_bytes("VmHWM") - before
+
+
+def torch_case(torch, seq, heads, head_dim, repeats):
+    sdpa = torch.nn.functional.scaled_dot_product_attention
+    gen = torch.Generator().manual_seed(0)
+    q, k, v = (torch.randn(1, heads, seq, head_dim, generator=gen, requires_grad=True) for _ in range(3))
+    dout = torch.randn(1, heads, seq, head_dim, generator=gen)
+    forward_flops = 4 * heads * seq * seq * head_dim
+    out = {}
+
+    def forward():
+        with torch.no_grad():
+            sdpa(q, k, v)
+
+    graph = {}
+
+    def backward():
+        torch.autograd.grad(graph["out"], (q, k, v), dout, retain_graph=True)
+
+    def forward_backward():
+        torch.autograd.grad(sdpa(q, k, v), (q, k, v), dout)
+
+    out["fwd"] = {"peak_extra_bytes": peak_extra_bytes(forward), **timings(forward, repeats)}
+    graph["out"] = sdpa(q, k, v)
+    out["bwd"] = {"peak_extra_bytes": peak_extra_bytes(backward), **timings(backward, repeats)}
+    del graph["out"]
+    out["fwd_bwd"] = {"peak_extra_bytes": peak_extra_bytes(forward_backward), **timings(forward_backward, repeats)}
+    for name, flops in (("fwd", forward_flops), ("bwd", 2.5 * forward_flops), ("fwd_bwd", 3.5 * forward_flops)):
+        out[name]["gflops_per_cpu_s"] = flops / out[name]["cpu_seconds_min"] / 1e9
     return out
 
 
@@ -77,37 +98,44 @@ def cpdit_case(binary, seq, heads, head_dim, threads, repeats):
     cmd = [binary, "bench", "attention", "--seq", str(seq), "--heads", str(heads), "--head-dim",
            str(head_dim), "--threads", str(threads), "--backend", "flash", "--repeats", str(repeats)]
     lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
-    return {j["pass"]: j for j in map(json.loads, lines)}
+    passes = {j["pass"]: j for j in map(json.loads, lines)}
+    keep = ("seconds_min", "seconds_median", "cpu_seconds_min", "gflops_per_cpu_s", "peak_extra_bytes")
+    out = {name: {key: passes[name][key] for key in keep} for name in ("fwd", "bwd")}
+    # cpdit's bench times the passes apart; forward + backward is their sum.
+    out["fwd_bwd"] = {key: out["fwd"][key] + out["bwd"][key]
+                      for key in ("seconds_min", "seconds_median", "cpu_seconds_min")}
+    out["fwd_bwd"]["peak_extra_bytes"] = max(out["fwd"]["peak_extra_bytes"], out["bwd"]["peak_extra_bytes"])
+    return out
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seq", type=int, nargs="+", default=[4096])
-    parser.add_argument("--heads", type=int, default=4)
+    parser.add_argument("--seq", type=int, nargs="+", default=[4096, 8192])
+    parser.add_argument("--heads", type=int, default=24)
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cpdit", default=os.path.join("build", "bin", "cpdit"))
     args = parser.parse_args()
-    torch = load_torch()
+    try:
+        import torch
+    except ImportError:
+        sys.exit("attention_torch.py: cannot import torch; run it with a Python that has PyTorch "
+                 "(e.g. a venv with torch from PyPI)")
     torch.set_num_threads(args.threads)
     for seq in args.seq:
-        theirs = torch_cases(torch, seq, args.heads, args.head_dim, args.repeats)
+        theirs = torch_case(torch, seq, args.heads, args.head_dim, args.repeats)
         ours = cpdit_case(args.cpdit, seq, args.heads, args.head_dim, args.threads, args.repeats)
-        attention_runs = [v for v in theirs.values() if isinstance(v, dict)]
-        best_torch = max(v["gflops"] for v in attention_runs)
-        best_torch_cpu = max(v["gflops_per_cpu_s"] for v in attention_runs)
+        ratios = {name: {"cpu_min": theirs[name]["cpu_seconds_min"] / ours[name]["cpu_seconds_min"],
+                         "wall_min": theirs[name]["seconds_min"] / ours[name]["seconds_min"],
+                         "wall_median": theirs[name]["seconds_median"] / ours[name]["seconds_median"],
+                         "peak_memory_cpdit_over_torch": ours[name]["peak_extra_bytes"] / max(theirs[name]["peak_extra_bytes"], 1)}
+                  for name in ("fwd", "bwd", "fwd_bwd")}
         print(json.dumps({
-            "bench": "attention_torch", "S": seq, "H": args.heads, "D": args.head_dim, "B": 1,
-            "threads": args.threads, "torch_version": torch.__version__,
-            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", "unset"),
-            "torch": theirs, "cpdit_flash_fwd_gflops": ours["fwd"]["gflops"],
-            "cpdit_flash_fwd_gflops_per_cpu_s": ours["fwd"]["gflops_per_cpu_s"],
-            "cpdit_flash_fwd_peak_extra_bytes": ours["fwd"]["peak_extra_bytes"],
-            "cpdit_sgemm_gflops": ours["fwd"]["sgemm_gflops"],
-            "ratio_cpdit_over_best_torch": ours["fwd"]["gflops"] / best_torch,
-            "ratio_cpdit_over_best_torch_cpu": ours["fwd"]["gflops_per_cpu_s"] / best_torch_cpu}),
-              flush=True)
+            "bench": "attention_torch", "B": 1, "H": args.heads, "S": seq, "D": args.head_dim,
+            "threads": args.threads, "repeats": args.repeats, "torch_version": torch.__version__,
+            "load_average": os.getloadavg(), "torch_sdpa": theirs, "cpdit_flash": ours,
+            "torch_time_over_cpdit_time": ratios}), flush=True)
 
 
 if __name__ == "__main__":
