@@ -14,7 +14,8 @@ struct Blocking {
 };
 // Chosen so a tile's working set (Q/K/V/dO rows, the score tile, accumulators) fits in half the
 // per-core L2 (sysconf, then /sys, then a 1 MiB default).
-Blocking forward_blocking(int64_t head_dim);
+Blocking forward_blocking(int64_t head_dim);      // the bf16 tiles' forward
+Blocking forward_f32_blocking(int64_t head_dim);  // run_forward_f32
 Blocking backward_blocking(int64_t head_dim);
 
 // What the mask leaves of one tile (query tile x key tile): no visible score (the tile is skipped),
@@ -32,9 +33,9 @@ struct Tiling {
 
   // Key padding and the position rule together, for (batch b, query tile qt, key tile kt).
   TileKeys state(int64_t b, int64_t qt, int64_t kt) const;
-  // For a tile in state `some`: sets its hidden scores to -inf. s holds the tile's rows x cols
-  // scores with row stride ld.
-  void mask_scores(int64_t b, int64_t qt, int64_t kt, float* s, int64_t ld) const;
+  // For a tile in state `some`: sets its hidden scores to -inf. The score of query row r and key
+  // column c is s[r * query_stride + c * key_stride] (row-major: (ld, 1); key-major: (1, ld)).
+  void mask_scores(int64_t b, int64_t qt, int64_t kt, float* s, int64_t query_stride, int64_t key_stride = 1) const;
 
  private:
   TileKeys rule_state(int64_t qt, int64_t kt) const;

@@ -2,11 +2,13 @@
 // running row max m, denominator l and unnormalised output O, and rescale O when m grows.
 //   S = scale Q K^T;  m' = max(m, rowmax S);  P = exp(S - m');
 //   l = l e^(m-m') + rowsum P;  O = O e^(m-m') + P V;  finally out = O / l, lse = m + ln l.
-// The two products run in f32, or under MatmulPrecision::bf16 with bf16 operands and f32
-// accumulation (flash_tiles.hpp); m, l and O are f32 either way.
+// The two products run in f32 (run_forward_f32, on kernels/cpu/tile_gemm), or under
+// MatmulPrecision::bf16 with bf16 operands and f32 accumulation (run_forward over flash_tiles.hpp);
+// m, l and O are f32 either way.
 #include "attention/flash.hpp"
 #include "attention/flash_tiles.hpp"
 #include "kernels/cpu/flash_rows.hpp"
+#include "kernels/cpu/tile_gemm.hpp"
 
 #include <cpdit/core/precision.hpp>
 #include <cpdit/core/team_errors.hpp>
@@ -21,13 +23,82 @@
 namespace cpdit::attention::detail::flash {
 
 namespace rows_ops = cpdit::kernels::flash;
+namespace tile_gemm = cpdit::kernels::tile_gemm;
 
 namespace {
+
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+// The end of one query tile: out = O / l and lse = m + ln l for its rows of (b, h).
+void write_rows(const float* acc, const float* m, const float* l, const Dims& d, int64_t b, int64_t h, int64_t r0,
+                int64_t rows, Tensor& out, Tensor& lse) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o = out.data<float>() + ((b * d.Sq + r0 + r) * d.H + h) * d.D;
+    // A fully masked row keeps l = 0: out = 0, lse = -inf (spec §2).
+    const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
+    for (int64_t e = 0; e < d.D; ++e) o[e] = acc[r * d.D + e] * inv;
+    lse.data<float>()[(b * d.H + h) * d.Sq + r0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
+  }
+}
+
+// The f32 pass. Scores are kept key-major (St, key tile rows x query rows) so that both products run
+// on the register-blocked tile kernel with no transposed K: St = scale K Q^T reads K's rows in place
+// against Q^T (transposed once per query tile), and O += P V reads P^T's columns in place against a
+// contiguous copy of the V tile (V's rows lie H_kv D floats apart, a multiple of 4 KiB at usual
+// widths, so read in place they compete for the same few L1 sets and the product runs at half
+// speed). The online softmax then runs down St's columns, 16 queries per vector.
+Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& tiling,
+                       float scale) {
+  const int64_t br = tiling.br, bc = tiling.bc;
+  Tensor out = Tensor::empty({d.B, d.Sq, d.H, d.D});
+  Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
+  const int threads = int(std::clamp<int64_t>(d.B * d.H * tiling.q_tiles, 1, compute_threads()));
+  // Per thread: Q^T (D x br), St (bc x br), the V tile (bc x D), the output accumulator (br x D),
+  // m, l and alpha (br).
+  const int64_t per_thread = d.D * br + bc * br + bc * d.D + br * d.D + 3 * br;
+  Tensor scratch = Tensor::empty({threads, per_thread});
+  const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
+  const int64_t qs = d.H * d.D, ks = d.Hkv * d.D;  // row strides of (B, S, H, D) and (B, S, H_kv, D)
+
+  TeamErrors errors;  // without AVX-512 the tile products are oneDNN's sgemm, which may throw
+#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
+  for (int64_t b = 0; b < d.B; ++b)
+    for (int64_t h = 0; h < d.H; ++h)
+      for (int64_t qt = 0; qt < tiling.q_tiles; ++qt) errors.run([&] {
+        float* qt_tile = scratch.data<float>() + omp_get_thread_num() * per_thread;
+        float* st = qt_tile + d.D * br;
+        float* v_tile = st + bc * br;
+        float* acc = v_tile + bc * d.D;
+        float* m = acc + br * d.D;
+        float* l = m + br;
+        float* alpha = l + br;
+        const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
+        tile_gemm::transpose(qp + (b * d.Sq + r0) * qs + h * d.D, qs, rows, d.D, qt_tile, br);
+        std::fill(acc, acc + rows * d.D, 0.0f);
+        std::fill(m, m + rows, kNegInf);
+        std::fill(l, l + rows, 0.0f);
+        for (int64_t kt = 0; kt < tiling.k_tiles; ++kt) {
+          const TileKeys state = tiling.state(b, qt, kt);
+          if (state == TileKeys::none) continue;
+          const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
+          const int64_t kv_at = (b * d.Sk + c0) * ks + h / d.group() * d.D;
+          tile_gemm::multiply(cols, rows, d.D, scale, {kp + kv_at, ks, 1}, qt_tile, br, false, st, br);
+          if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, st, 1, br);
+          rows_ops::online_softmax_columns(st, br, cols, rows, m, l, alpha);
+          for (int64_t r = 0; r < rows; ++r)
+            if (alpha[r] != 1.0f) rows_ops::scale_row(acc + r * d.D, d.D, alpha[r]);
+          for (int64_t c = 0; c < cols; ++c) std::copy_n(vp + kv_at + c * ks, d.D, v_tile + c * d.D);
+          tile_gemm::multiply(rows, d.D, cols, 1.0f, {st, 1, br}, v_tile, d.D, true, acc, d.D);
+        }
+        write_rows(acc, m, l, d, b, h, r0, rows, out, lse);
+      });
+  errors.rethrow();
+  return {out, lse};
+}
 
 template <class Tiles>
 Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& tiling,
                    float scale) {
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t br = tiling.br, bc = tiling.bc, q_tiles = tiling.q_tiles, k_tiles = tiling.k_tiles;
   const Tiles tiles(q, k, v, d, tiling);
 
@@ -38,9 +109,6 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
   // and what the tile products need (bf16 copies of the query and P tiles).
   const int64_t per_thread = br * bc + br * d.D + 2 * br + Tiles::scratch_floats(d, tiling);
   Tensor scratch = Tensor::empty({threads, per_thread});
-  float* op = out.data<float>();
-  float* lp = lse.data<float>();
-  const int64_t qs = d.H * d.D;  // row stride of (B, S, H, D)
 
   TeamErrors errors;  // gemm may throw, and an exception must not leave an OpenMP region
 #pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
@@ -79,13 +147,7 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
           tiles.accumulate(products, s, bc, rows, tile, acc);
         }
 
-        for (int64_t r = 0; r < rows; ++r) {
-          float* o = op + (b * d.Sq + r0 + r) * qs + h * d.D;
-          // A fully masked row keeps l = 0: out = 0, lse = -inf (spec §2).
-          const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
-          for (int64_t e = 0; e < d.D; ++e) o[e] = acc[r * d.D + e] * inv;
-          lp[(b * d.H + h) * d.Sq + r0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
-        }
+        write_rows(acc, m, l, d, b, h, r0, rows, out, lse);
       });
   errors.rethrow();
   return {out, lse};
@@ -95,9 +157,9 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
 
 Result forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Mask& mask,
                float scale) {
-  const Tiling tiling = make_tiling(forward_blocking(d.D), mask, d);
-  if (matmul_precision() == MatmulPrecision::bf16) return run_forward<Bf16Tiles>(q, k, v, d, tiling, scale);
-  return run_forward<F32Tiles>(q, k, v, d, tiling, scale);
+  if (matmul_precision() == MatmulPrecision::bf16)
+    return run_forward<Bf16Tiles>(q, k, v, d, make_tiling(forward_blocking(d.D), mask, d), scale);
+  return run_forward_f32(q, k, v, d, make_tiling(forward_f32_blocking(d.D), mask, d), scale);
 }
 
 }  // namespace cpdit::attention::detail::flash

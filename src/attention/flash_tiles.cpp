@@ -2,7 +2,6 @@
 #include "kernels/cpu/bf16_pairs.hpp"
 
 #include <cpdit/core/threads.hpp>
-#include <cpdit/kernels/cpu.hpp>
 
 namespace cpdit::attention::detail::flash {
 
@@ -12,22 +11,6 @@ namespace {
 // Where the key tile's rows start in k and v (B, S_k, H_kv, D).
 int64_t kv_offset(const Dims& d, const KeyTile& tile) { return (tile.b * d.Sk + tile.c0) * d.Hkv * d.D + tile.hk * d.D; }
 }  // namespace
-
-F32Tiles::F32Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling&)
-    : q_(q.data<float>()), k_(k.data<float>()), v_(v.data<float>()), d_(d) {}
-
-F32Tiles::Queries F32Tiles::queries(float*, int64_t b, int64_t h, int64_t r0, int64_t) const {
-  return q_ + (b * d_.Sq + r0) * d_.H * d_.D + h * d_.D;
-}
-
-void F32Tiles::scores(Queries q, int64_t rows, const KeyTile& tile, float scale, float* s, int64_t lds) const {
-  kernels::gemm(false, true, rows, tile.cols, d_.D, scale, q, d_.H * d_.D, k_ + kv_offset(d_, tile), d_.Hkv * d_.D, 0,
-                s, lds);
-}
-
-void F32Tiles::accumulate(float*, float* s, int64_t lds, int64_t rows, const KeyTile& tile, float* acc) const {
-  kernels::gemm(false, false, rows, d_.D, tile.cols, 1, s, lds, v_ + kv_offset(d_, tile), d_.Hkv * d_.D, 1, acc, d_.D);
-}
 
 Bf16Tiles::Bf16Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& t)
     : q_(q.data<float>()),

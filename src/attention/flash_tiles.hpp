@@ -1,10 +1,9 @@
 #pragma once
-// The two products of a forward tile, S = scale Q K^T and O += P V, in the two precisions the
-// forward pass runs (flash_forward.cpp is written once over either):
-//   F32Tiles  — oneDNN's sgemm on the strided rows of q, k and v in place (exact f32);
-//   Bf16Tiles — under MatmulPrecision::bf16: Q, K, V and P rounded to bf16, bf16 products
-//               accumulated in f32 (kernels/cpu/bf16_pairs). K and V are packed once per call,
-//               key tile by key tile; the online softmax and the output accumulator stay f32.
+// The two products of a forward tile, S = scale Q K^T and O += P V, under MatmulPrecision::bf16
+// (flash_forward.cpp's run_forward; the f32 pass has its own loop there):
+//   Bf16Tiles — Q, K, V and P rounded to bf16, bf16 products accumulated in f32
+//               (kernels/cpu/bf16_pairs). K and V are packed once per call, key tile by key tile;
+//               the online softmax and the output accumulator stay f32.
 #include "attention/flash.hpp"
 
 #include <cpdit/core/tensor.hpp>
@@ -16,23 +15,6 @@ namespace cpdit::attention::detail::flash {
 // One key tile of one (batch, KV head): its first key c0, its width, and its index among all tiles.
 struct KeyTile {
   int64_t b = 0, hk = 0, kt = 0, c0 = 0, cols = 0;
-};
-
-class F32Tiles {
- public:
-  using Queries = const float*;
-  F32Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& t);
-  static constexpr int64_t scratch_floats(const Dims&, const Tiling&) { return 0; }
-  // The query tile of (b, h) starting at row r0, as scores() reads it.
-  Queries queries(float* scratch, int64_t b, int64_t h, int64_t r0, int64_t rows) const;
-  // s (rows x tile.cols, row stride lds) = scale Q K^T.
-  void scores(Queries q, int64_t rows, const KeyTile& tile, float scale, float* s, int64_t lds) const;
-  // acc (rows x D) += P V with P in s. May overwrite s.
-  void accumulate(float* scratch, float* s, int64_t lds, int64_t rows, const KeyTile& tile, float* acc) const;
-
- private:
-  const float *q_, *k_, *v_;
-  Dims d_;
 };
 
 class Bf16Tiles {

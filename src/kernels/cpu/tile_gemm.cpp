@@ -1,0 +1,112 @@
+#include "kernels/cpu/tile_gemm.hpp"
+
+#include <cpdit/core/error.hpp>
+#include <cpdit/kernels/cpu.hpp>
+
+#include <algorithm>
+
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+namespace cpdit::kernels::tile_gemm {
+
+#if defined(__AVX512F__)
+namespace {
+
+constexpr int kBlockRows = 6;     // rows of C per block: 6 x 4 accumulators + 4 B vectors + 1 A broadcast
+constexpr int kBlockVectors = 4;  // 16-float vectors of C per block row
+
+// C block (MR x 16 NV, the last vector masked by `last`) over the whole inner dimension k.
+template <int MR, int NV>
+void block(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
+           __mmask16 last, bool accumulate, float* c, int64_t ldc) {
+  __m512 acc[MR][NV];
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const float* bp = b + p * ldb;
+    const float* ap = a + p * a_col;
+    __m512 bv[NV];
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j)
+      bv[j] = j + 1 < NV ? _mm512_loadu_ps(bp + 16 * j) : _mm512_maskz_loadu_ps(last, bp + 16 * j);
+#pragma GCC unroll 8
+    for (int i = 0; i < MR; ++i) {
+      const __m512 x = _mm512_set1_ps(ap[i * a_row]);
+#pragma GCC unroll 4
+      for (int j = 0; j < NV; ++j) acc[i][j] = _mm512_fmadd_ps(x, bv[j], acc[i][j]);
+    }
+  }
+  const __m512 s = _mm512_set1_ps(alpha);
+#pragma GCC unroll 8
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 4
+    for (int j = 0; j < NV; ++j) {
+      float* cp = c + i * ldc + 16 * j;
+      const __mmask16 mask = j + 1 < NV ? __mmask16(0xffff) : last;
+      __m512 v = _mm512_mul_ps(acc[i][j], s);
+      if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, cp));
+      _mm512_mask_storeu_ps(cp, mask, v);
+    }
+}
+
+template <int NV>
+void rows_block(int64_t rows, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b,
+                int64_t ldb, __mmask16 last, bool accumulate, float* c, int64_t ldc) {
+  switch (rows) {
+    case 6: return block<6, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    case 5: return block<5, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    case 4: return block<4, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    case 3: return block<3, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    case 2: return block<2, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    default: return block<1, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+  }
+}
+
+}  // namespace
+
+void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
+              bool accumulate, float* c, int64_t ldc) {
+  // Column blocks outside: one k x 64 panel of B is reused by every row block while it sits in cache.
+  for (int64_t j0 = 0; j0 < n; j0 += 16 * kBlockVectors) {
+    const int64_t width = std::min<int64_t>(16 * kBlockVectors, n - j0);
+    const int vectors = int((width + 15) / 16);
+    const int64_t tail = width - 16 * (vectors - 1);
+    const __mmask16 last = tail == 16 ? __mmask16(0xffff) : __mmask16((1u << tail) - 1);
+    for (int64_t i0 = 0; i0 < m; i0 += kBlockRows) {
+      const int64_t rows = std::min<int64_t>(kBlockRows, m - i0);
+      const float* ai = a.data + i0 * a.row;
+      float* ci = c + i0 * ldc + j0;
+      switch (vectors) {
+        case 4: rows_block<4>(rows, k, alpha, ai, a.row, a.col, b + j0, ldb, last, accumulate, ci, ldc); break;
+        case 3: rows_block<3>(rows, k, alpha, ai, a.row, a.col, b + j0, ldb, last, accumulate, ci, ldc); break;
+        case 2: rows_block<2>(rows, k, alpha, ai, a.row, a.col, b + j0, ldb, last, accumulate, ci, ldc); break;
+        default: rows_block<1>(rows, k, alpha, ai, a.row, a.col, b + j0, ldb, last, accumulate, ci, ldc); break;
+      }
+    }
+  }
+}
+
+#else
+
+void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
+              bool accumulate, float* c, int64_t ldc) {
+  CPDIT_CHECK(a.row == 1 || a.col == 1, internal, "tile_gemm: A needs a unit stride");
+  const bool trans_a = a.col != 1;
+  gemm(trans_a, false, m, n, k, alpha, a.data, trans_a ? a.col : a.row, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
+}
+
+#endif
+
+void transpose(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst) {
+  // 16 x 16 blocks keep both the reads and the writes within a few cache lines at a time.
+  for (int64_t r0 = 0; r0 < rows; r0 += 16)
+    for (int64_t c0 = 0; c0 < cols; c0 += 16)
+      for (int64_t c = c0; c < std::min(c0 + 16, cols); ++c)
+        for (int64_t r = r0; r < std::min(r0 + 16, rows); ++r) dst[c * ld_dst + r] = src[r * ld_src + c];
+}
+
+}  // namespace cpdit::kernels::tile_gemm

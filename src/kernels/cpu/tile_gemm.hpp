@@ -1,0 +1,26 @@
+#pragma once
+// The f32 products of flash attention's tiles (scores, P V, and the backward's five), as one
+// register-blocked AVX-512 kernel: a 6 x 64 block of C lives in 24 registers while the whole inner
+// dimension streams through, so a tile product is one pass with no packing of A. oneDNN's sgemm
+// (kernels::gemm) packs both operands on every call, which on tiles of 128 x 128 x 512 costs as much
+// as it saves. Without AVX-512 it calls kernels::gemm.
+#include <cstdint>
+
+namespace cpdit::kernels::tile_gemm {
+
+// A is read with two strides: element (i, p) at a[i * a_row + p * a_col]. So A row-major is
+// (lda, 1) and A^T of a row-major matrix is (1, lda); one of the two strides must be 1.
+struct Strided {
+  const float* data;
+  int64_t row, col;
+};
+
+// C (m x n, row stride ldc) = alpha A B (+ C when accumulate), with A m x k (strided) and B k x n
+// row-major (row stride ldb).
+void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
+              bool accumulate, float* c, int64_t ldc);
+
+// dst (cols x rows, row stride ld_dst) = src^T, src rows x cols with row stride ld_src.
+void transpose(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst);
+
+}  // namespace cpdit::kernels::tile_gemm
