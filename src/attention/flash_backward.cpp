@@ -6,12 +6,17 @@
 // the same task, so dK and dV have one writer; when there are more threads than (batch, KV head)
 // pairs, the key tiles are split into parts whose dQ contributions go to separate buffers, summed
 // at the end.
+// The five products run on the register-blocked tile kernel (kernels/cpu/tile_gemm), whose B operand
+// must be contiguous rows: rows of q, k, v and dout lie H D floats apart (a multiple of 4 KiB at
+// usual widths), which read in place compete for the same few L1 sets. So each key tile's K, K^T and
+// V^T are packed once per task, each query tile's Q and dO copied once per key tile, and dK, dV are
+// accumulated in the task's own contiguous tiles.
 #include "attention/flash.hpp"
 #include "kernels/cpu/flash_rows.hpp"
+#include "kernels/cpu/tile_gemm.hpp"
 
 #include <cpdit/core/team_errors.hpp>
 #include <cpdit/core/threads.hpp>
-#include <cpdit/kernels/cpu.hpp>
 
 #include <omp.h>
 
@@ -21,13 +26,23 @@
 namespace cpdit::attention::detail::flash {
 
 namespace rows_ops = cpdit::kernels::flash;
+namespace tile_gemm = cpdit::kernels::tile_gemm;
+
+namespace {
+
+// dst (rows x D, contiguous) = rows of a (B, S, heads, D) tensor starting at src, row stride ld.
+void copy_rows(const float* src, int64_t ld, int64_t rows, int64_t D, float* dst) {
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(src + r * ld, D, dst + r * D);
+}
+
+}  // namespace
 
 Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                const Tensor& out, const Tensor& lse, const Dims& d, const Mask& mask, float scale) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const Tensor dv_row = rowsum_dout_out(dout, out);
   const Tiling tiling = make_tiling(backward_blocking(d.D), mask, d);
-  const int64_t br = tiling.br, bc = tiling.bc, q_tiles = tiling.q_tiles, k_tiles = tiling.k_tiles;
+  const int64_t br = tiling.br, bc = tiling.bc, q_tiles = tiling.q_tiles, k_tiles = tiling.k_tiles, D = d.D;
 
   const int64_t tasks = std::max<int64_t>(d.B * d.Hkv, 1);
   const int64_t parts = std::clamp<int64_t>((compute_threads() + tasks - 1) / tasks, 1, std::max<int64_t>(k_tiles, 1));
@@ -35,31 +50,47 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
   Grads g{Tensor::zeros(q.shape()), Tensor::zeros(k.shape()), Tensor::zeros(v.shape())};
   // dQ of part 0 goes straight to g.dq; parts 1.. each get a buffer.
   Tensor dq_parts = parts > 1 ? Tensor::zeros({parts - 1, q.numel()}) : Tensor();
-  Tensor scratch = Tensor::empty({threads, 2 * br * bc});  // P and dP tiles per thread
+  // Per thread: P and dP (br x bc); K, K^T, V^T, dK and dV of the key tile (bc x D each); the query
+  // tile's Q and dO (br x D each).
+  const int64_t per_thread = 2 * br * bc + 5 * bc * D + 2 * br * D;
+  Tensor scratch = Tensor::empty({threads, per_thread});
   const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
   const float *gp = dout.data<float>(), *lp = lse.data<float>(), *rp = dv_row.data<float>();
   float *dkp = g.dk.data<float>(), *dvp = g.dv.data<float>();
-  const int64_t qs = d.H * d.D, ks = d.Hkv * d.D;
+  const int64_t qs = d.H * D, ks = d.Hkv * D;
 
-  TeamErrors errors;  // gemm may throw, and an exception must not leave an OpenMP region
+  TeamErrors errors;  // without AVX-512 the tile products are oneDNN's sgemm, which may throw
 #pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t hk = 0; hk < d.Hkv; ++hk)
       for (int64_t part = 0; part < parts; ++part) errors.run([&] {
-        float* p = scratch.data<float>() + omp_get_thread_num() * 2 * br * bc;
+        float* p = scratch.data<float>() + omp_get_thread_num() * per_thread;
         float* dp = p + br * bc;
+        float* k_tile = dp + br * bc;
+        float* kt_tile = k_tile + bc * D;
+        float* vt_tile = kt_tile + bc * D;
+        float* dk_tile = vt_tile + bc * D;
+        float* dv_tile = dk_tile + bc * D;
+        float* q_tile = dv_tile + bc * D;
+        float* do_tile = q_tile + br * D;
         float* dqp = part == 0 ? g.dq.data<float>() : dq_parts.data<float>() + (part - 1) * q.numel();
         for (int64_t kt = part * k_tiles / parts; kt < (part + 1) * k_tiles / parts; ++kt) {
           const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
-          const int64_t kv_at = (b * d.Sk + c0) * ks + hk * d.D;
+          const int64_t kv_at = (b * d.Sk + c0) * ks + hk * D;
+          copy_rows(kp + kv_at, ks, cols, D, k_tile);
+          tile_gemm::transpose(kp + kv_at, ks, cols, D, kt_tile, bc);
+          tile_gemm::transpose(vp + kv_at, ks, cols, D, vt_tile, bc);
+          std::fill(dk_tile, dk_tile + 2 * bc * D, 0.0f);  // dK and dV tiles, adjacent
           for (int64_t h = hk * d.group(); h < (hk + 1) * d.group(); ++h)
             for (int64_t qt = 0; qt < q_tiles; ++qt) {
               const TileKeys state = tiling.state(b, qt, kt);
               if (state == TileKeys::none) continue;
               const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
-              const int64_t q_at = (b * d.Sq + r0) * qs + h * d.D;
+              const int64_t q_at = (b * d.Sq + r0) * qs + h * D;
               const int64_t row_at = (b * d.H + h) * d.Sq + r0;
-              kernels::gemm(false, true, rows, cols, d.D, scale, qp + q_at, qs, kp + kv_at, ks, 0, p, bc);
+              copy_rows(qp + q_at, qs, rows, D, q_tile);
+              copy_rows(gp + q_at, qs, rows, D, do_tile);
+              tile_gemm::multiply(rows, cols, D, scale, {q_tile, D, 1}, kt_tile, bc, false, p, bc);
               if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, p, bc);
               for (int64_t r = 0; r < rows; ++r) {
                 float* row = p + r * bc;
@@ -68,13 +99,18 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
                 else
                   rows_ops::exp_shift_sum(row, cols, lp[row_at + r]);
               }
-              kernels::gemm(true, false, cols, d.D, rows, 1, p, bc, gp + q_at, qs, 1, dvp + kv_at, ks);
-              kernels::gemm(false, true, rows, cols, d.D, 1, gp + q_at, qs, vp + kv_at, ks, 0, dp, bc);
+              tile_gemm::multiply(cols, D, rows, 1.0f, {p, 1, bc}, do_tile, D, true, dv_tile, D);
+              tile_gemm::multiply(rows, cols, D, 1.0f, {do_tile, D, 1}, vt_tile, bc, false, dp, bc);
               for (int64_t r = 0; r < rows; ++r)
                 rows_ops::softmax_grad(dp + r * bc, p + r * bc, cols, rp[row_at + r]);
-              kernels::gemm(false, false, rows, d.D, cols, scale, dp, bc, kp + kv_at, ks, 1, dqp + q_at, qs);
-              kernels::gemm(true, false, cols, d.D, rows, scale, dp, bc, qp + q_at, qs, 1, dkp + kv_at, ks);
+              tile_gemm::multiply(rows, D, cols, scale, {dp, bc, 1}, k_tile, D, true, dqp + q_at, qs);
+              tile_gemm::multiply(cols, D, rows, scale, {dp, 1, bc}, q_tile, D, true, dk_tile, D);
             }
+          // This task is the only writer of the key tile's dK and dV rows.
+          for (int64_t c = 0; c < cols; ++c) {
+            std::copy_n(dk_tile + c * D, D, dkp + kv_at + c * ks);
+            std::copy_n(dv_tile + c * D, D, dvp + kv_at + c * ks);
+          }
         }
       });
   errors.rethrow();
