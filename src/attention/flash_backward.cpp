@@ -30,9 +30,9 @@ namespace tile_gemm = cpdit::kernels::tile_gemm;
 
 namespace {
 
-// dst (rows x D, contiguous) = rows of a (B, S, heads, D) tensor starting at src, row stride ld.
-void copy_rows(const float* src, int64_t ld, int64_t rows, int64_t D, float* dst) {
-  for (int64_t r = 0; r < rows; ++r) std::copy_n(src + r * ld, D, dst + r * D);
+// dst (rows x D, row stride ld_dst) = rows of a (B, S, heads, D) tensor starting at src, row stride ld.
+void copy_rows(const float* src, int64_t ld, int64_t rows, int64_t D, float* dst, int64_t ld_dst) {
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(src + r * ld, D, dst + r * ld_dst);
 }
 
 }  // namespace
@@ -51,8 +51,9 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
   // dQ of part 0 goes straight to g.dq; parts 1.. each get a buffer.
   Tensor dq_parts = parts > 1 ? Tensor::zeros({parts - 1, q.numel()}) : Tensor();
   // Per thread: P and dP (br x bc); K, K^T, V^T, dK and dV of the key tile (bc x D each); the query
-  // tile's Q and dO (br x D each).
-  const int64_t per_thread = 2 * br * bc + 5 * bc * D + 2 * br * D;
+  // tile's Q and dO (br x D each). Rows padded (ld_c: bc wide, ld_d: D wide).
+  const int64_t ld_c = tile_gemm::padded_ld(bc), ld_d = tile_gemm::padded_ld(D);
+  const int64_t per_thread = 2 * br * ld_c + 2 * D * ld_c + 3 * bc * ld_d + 2 * br * ld_d;
   Tensor scratch = Tensor::empty({threads, per_thread});
   const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
   const float *gp = dout.data<float>(), *lp = lse.data<float>(), *rp = dv_row.data<float>();
@@ -65,22 +66,23 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
     for (int64_t hk = 0; hk < d.Hkv; ++hk)
       for (int64_t part = 0; part < parts; ++part) errors.run([&] {
         float* p = scratch.data<float>() + omp_get_thread_num() * per_thread;
-        float* dp = p + br * bc;
-        float* k_tile = dp + br * bc;
-        float* kt_tile = k_tile + bc * D;
-        float* vt_tile = kt_tile + bc * D;
-        float* dk_tile = vt_tile + bc * D;
-        float* dv_tile = dk_tile + bc * D;
-        float* q_tile = dv_tile + bc * D;
-        float* do_tile = q_tile + br * D;
+        float* dp = p + br * ld_c;
+        float* kt_tile = dp + br * ld_c;
+        float* vt_tile = kt_tile + D * ld_c;
+        float* k_tile = vt_tile + D * ld_c;
+        float* dk_tile = k_tile + bc * ld_d;
+        float* dv_tile = dk_tile + bc * ld_d;
+        float* q_tile = dv_tile + bc * ld_d;
+        float* do_tile = q_tile + br * ld_d;
         float* dqp = part == 0 ? g.dq.data<float>() : dq_parts.data<float>() + (part - 1) * q.numel();
-        for (int64_t kt = part * k_tiles / parts; kt < (part + 1) * k_tiles / parts; ++kt) {
+        const int64_t kt_end = (part + 1) * k_tiles / parts;
+        for (int64_t kt = part * k_tiles / parts; kt < kt_end; ++kt) {
           const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
           const int64_t kv_at = (b * d.Sk + c0) * ks + hk * D;
-          copy_rows(kp + kv_at, ks, cols, D, k_tile);
-          tile_gemm::transpose(kp + kv_at, ks, cols, D, kt_tile, bc);
-          tile_gemm::transpose(vp + kv_at, ks, cols, D, vt_tile, bc);
-          std::fill(dk_tile, dk_tile + 2 * bc * D, 0.0f);  // dK and dV tiles, adjacent
+          copy_rows(kp + kv_at, ks, cols, D, k_tile, ld_d);
+          tile_gemm::transpose(kp + kv_at, ks, cols, D, kt_tile, ld_c);
+          tile_gemm::transpose(vp + kv_at, ks, cols, D, vt_tile, ld_c);
+          std::fill(dk_tile, dk_tile + 2 * bc * ld_d, 0.0f);  // dK and dV tiles, adjacent
           for (int64_t h = hk * d.group(); h < (hk + 1) * d.group(); ++h)
             for (int64_t qt = 0; qt < q_tiles; ++qt) {
               const TileKeys state = tiling.state(b, qt, kt);
@@ -88,28 +90,43 @@ Grads backward(const Tensor& dout, const Tensor& q, const Tensor& k, const Tenso
               const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
               const int64_t q_at = (b * d.Sq + r0) * qs + h * D;
               const int64_t row_at = (b * d.H + h) * d.Sq + r0;
-              copy_rows(qp + q_at, qs, rows, D, q_tile);
-              copy_rows(gp + q_at, qs, rows, D, do_tile);
-              tile_gemm::multiply(rows, cols, D, scale, {q_tile, D, 1}, kt_tile, bc, false, p, bc);
-              if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, p, bc);
+              copy_rows(qp + q_at, qs, rows, D, q_tile, ld_d);
+              copy_rows(gp + q_at, qs, rows, D, do_tile, ld_d);
+              // What the next iteration reads, prefetched during this one's products: the next query
+              // tile's Q, dO and dQ rows (of this head, else the next head of the group, else the
+              // group's first, for the next key tile), and after the last query tile the next K and V.
+              const bool last = qt + 1 == q_tiles && h + 1 == (hk + 1) * d.group();
+              const int64_t next_r0 = qt + 1 < q_tiles ? r0 + br : 0;
+              const int64_t next_h = qt + 1 < q_tiles ? h : last ? hk * d.group() : h + 1;
+              const int64_t next_q = (b * d.Sq + next_r0) * qs + next_h * D, next_rows = std::min(br, d.Sq - next_r0);
+              tile_gemm::Ahead next_k, next_v;
+              if (last && kt + 1 < kt_end) {
+                next_k = {kp + kv_at + bc * ks, ks, std::min(bc, d.Sk - c0 - bc), D};
+                next_v = {vp + kv_at + bc * ks, ks, next_k.rows, D};
+              }
+              tile_gemm::multiply(rows, cols, D, scale, {q_tile, ld_d, 1}, kt_tile, ld_c, false, p, ld_c,
+                                  {qp + next_q, qs, next_rows, D});
+              if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, p, ld_c);
               for (int64_t r = 0; r < rows; ++r) {
-                float* row = p + r * bc;
+                float* row = p + r * ld_c;
                 if (lp[row_at + r] == kNegInf)  // fully masked row: no gradient flows through it
                   std::fill(row, row + cols, 0.0f);
                 else
                   rows_ops::exp_shift_sum(row, cols, lp[row_at + r]);
               }
-              tile_gemm::multiply(cols, D, rows, 1.0f, {p, 1, bc}, do_tile, D, true, dv_tile, D);
-              tile_gemm::multiply(rows, cols, D, 1.0f, {do_tile, D, 1}, vt_tile, bc, false, dp, bc);
+              tile_gemm::multiply(cols, D, rows, 1.0f, {p, 1, ld_c}, do_tile, ld_d, true, dv_tile, ld_d,
+                                  {gp + next_q, qs, next_rows, D});
+              tile_gemm::multiply(rows, cols, D, 1.0f, {do_tile, ld_d, 1}, vt_tile, ld_c, false, dp, ld_c, next_k);
               for (int64_t r = 0; r < rows; ++r)
-                rows_ops::softmax_grad(dp + r * bc, p + r * bc, cols, rp[row_at + r]);
-              tile_gemm::multiply(rows, D, cols, scale, {dp, bc, 1}, k_tile, D, true, dqp + q_at, qs);
-              tile_gemm::multiply(cols, D, rows, scale, {dp, 1, bc}, q_tile, D, true, dk_tile, D);
+                rows_ops::softmax_grad(dp + r * ld_c, p + r * ld_c, cols, rp[row_at + r]);
+              tile_gemm::multiply(rows, D, cols, scale, {dp, ld_c, 1}, k_tile, ld_d, true, dqp + q_at, qs,
+                                  {dqp + next_q, qs, next_rows, D});
+              tile_gemm::multiply(cols, D, rows, scale, {dp, 1, ld_c}, q_tile, ld_d, true, dk_tile, ld_d, next_v);
             }
           // This task is the only writer of the key tile's dK and dV rows.
           for (int64_t c = 0; c < cols; ++c) {
-            std::copy_n(dk_tile + c * D, D, dkp + kv_at + c * ks);
-            std::copy_n(dv_tile + c * D, D, dvp + kv_at + c * ks);
+            std::copy_n(dk_tile + c * ld_d, D, dkp + kv_at + c * ks);
+            std::copy_n(dv_tile + c * ld_d, D, dvp + kv_at + c * ks);
           }
         }
       });

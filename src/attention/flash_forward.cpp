@@ -54,8 +54,9 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
   Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
   const int threads = int(std::clamp<int64_t>(d.B * d.H * tiling.q_tiles, 1, compute_threads()));
   // Per thread: Q^T (D x br), St (bc x br), the V tile (bc x D), the output accumulator (br x D),
-  // m, l and alpha (br).
-  const int64_t per_thread = d.D * br + bc * br + bc * d.D + br * d.D + 3 * br;
+  // m, l and alpha (br); the tiles the products read have padded rows.
+  const int64_t ld_q = tile_gemm::padded_ld(br), ld_s = tile_gemm::padded_ld(br), ld_v = tile_gemm::padded_ld(d.D);
+  const int64_t per_thread = d.D * ld_q + bc * ld_s + bc * ld_v + br * d.D + 3 * br;
   Tensor scratch = Tensor::empty({threads, per_thread});
   const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
   const int64_t qs = d.H * d.D, ks = d.Hkv * d.D;  // row strides of (B, S, H, D) and (B, S, H_kv, D)
@@ -66,14 +67,14 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
     for (int64_t h = 0; h < d.H; ++h)
       for (int64_t qt = 0; qt < tiling.q_tiles; ++qt) errors.run([&] {
         float* qt_tile = scratch.data<float>() + omp_get_thread_num() * per_thread;
-        float* st = qt_tile + d.D * br;
-        float* v_tile = st + bc * br;
-        float* acc = v_tile + bc * d.D;
+        float* st = qt_tile + d.D * ld_q;
+        float* v_tile = st + bc * ld_s;
+        float* acc = v_tile + bc * ld_v;
         float* m = acc + br * d.D;
         float* l = m + br;
         float* alpha = l + br;
         const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
-        tile_gemm::transpose(qp + (b * d.Sq + r0) * qs + h * d.D, qs, rows, d.D, qt_tile, br);
+        tile_gemm::transpose(qp + (b * d.Sq + r0) * qs + h * d.D, qs, rows, d.D, qt_tile, ld_q);
         std::fill(acc, acc + rows * d.D, 0.0f);
         std::fill(m, m + rows, kNegInf);
         std::fill(l, l + rows, 0.0f);
@@ -82,13 +83,18 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
           if (state == TileKeys::none) continue;
           const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
           const int64_t kv_at = (b * d.Sk + c0) * ks + h / d.group() * d.D;
-          tile_gemm::multiply(cols, rows, d.D, scale, {kp + kv_at, ks, 1}, qt_tile, br, false, st, br);
-          if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, st, 1, br);
-          rows_ops::online_softmax_columns(st, br, cols, rows, m, l, alpha);
+          // The next key tile of this query tile, or the first one for the next query tile of (b, h).
+          const int64_t next_c0 = kt + 1 < tiling.k_tiles ? c0 + bc : 0, next_cols = std::min(bc, d.Sk - next_c0);
+          const int64_t next_at = (b * d.Sk + next_c0) * ks + h / d.group() * d.D;
+          tile_gemm::multiply(cols, rows, d.D, scale, {kp + kv_at, ks, 1}, qt_tile, ld_q, false, st, ld_s,
+                              {kp + next_at, ks, next_cols, d.D});
+          if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, st, 1, ld_s);
+          rows_ops::online_softmax_columns(st, ld_s, cols, rows, m, l, alpha);
           for (int64_t r = 0; r < rows; ++r)
             if (alpha[r] != 1.0f) rows_ops::scale_row(acc + r * d.D, d.D, alpha[r]);
-          for (int64_t c = 0; c < cols; ++c) std::copy_n(vp + kv_at + c * ks, d.D, v_tile + c * d.D);
-          tile_gemm::multiply(rows, d.D, cols, 1.0f, {st, 1, br}, v_tile, d.D, true, acc, d.D);
+          for (int64_t c = 0; c < cols; ++c) std::copy_n(vp + kv_at + c * ks, d.D, v_tile + c * ld_v);
+          tile_gemm::multiply(rows, d.D, cols, 1.0f, {st, 1, ld_s}, v_tile, ld_v, true, acc, d.D,
+                              {vp + next_at, ks, next_cols, d.D});
         }
         write_rows(acc, m, l, d, b, h, r0, rows, out, lse);
       });

@@ -69,7 +69,10 @@ void rows_block(int64_t rows, int64_t k, float alpha, const float* a, int64_t a_
 }  // namespace
 
 void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
-              bool accumulate, float* c, int64_t ldc) {
+              bool accumulate, float* c, int64_t ldc, Ahead ahead) {
+  const int64_t blocks = ((m + kBlockRows - 1) / kBlockRows) * ((n + 16 * kBlockVectors - 1) / (16 * kBlockVectors));
+  const int64_t ahead_per_block = blocks > 0 ? (ahead.rows + blocks - 1) / blocks : 0;
+  int64_t ahead_row = 0;
   // Column blocks outside: one k x 64 panel of B is reused by every row block while it sits in cache.
   for (int64_t j0 = 0; j0 < n; j0 += 16 * kBlockVectors) {
     const int64_t width = std::min<int64_t>(16 * kBlockVectors, n - j0);
@@ -78,6 +81,8 @@ void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const flo
     const __mmask16 last = tail == 16 ? __mmask16(0xffff) : __mmask16((1u << tail) - 1);
     for (int64_t i0 = 0; i0 < m; i0 += kBlockRows) {
       const int64_t rows = std::min<int64_t>(kBlockRows, m - i0);
+      for (const int64_t end = std::min(ahead.rows, ahead_row + ahead_per_block); ahead_row < end; ++ahead_row)
+        for (int64_t e = 0; e < ahead.width; e += 16) _mm_prefetch(ahead.data + ahead_row * ahead.ld + e, _MM_HINT_T1);
       const float* ai = a.data + i0 * a.row;
       float* ci = c + i0 * ldc + j0;
       switch (vectors) {
@@ -93,7 +98,7 @@ void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const flo
 #else
 
 void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
-              bool accumulate, float* c, int64_t ldc) {
+              bool accumulate, float* c, int64_t ldc, Ahead) {
   CPDIT_CHECK(a.row == 1 || a.col == 1, internal, "tile_gemm: A needs a unit stride");
   const bool trans_a = a.col != 1;
   gemm(trans_a, false, m, n, k, alpha, a.data, trans_a ? a.col : a.row, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
