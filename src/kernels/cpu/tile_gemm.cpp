@@ -16,6 +16,9 @@ namespace {
 
 constexpr int kBlockRows = 6;     // rows of C per block: 6 x 4 accumulators + 4 B vectors + 1 A broadcast
 constexpr int kBlockVectors = 4;  // 16-float vectors of C per block row
+// Inner-dimension chunk: a 128 x 64 panel of B (32 KiB) stays in L1 while every row block uses it;
+// a longer panel (P V's 256 keys) would stream from L2 once per row block.
+constexpr int64_t kChunk = 128;
 
 // C block (MR x 16 NV, the last vector masked by `last`) over the whole inner dimension k.
 template <int MR, int NV>
@@ -70,10 +73,12 @@ void rows_block(int64_t rows, int64_t k, float alpha, const float* a, int64_t a_
 
 void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
               bool accumulate, float* c, int64_t ldc, Ahead ahead) {
-  const int64_t blocks = ((m + kBlockRows - 1) / kBlockRows) * ((n + 16 * kBlockVectors - 1) / (16 * kBlockVectors));
+  const int64_t blocks = ((m + kBlockRows - 1) / kBlockRows) * ((n + 16 * kBlockVectors - 1) / (16 * kBlockVectors)) *
+                        ((k + kChunk - 1) / kChunk);
   const int64_t ahead_per_block = blocks > 0 ? (ahead.rows + blocks - 1) / blocks : 0;
   int64_t ahead_row = 0;
-  // Column blocks outside: one k x 64 panel of B is reused by every row block while it sits in cache.
+  // Column blocks outside: one chunk x 64 panel of B is reused by every row block while it sits in L1.
+  for (int64_t p0 = 0; p0 < k; p0 += kChunk)
   for (int64_t j0 = 0; j0 < n; j0 += 16 * kBlockVectors) {
     const int64_t width = std::min<int64_t>(16 * kBlockVectors, n - j0);
     const int vectors = int((width + 15) / 16);
@@ -83,13 +88,16 @@ void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const flo
       const int64_t rows = std::min<int64_t>(kBlockRows, m - i0);
       for (const int64_t end = std::min(ahead.rows, ahead_row + ahead_per_block); ahead_row < end; ++ahead_row)
         for (int64_t e = 0; e < ahead.width; e += 16) _mm_prefetch(ahead.data + ahead_row * ahead.ld + e, _MM_HINT_T1);
-      const float* ai = a.data + i0 * a.row;
+      const int64_t depth = std::min(kChunk, k - p0);
+      const float* ai = a.data + i0 * a.row + p0 * a.col;
+      const float* bj = b + p0 * ldb + j0;
       float* ci = c + i0 * ldc + j0;
+      const bool add = accumulate || p0 > 0;  // later chunks add to what the earlier ones wrote
       switch (vectors) {
-        case 4: rows_block<4>(rows, k, alpha, ai, a.row, a.col, b + j0, ldb, last, accumulate, ci, ldc); break;
-        case 3: rows_block<3>(rows, k, alpha, ai, a.row, a.col, b + j0, ldb, last, accumulate, ci, ldc); break;
-        case 2: rows_block<2>(rows, k, alpha, ai, a.row, a.col, b + j0, ldb, last, accumulate, ci, ldc); break;
-        default: rows_block<1>(rows, k, alpha, ai, a.row, a.col, b + j0, ldb, last, accumulate, ci, ldc); break;
+        case 4: rows_block<4>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
+        case 3: rows_block<3>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
+        case 2: rows_block<2>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
+        default: rows_block<1>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
       }
     }
   }
