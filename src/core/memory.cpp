@@ -1,6 +1,8 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/memory.hpp>
 
+#include <sys/mman.h>
+
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -30,6 +32,21 @@ ScopedMemoryCounter::~ScopedMemoryCounter() { thread_counter = previous_; }
 namespace {
 
 constexpr size_t kAlignment = 64;
+// Blocks of at least a huge page start on one and ask the kernel for transparent huge pages (a hint;
+// where THP is off it changes nothing). A (B, S, H, D) tensor's rows of one head lie H D floats
+// apart, so a kernel walking one head touches a new 4 KiB page every row or so, and on 4 KiB pages
+// the TLB misses cost the flash attention kernels about a quarter of their time (bench attention at
+// S 2048, H 24: forward 81 -> 111, backward 85 -> 118 GFLOP per CPU second).
+constexpr size_t kHugePage = size_t(2) << 20;
+
+void* aligned_block(size_t size) {
+  if (size < kHugePage) return std::aligned_alloc(kAlignment, size);
+  void* p = std::aligned_alloc(kHugePage, size);
+#ifdef MADV_HUGEPAGE
+  if (p != nullptr) madvise(p, size, MADV_HUGEPAGE);  // size is a multiple of 4 KiB (bucket_size)
+#endif
+  return p;
+}
 
 // Blocks are rounded up to a bucket size (powers of two split into eighths), so a freed block
 // serves any later request of the same bucket: shapes that recur every step reuse their pages.
@@ -54,12 +71,12 @@ class BlockCache {
         return p;
       }
     }
-    void* p = std::aligned_alloc(kAlignment, size);
+    void* p = aligned_block(size);
     if (p == nullptr && cached() > 0) {
       // The blocks parked for other sizes may be what stands in the way (a staged pipeline frees the
       // text encoder's activations before the transformer asks for its own): return them and retry once.
       release();
-      p = std::aligned_alloc(kAlignment, size);
+      p = aligned_block(size);
     }
     CPDIT_CHECK(p != nullptr, io, "out of memory allocating ", size, " bytes");
     return p;
