@@ -1,9 +1,10 @@
 #pragma once
 // The f32 products of flash attention's tiles (scores, P V, and the backward's five), as one
-// register-blocked AVX-512 kernel: a 6 x 64 block of C lives in 24 registers while the whole inner
-// dimension streams through, so a tile product is one pass with no packing of A. oneDNN's sgemm
-// (kernels::gemm) packs both operands on every call, which on tiles of 128 x 128 x 512 costs as much
-// as it saves. Without AVX-512 it calls kernels::gemm.
+// register-blocked AVX-512 kernel: a 6 x 64 block of C lives in 24 registers while up to 128 steps of
+// the inner dimension stream through, with no packing of A (read through two strides, so A^T costs
+// nothing). Measured against oneDNN's sgemm called per tile (bench attention, S 1024, H 24, one
+// thread): the backward about 1.2x faster, the forward about even before the allocator's huge pages.
+// Without AVX-512 it calls kernels::gemm.
 #include <cstdint>
 
 namespace cpdit::kernels::tile_gemm {
