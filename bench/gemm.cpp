@@ -120,7 +120,11 @@ void run(const GemmBenchArgs& args) {
       linear_line("linear_f32_bias", [&] { kernels::linear_into(x, w, b, y); });
       linear_line("gemm_then_bias_pass", [&] { gemm_then_bias_pass(x, w, b, y); });
       linear_line("linear_bf16_weights_bias", [&] { kernels::linear_into(x, w_bf16, b, y); });
-      linear_line("linear_bf16_compute_bias", [&] { kernels::linear_bf16_compute(x, w_bf16, b); });
+      // The two bf16 products linear_bf16_compute chooses between (AMX first, where available).
+      if (kernels::amx_available())
+        linear_line("linear_bf16_amx_bias", [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::amx); });
+      linear_line("linear_bf16_onednn_bias",
+                  [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::onednn); });
     }
   }
 }

@@ -19,7 +19,7 @@ from attention_torch import time_min_median  # this folder's timing rule: warm-u
 
 # Which torch precision each cpdit Linear variant is compared with.
 CPDIT_VARIANT_PRECISION = {"linear_f32_bias": "float32", "linear_bf16_weights_bias": "float32",
-                           "linear_bf16_compute_bias": "bfloat16"}
+                           "linear_bf16_amx_bias": "bfloat16", "linear_bf16_onednn_bias": "bfloat16"}
 
 
 def main():

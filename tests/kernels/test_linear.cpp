@@ -114,6 +114,43 @@ TEST(LinearBf16Compute, RoundsActivationsToBf16AndAccumulatesInF32) {
   EXPECT_THROW(kernels::linear_bf16_compute(random_tensor({2, 4}, 1), random_tensor({3, 4}, 2)), Error);
 }
 
+// Each bf16 product against the float64 product of the bf16-rounded operands, on shapes that are not
+// multiples of the AMX kernel's tiles (32 features x 32 tokens, steps of 32 k values; k odd, one
+// token, and several blocks with tails in every dim). The bound is reference_linear's
+// f32-accumulation bound: rounding x to bf16 is part of the promised result (the reference rounds it
+// the same way), and each bf16 x bf16 product is exact in f32, so only the f32 sums differ.
+namespace {
+void expect_bf16_product_matches_reference(kernels::Bf16Matmul how) {
+  const LinearShape shapes[] = {{{1, 1}, 1}, {{1, 33}, 17}, {{31, 95}, 33}, {{2, 37, 131}, 70}, {{65, 64}, 96}};
+  uint32_t seed = 400;
+  for (const auto& s : shapes)
+    for (int threads : {1, 2}) {
+      SCOPED_TRACE(shape_string(s.x) + " -> " + std::to_string(s.out) + ", " + std::to_string(threads) + " threads");
+      ScopedComputeThreads budget(threads);
+      Tensor x = random_tensor(s.x, seed++), w = random_tensor({s.out, s.x.back()}, seed++);
+      Tensor b = random_tensor({s.out}, seed++);
+      for (const Tensor& bias : {Tensor(), b}) {
+        auto ref = reference_linear(bf16_rounded(x), bf16_rounded(w), bias);
+        expect_within(kernels::linear_bf16_compute(x, w.to(DType::bf16), bias, how), ref.y, ref.bound);
+      }
+    }
+}
+}  // namespace
+
+TEST(LinearBf16Compute, AmxTilesMatchTheDoubleReferenceOnOddShapes) {
+  if (!kernels::amx_available()) {
+    EXPECT_THROW(kernels::linear_bf16_compute(random_tensor({2, 4}, 1), random_tensor({3, 4}, 2).to(DType::bf16), {},
+                                              kernels::Bf16Matmul::amx),
+                 Error);
+    GTEST_SKIP() << "no AMX tiles on this CPU or build";
+  }
+  expect_bf16_product_matches_reference(kernels::Bf16Matmul::amx);
+}
+
+TEST(LinearBf16Compute, OneDnnMatmulMatchesTheDoubleReferenceOnOddShapes) {
+  expect_bf16_product_matches_reference(kernels::Bf16Matmul::onednn);
+}
+
 // --dtype bf16's arithmetic: under MatmulPrecision::bf16 a bf16 weight's Linear rounds x to bf16 and
 // accumulates bf16 products in f32 (checked against the float64 product of the rounded operands),
 // linear and linear_into alike; an f32 weight, or any weight under exact_f32, keeps f32 products.

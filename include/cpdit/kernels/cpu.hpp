@@ -31,10 +31,16 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias = {});
 // As linear, into a preallocated contiguous f32 `out` of shape (..., out) (reused across steps).
 void linear_into(const Tensor& x, const Weight& weight, const Tensor& bias, Tensor& out);
+// The bf16 matrix product of linear_bf16_compute. `fastest`: AMX tiles where the CPU has them and
+// Linux grants this process their state (amx_available()), else oneDNN's bf16 matmul. `amx` and
+// `onednn` force one (tests, bench gemm); `amx` throws unsupported where it is not available.
+enum class Bf16Matmul { fastest, amx, onednn };
+bool amx_available();
 // As linear with bf16 arithmetic, like a bf16 PyTorch model: x is rounded to bf16 (to nearest even),
-// weight must be bf16, products accumulate in f32 (oneDNN bf16 matmul). On this CPU (AVX512-BF16,
-// no AMX) it runs at over three times the rate of the f32 sgemm at one thread (bench gemm).
-Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& bias = {});
+// weight must be bf16, products accumulate in f32. At one thread the AMX kernel runs at several times
+// the f32 sgemm's rate (bench gemm).
+Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& bias = {},
+                           Bf16Matmul how = Bf16Matmul::fastest);
 
 // The values of a weight as a contiguous f32 (rows, cols) tensor: block-quantised formats decoded as
 // ggml lays them out (exactly as the gguf Python package's dequantize), dense ones widened.

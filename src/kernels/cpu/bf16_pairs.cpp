@@ -7,6 +7,8 @@
 // - a portable loop.
 #include "kernels/cpu/bf16_pairs.hpp"
 
+#include "kernels/cpu/amx_tiles.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -14,10 +16,6 @@
 
 #if defined(__AVX512BF16__)
 #include <immintrin.h>
-#endif
-#if defined(__AMX_BF16__)
-#include <sys/syscall.h>
-#include <unistd.h>
 #endif
 
 namespace cpdit::kernels::bf16_pairs {
@@ -76,20 +74,6 @@ const std::array<std::array<TileFn, kRows>, kVectors> kTiles = {
 #endif
 
 #if defined(__AMX_BF16__)
-// Linux hands out the AMX tile state only on request, once per process.
-bool amx_granted() {
-  constexpr long kReqPermission = 0x1023, kTileData = 18;  // ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA
-  static const bool granted = syscall(SYS_arch_prctl, kReqPermission, kTileData) == 0;
-  return granted;
-}
-
-// Palette 1: tiles 0-3 hold c (16 rows of 16 f32), 4-5 rows of `a`, 6-7 pairs of `b` (64 bytes a row).
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t bytes_per_row[16] = {64, 64, 64, 64, 64, 64, 64, 64};
-  uint8_t rows[16] = {16, 16, 16, 16, 16, 16, 16, 16};
-};
-
 // c's block (rows x cols of a 16 x 16 tile in `tile`) = alpha * tile + beta * c.
 void store_block(const float* tile, int64_t rows, int64_t cols, float alpha, float beta, float* c, int64_t ldc) {
   const __mmask16 mask = lanes(cols);
@@ -103,8 +87,7 @@ void store_block(const float* tile, int64_t rows, int64_t cols, float alpha, flo
 
 void amx_gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int64_t lda, const bf16* b,
               int64_t ldb, float beta, float* c, int64_t ldc) {
-  static const TileConfig config;
-  _tile_loadconfig(&config);
+  amx::configure_tiles();
   alignas(64) float tile[4][16 * 16];
   const int64_t a_stride = lda * int64_t(sizeof(bf16)), b_stride = 2 * ldb * int64_t(sizeof(bf16));  // bytes
   for (int64_t j = 0; j < n; j += 32)
@@ -134,7 +117,7 @@ void amx_gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a,
                       c + r0 * ldc + c0, ldc);
       }
     }
-  _tile_release();
+  amx::release_tiles();
 }
 #endif
 
@@ -176,7 +159,7 @@ void pack_rows(const float* src, int64_t ld_src, int64_t k, int64_t n, bf16* dst
 void gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int64_t lda, const bf16* b,
           int64_t ldb, float beta, float* c, int64_t ldc) {
 #if defined(__AMX_BF16__)
-  if (amx_granted()) return amx_gemm(m, n, k_pairs, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (amx::granted()) return amx_gemm(m, n, k_pairs, alpha, a, lda, b, ldb, beta, c, ldc);
 #endif
 #if defined(__AVX512BF16__)
   for (int64_t j = 0; j < n; j += kCols) {

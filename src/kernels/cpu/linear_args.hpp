@@ -3,6 +3,7 @@
 #include "kernels/cpu/checks.hpp"
 
 #include <cpdit/core/weight.hpp>
+#include <cpdit/kernels/cpu.hpp>
 
 namespace cpdit::kernels::detail {
 
@@ -37,9 +38,13 @@ inline LinearArgs linear_args(const Tensor& x, const Weight& w, const Tensor& bi
   return a;
 }
 
-// out = x W^T + b with x rounded to bf16 and bf16 dot products accumulated in f32 (oneDNN's bf16
-// matmul); a.weight must be bf16, out contiguous f32 of a.out_shape.
-void bf16_matmul_into(const LinearArgs& a, Tensor& out);
+// out = x W^T + b with x rounded to bf16 and bf16 products accumulated in f32, on `how`
+// (linear_bf16_compute.cpp); a.weight must be bf16, out contiguous f32 of a.out_shape.
+void bf16_matmul_into(const LinearArgs& a, Tensor& out, Bf16Matmul how = Bf16Matmul::fastest);
+
+// The same product on AMX tiles into y (m, n) (linear_amx.cpp); available only where amx::granted().
+bool amx_linear_available();
+void amx_linear_into(const LinearArgs& a, float* y);
 
 // y = x W^T + beta * y for a block-quantised W, y contiguous (m, n): each tile of W's rows is decoded
 // to f32 and multiplied by the sgemm (linear_quantised.cpp).

@@ -1,6 +1,6 @@
-// Linear with bf16 arithmetic: x rounded to bf16, oneDNN's bf16 matmul (f32 accumulation), bias
-// fused. The C API of oneDNN 2.6 has no bf16 GEMM, so this builds matmul primitives and caches them
-// per shape.
+// Linear with bf16 arithmetic: x rounded to bf16, bf16 products accumulated in f32, bias fused. On
+// AMX tiles (linear_amx.cpp) where the CPU and Linux allow, else through oneDNN's bf16 matmul: the C
+// API of oneDNN 2.6 has no bf16 GEMM, so this builds matmul primitives and caches them per shape.
 #include "kernels/cpu/linear_args.hpp"
 
 #include <cpdit/core/threads.hpp>
@@ -67,7 +67,9 @@ Tensor round_to_bf16(const Tensor& x) {
 
 namespace detail {
 
-void bf16_matmul_into(const LinearArgs& a, Tensor& out) {
+void bf16_matmul_into(const LinearArgs& a, Tensor& out, Bf16Matmul how) {
+  if (how == Bf16Matmul::amx || (how == Bf16Matmul::fastest && amx_linear_available()))
+    return amx_linear_into(a, out.data<float>());
   if (a.m == 0 || a.n == 0) return;
   Tensor x_bf16 = round_to_bf16(a.x);
   try {
@@ -92,12 +94,14 @@ void bf16_matmul_into(const LinearArgs& a, Tensor& out) {
 
 }  // namespace detail
 
-Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& bias) {
+bool amx_available() { return detail::amx_linear_available(); }
+
+Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& bias, Bf16Matmul how) {
   const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear_bf16_compute");
   CPDIT_CHECK(a.weight.dtype() == DType::bf16, invalid_argument, "linear_bf16_compute: weight must be bf16, got ",
               weight.describe(), " (convert it once with .to(DType::bf16), or use linear)");
   Tensor out = Tensor::empty(a.out_shape);
-  detail::bf16_matmul_into(a, out);
+  detail::bf16_matmul_into(a, out, how);
   return out;
 }
 
