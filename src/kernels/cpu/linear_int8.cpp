@@ -71,7 +71,10 @@ struct QuantisedRows {
 CPDIT_VNNI void quantise_row(const float* x, int64_t k, int8_t* codes, float* scale, int32_t* start) {
   for (int64_t b = 0; b < k / kInt8Block; ++b) {
     const __m512 lo = _mm512_loadu_ps(x + b * kInt8Block), hi = _mm512_loadu_ps(x + b * kInt8Block + 16);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+    // Reduced through memory: GCC 12's _mm512_reduce_* warn of an uninitialised temporary of their own.
+    alignas(64) float magnitudes[16];
+    _mm512_store_ps(magnitudes, _mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+    const float amax = *std::max_element(magnitudes, magnitudes + 16);
     const float d = amax / 127.0f, inverse = amax > 0 ? 127.0f / amax : 0.0f;
     // |x| * 127 / amax <= 127 (rounded, still <= 127): the int8 narrowing never saturates.
     const __m512i qlo = _mm512_cvtps_epi32(_mm512_mul_ps(lo, _mm512_set1_ps(inverse)));
@@ -79,7 +82,11 @@ CPDIT_VNNI void quantise_row(const float* x, int64_t k, int8_t* codes, float* sc
     _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + b * kInt8Block), _mm512_cvtepi32_epi8(qlo));
     _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + b * kInt8Block + 16), _mm512_cvtepi32_epi8(qhi));
     scale[b] = d;
-    start[b] = -128 * _mm512_reduce_add_epi32(_mm512_add_epi32(qlo, qhi));
+    alignas(64) int32_t sums[16];
+    _mm512_store_si512(sums, _mm512_add_epi32(qlo, qhi));
+    int32_t sum = 0;
+    for (int32_t v : sums) sum += v;
+    start[b] = -128 * sum;
   }
 }
 
