@@ -157,7 +157,8 @@ TEST(Quantise, Q8_0AndQ4_KGiveTheReferenceBytes) {
   // q8_0: the gguf package's quantize of x; q4_k_of_x: the fixture script's Q4_K encoder (same rules).
   for (const auto& [format, name] : {std::pair{"Q8_0", "q8_0"}, std::pair{"Q4_K", "q4_k_of_x"}}) {
     const Weight got = kernels::quantise(x, format);
-    const Tensor& want = file.get(name).codes();
+    const Weight stored = file.get(name);
+    const Tensor& want = stored.codes();
     ASSERT_EQ(got.codes().nbytes(), want.nbytes()) << format;
     EXPECT_EQ(std::memcmp(got.codes().raw(), want.raw(), want.nbytes()), 0) << format;
   }
