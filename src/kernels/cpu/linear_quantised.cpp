@@ -2,8 +2,9 @@
 // buffer each thread keeps between calls (fresh pages are slow here), and each tile is multiplied by
 // the sgemm while it is still in cache. The weight is never decoded whole, so a Q8_0 or Q4_K model
 // holds its blocks only. Under MatmulPrecision::bf16, where a Linear may round its activations,
-// Q8_0 and Q4_0 weights run int8 dot products instead (linear_int8.cpp): about 2x this path at one
-// thread (bench gemm).
+// Q8_0 and Q4_0 weights run int8 dot products instead (linear_int8.cpp): at 1536x3072x3072 on one
+// thread, 218 GFLOP/s of CPU time against this path's 49 (bench gemm; the f32 sgemm 134, the bf16
+// matmul on AMX 442).
 #include "kernels/cpu/block_decode.hpp"
 #include "kernels/cpu/linear_args.hpp"
 
