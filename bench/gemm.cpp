@@ -8,6 +8,7 @@
 #include "measure.hpp"
 
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/precision.hpp>
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
 
@@ -125,6 +126,15 @@ void run(const GemmBenchArgs& args) {
         linear_line("linear_bf16_amx_bias", [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::amx); });
       linear_line("linear_bf16_onednn_bias",
                   [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::onednn); });
+      // GGUF blocks: decoded one tile at a time for the sgemm (exact products), and Q8_0 by int8 dot
+      // products on activations quantised per 32 values (what --dtype bf16 / q8_0 runs).
+      if (s.k % 256 == 0) {
+        const Weight w_q8 = kernels::quantise(w, "Q8_0"), w_q4k = kernels::quantise(w, "Q4_K");
+        linear_line("linear_q8_0_decode_bias", [&] { kernels::linear_into(x, w_q8, b, y); });
+        linear_line("linear_q4_k_decode_bias", [&] { kernels::linear_into(x, w_q4k, b, y); });
+        const ScopedMatmulPrecision reduced(MatmulPrecision::bf16);
+        linear_line("linear_q8_0_int8_bias", [&] { kernels::linear_into(x, w_q8, b, y); });
+      }
     }
   }
 }

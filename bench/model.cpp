@@ -18,6 +18,8 @@
 #include <cpdit/parallel/context.hpp>
 #include <cpdit/pipeline/presets.hpp>
 
+#include <algorithm>
+#include <cmath>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -103,6 +105,32 @@ LayoutRun time_layout(const BlockBench& bench, int ring, int ulysses, int64_t to
   return run;
 }
 
+// Each block's output in `dtype` against the f32 blocks on the same seeded weights and inputs (one
+// rank): max |out - f32| / max |f32| and mean |out - f32| / mean |f32|.
+void print_accuracy(const BlockBench& bench, const std::string& dtype, const nn::LoadOptions& load, int64_t tokens,
+                    const std::vector<std::string>& names) {
+  if (dtype == "f32" || !bench.block_outputs) return;
+  std::vector<Tensor> reference;
+  {
+    const ScopedMatmulPrecision exact(MatmulPrecision::exact_f32);
+    reference = bench.block_outputs(tokens, nn::load_options("f32"));
+  }
+  const std::vector<Tensor> got = bench.block_outputs(tokens, load);
+  for (size_t b = 0; b < got.size() && b < names.size(); ++b) {
+    double max_diff = 0, max_ref = 0, sum_diff = 0, sum_ref = 0;
+    const float *g = got[b].contiguous().data<float>(), *r = reference[b].contiguous().data<float>();
+    for (int64_t i = 0; i < got[b].numel(); ++i) {
+      const double diff = std::abs(double(g[i]) - double(r[i]));
+      max_diff = std::max(max_diff, diff), max_ref = std::max(max_ref, std::abs(double(r[i])));
+      sum_diff += diff, sum_ref += std::abs(double(r[i]));
+    }
+    auto j = line("model_accuracy");
+    j.update({{"model", bench.class_name}, {"block", names[b]}, {bench.tokens_field, tokens}, {"dtype", dtype},
+              {"max_relative_error", max_diff / max_ref}, {"mean_relative_error", sum_diff / sum_ref}});
+    print(j);
+  }
+}
+
 void run_model_bench(const ModelBenchArgs& args) {
   const nn::LoadOptions load = nn::load_options(args.dtype);  // the random weights are f32: auto is f32
   const ScopedMatmulPrecision precision(app::matmul_precision_for(args.dtype));
@@ -141,6 +169,7 @@ void run_model_bench(const ModelBenchArgs& args) {
         print(j);
       }
     }
+    if (tokens == token_counts.front()) print_accuracy(bench, args.dtype, load, tokens, base.blocks);
   }
 }
 
@@ -154,7 +183,11 @@ void add_model_bench(CLI::App& parent) {
                   "registered class name")
       ->capture_default_str();
   cmd->add_flag("--quick", args->quick, "the smaller token count, one timed run, no ring layout");
-  cmd->add_option("--dtype", args->dtype, "weights and arithmetic: f32, or bf16 (bf16 Linear layers, f32 accumulation; as --dtype bf16 of generate)")->capture_default_str();
+  cmd->add_option("--dtype", args->dtype,
+                  "weights and arithmetic as --dtype of generate: f32, bf16 (bf16 Linear layers, f32 accumulation), "
+                  "q8_0 or q4_k (Linear weights encoded in that GGUF block format); for all but f32 also each "
+                  "block's error against the f32 block (FLUX.1)")
+      ->capture_default_str();
   cmd->add_option("--image-tokens", args->tokens, "token counts (default flux: 1024 4096 image tokens; wan: 1950 7800 video tokens; ltx: 1536; skyreels: 2550 10200)");
   cmd->add_option("--repeats", args->repeats, "timed repeats after one warm-up");
   cmd->callback([args] { run_model_bench(*args); });

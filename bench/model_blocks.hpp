@@ -27,6 +27,9 @@ struct BlockBench {
   // Builds the blocks on the calling rank (sharing the weights) with its inputs for `tokens`;
   // `flat` is the rank's context-parallel group, or nullptr on one rank (nothing to split).
   std::function<std::vector<TimedBlock>(int64_t tokens, comm::Communicator* flat)> blocks;
+  // Optional: each block's output on one rank, its seeded weights loaded as `load` asks (the same
+  // values whatever the dtype), for the accuracy of a dtype against f32.
+  std::function<std::vector<Tensor>(int64_t tokens, const nn::LoadOptions& load)> block_outputs;
 };
 
 // A FLUX.1 double- and single-stream block (3072 = 24 heads x 128, 512 text tokens).

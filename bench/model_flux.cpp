@@ -14,6 +14,27 @@ namespace cpdit::bench {
 
 namespace {
 constexpr int64_t kDim = 3072, kHeads = 24, kHeadDim = 128, kText = 512;
+
+// Seeded block inputs for `image` tokens (this rank's share of them when `flat` splits them).
+struct Inputs {
+  Tensor x, c, temb, cos, sin;
+};
+
+Inputs inputs(int64_t image, comm::Communicator* flat) {
+  const int64_t side = int64_t(std::lround(std::sqrt(double(image))));
+  std::vector<float> ids;
+  for (int64_t i = 0; i < image; ++i) ids.insert(ids.end(), {0.0f, float(i / side), float(i % side)});
+  Tensor x = random_tensor({1, image, kDim}, 11), c = random_tensor({1, kText, kDim}, 12);
+  Tensor img = Tensor::from_vector(ids, {image, 3}), txt = Tensor::zeros({kText, 3});
+  if (flat) {
+    x = parallel::shard(x, 1, *flat);
+    c = parallel::shard(c, 1, *flat);
+    txt = parallel::shard(txt, 0, *flat);
+    img = parallel::shard(img, 0, *flat);
+  }
+  const std::vector<Tensor> rope = models::flux::PosEmbed({16, 56, 56}).forward(cat({txt, img}, 0));
+  return {x, c, random_tensor({1, kDim}, 13), rope[0], rope[1]};
+}
 }  // namespace
 
 BlockBench flux_blocks(const nn::LoadOptions& load) {
@@ -34,22 +55,19 @@ BlockBench flux_blocks(const nn::LoadOptions& load) {
     auto single = std::make_shared<SingleBlock>(kDim, kHeads, kHeadDim);
     nn::load_state_dict(*dbl, *dbl_weights, load);
     nn::load_state_dict(*single, *single_weights, load);
-    const int64_t side = int64_t(std::lround(std::sqrt(double(image))));
-    std::vector<float> ids;
-    for (int64_t i = 0; i < image; ++i) ids.insert(ids.end(), {0.0f, float(i / side), float(i % side)});
-    Tensor x = random_tensor({1, image, kDim}, 11), c = random_tensor({1, kText, kDim}, 12);
-    Tensor img = Tensor::from_vector(ids, {image, 3}), txt = Tensor::zeros({kText, 3});
-    const Tensor temb = random_tensor({1, kDim}, 13);
-    if (flat) {
-      x = parallel::shard(x, 1, *flat);
-      c = parallel::shard(c, 1, *flat);
-      txt = parallel::shard(txt, 0, *flat);
-      img = parallel::shard(img, 0, *flat);
-    }
-    const std::vector<Tensor> rope = models::flux::PosEmbed({16, 56, 56}).forward(cat({txt, img}, 0));
-    const Tensor cos = rope[0], sin = rope[1];
-    return std::vector<TimedBlock>{{"double", [dbl, x, c, temb, cos, sin] { dbl->forward(x, c, temb, cos, sin); }},
-                                   {"single", [single, x, c, temb, cos, sin] { single->forward(x, c, temb, cos, sin); }}};
+    const Inputs in = inputs(image, flat);
+    return std::vector<TimedBlock>{{"double", [dbl, in] { dbl->forward(in.x, in.c, in.temb, in.cos, in.sin); }},
+                                   {"single", [single, in] { single->forward(in.x, in.c, in.temb, in.cos, in.sin); }}};
+  };
+  // Each block's image-token output on one rank with the same seeded weights loaded as `as` asks.
+  auto outputs = [](int64_t image, const nn::LoadOptions& as) {
+    DoubleBlock dbl(kDim, kHeads, kHeadDim);
+    SingleBlock single(kDim, kHeads, kHeadDim);
+    shared_random_weights(dbl, 1, as);
+    shared_random_weights(single, 2, as);
+    const Inputs in = inputs(image, nullptr);
+    return std::vector<Tensor>{dbl.forward(in.x, in.c, in.temb, in.cos, in.sin)[1],
+                               single.forward(in.x, in.c, in.temb, in.cos, in.sin)[1]};
   };
   return {.class_name = "FluxTransformer2DModel",
           .tokens_field = "image_tokens",
@@ -58,7 +76,8 @@ BlockBench flux_blocks(const nn::LoadOptions& load) {
           .text_tokens = kText,
           .weight_bytes = bytes_of(*dbl_weights) + bytes_of(*single_weights),
           .block_gflop = gflop,
-          .blocks = blocks};
+          .blocks = blocks,
+          .block_outputs = outputs};
 }
 
 }  // namespace cpdit::bench

@@ -4,7 +4,8 @@
 --model flux: FluxTransformerBlock and FluxSingleTransformerBlock at FLUX.1 widths (3072 hidden, 24 heads
 of 128) on --image-tokens image + 512 text tokens (default 1024). --model wan: WanTransformerBlock of Wan 2.1
 T2V-1.3B (1536 hidden, 12 heads of 128, FFN 8960) on --image-tokens video tokens (1950 = 5 x 15 x 26, or
-7800 = 5 x 30 x 52) attending to 512 text tokens. Random weights in --dtype; times one forward of each
+7800 = 5 x 30 x 52) attending to 512 text tokens. Random weights in --dtype (diffusers in bf16 for
+cpdit's q8_0 / q4_k, whose lines are preceded by each block's error against f32); times one forward of each
 block with --threads threads (min and median wall time of --repeats runs after a warm-up, and the least
 process CPU time), then runs `cpdit bench model --model M --dtype` on the same shape (its single-rank
 lines) and prints one JSON line per block with both, cpdit's ratio over diffusers in CPU time, and
@@ -70,7 +71,8 @@ def wan_cases(tokens, dtype):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", choices=["flux", "wan"], default="flux")
-    parser.add_argument("--dtype", choices=["f32", "bf16"], default="bf16")
+    # q8_0 / q4_k: cpdit's blocks on GGUF-encoded weights, beside diffusers' bf16 blocks
+    parser.add_argument("--dtype", choices=["f32", "bf16", "q8_0", "q4_k"], default="bf16")
     parser.add_argument("--image-tokens", type=int, help="default 1024 (flux), 1950 (wan)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
@@ -79,7 +81,7 @@ def main():
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
-    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    dtype = torch.float32 if args.dtype == "f32" else torch.bfloat16
     image = args.image_tokens or (1024 if args.model == "flux" else 1950)
     cases = flux_cases(image, dtype) if args.model == "flux" else wan_cases(image, dtype)
     torch_runs = {}
@@ -93,13 +95,18 @@ def main():
                           "--image-tokens", str(image), "--repeats", str(args.repeats)],
                          check=True, capture_output=True, text=True).stdout
     lines = [json.loads(text) for text in out.strip().splitlines()]
+    for line in lines:  # each block's error against the f32 block, as cpdit measured it
+        if line["bench"] == "model_accuracy":
+            print(json.dumps(line), flush=True)
+    lines = [line for line in lines if line["bench"] == "model"]
     # The 2-rank (Ulysses) line of the same run: its CPU-time speedup over 1 rank rides along.
     two_ranks = {line["block"]: line["cpu_speedup_vs_1_rank"] for line in lines if line["ranks"] == 2}
     for line in lines:
         if line["ranks"] != 1:
             continue
         theirs = torch_runs[line["block"]]
-        print(json.dumps({"model": args.model, "block": line["block"], "dtype": args.dtype, "tokens": image, "text_tokens": TEXT,
+        print(json.dumps({"model": args.model, "block": line["block"], "dtype": args.dtype,
+                          "diffusers_dtype": str(dtype).removeprefix("torch."), "tokens": image, "text_tokens": TEXT,
                           "threads": args.threads, "repeats": args.repeats, "torch_version": torch.__version__,
                           "cpdit_min_s": line["min_s"], "cpdit_median_s": line["median_s"],
                           "cpdit_cpu_s": line["cpu_s_per_rank"], "cpdit_gflops_per_cpu_s": line["gflops_per_cpu_s"],

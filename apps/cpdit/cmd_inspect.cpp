@@ -1,6 +1,7 @@
 // `cpdit inspect PATH`: what a checkpoint holds (the model class it resolves to; tensors with dtype,
 // shape and size; metadata). PATH is a .safetensors file, a *.safetensors.index.json, or a folder
-// holding one of those, or a diffusers pipeline folder (its transformer).
+// holding one of those, a diffusers pipeline folder (its transformer), or a GGUF file (dtype: its
+// ggml type, e.g. Q8_0).
 #include "command.hpp"
 
 #include <cpdit/io/safetensors.hpp>
@@ -34,14 +35,19 @@ void inspect(const std::string& path) {
     shape_width = std::max(shape_width, cpdit::shape_string(info.shape).size());
     total += info.end - info.begin;
   }
-  std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(), human_bytes(total).c_str(),
-              checkpoint.shards().size(), checkpoint.shards().size() == 1 ? "" : "s");
+  const size_t files = checkpoint.gguf() ? 1 : checkpoint.shards().size();
+  std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(), human_bytes(total).c_str(), files,
+              files == 1 ? "" : "s");
   // The class the model registry would open it as (a class it does not know is still named).
   if (auto model = cpdit::models::checkpoint_class(cpdit::io::resolve_model(path)))
     std::printf("class: %s (from %s)\n", model->name.c_str(), model->told_by.c_str());
   else
     std::printf("class: not told by a config.json or the tensor names (known: %s)\n",
                 cpdit::models::known_classes().c_str());
+  if (const auto& gguf = checkpoint.gguf()) {
+    std::printf("metadata (GGUF version %u):\n", gguf->version());
+    for (const auto& [key, value] : gguf->metadata()) std::printf("  %s = %s\n", key.c_str(), value.c_str());
+  }
   bool sharded = checkpoint.shards().size() > 1;
   for (const cpdit::io::SafetensorsFile& shard : checkpoint.shards()) {
     if (shard.metadata().empty()) continue;
@@ -60,7 +66,7 @@ void inspect(const std::string& path) {
 void add_inspect(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
       "inspect", "Print the model class and list the tensors (name, dtype, shape, bytes) and metadata of a "
-                 ".safetensors file, a *.safetensors.index.json, a model folder or a diffusers pipeline folder (its transformer)");
+                 ".safetensors file, a *.safetensors.index.json, a model folder, a diffusers pipeline folder (its transformer) or a GGUF file");
   auto path = std::make_shared<std::string>();
   cmd->add_option("path", *path, "file, index or folder")->required();
   cmd->callback([path] { inspect(*path); });

@@ -6,12 +6,7 @@
 
 namespace cpdit {
 
-Weight::Weight(Tensor values) : shape_(values.shape()), data_(std::move(values)) {
-  if (!data_.defined()) return;
-  const DType t = data_.dtype();
-  CPDIT_CHECK(t == DType::f32 || t == DType::bf16 || t == DType::f16, invalid_argument,
-              "a dense weight is f32, bf16 or f16, got ", data_.describe());
-}
+Weight::Weight(Tensor values) : shape_(values.shape()), data_(std::move(values)) {}
 
 Weight Weight::quantised(const Shape& shape, Tensor codes, BlockQuantisation q) {
   CPDIT_CHECK(!q.format.empty(), invalid_argument, "a quantised weight needs its format's name");

@@ -20,6 +20,14 @@ Checkpoint Checkpoint::open(const std::string& path) {
   checkpoint.path_ = path;
   // A folder (a model's or a diffusers pipeline's) is resolved to its weights file.
   std::string file = fs::is_directory(path) ? resolve_model(path).weights : path;
+  if (is_gguf_file(file)) {
+    checkpoint.gguf_ = GgufFile::open(file);
+    for (const std::string& name : checkpoint.gguf_->names()) {
+      const GgufTensorInfo& t = checkpoint.gguf_->info(name);
+      checkpoint.gguf_info_[name] = TensorInfo{name, t.type, t.shape, t.offset, t.offset + t.nbytes};
+    }
+    return checkpoint;
+  }
   if (!ends_with(file, ".json")) {
     checkpoint.shards_.push_back(SafetensorsFile::open(file));
     for (const std::string& name : checkpoint.shards_[0].names()) checkpoint.shard_of_[name] = 0;
@@ -58,6 +66,7 @@ Checkpoint Checkpoint::open(const std::string& path) {
 }
 
 std::vector<std::string> Checkpoint::names() const {
+  if (gguf_) return gguf_->names();
   std::vector<std::string> names;
   for (size_t s = 0; s < shards_.size(); ++s)
     for (const std::string& name : shards_[s].names()) {
@@ -67,18 +76,28 @@ std::vector<std::string> Checkpoint::names() const {
   return names;
 }
 
-bool Checkpoint::contains(const std::string& name) const { return shard_of_.count(name) > 0; }
+bool Checkpoint::contains(const std::string& name) const {
+  return gguf_ ? gguf_->contains(name) : shard_of_.count(name) > 0;
+}
 
 const TensorInfo& Checkpoint::info(const std::string& name) const {
+  if (gguf_) {
+    auto found = gguf_info_.find(name);
+    CPDIT_CHECK(found != gguf_info_.end(), invalid_argument, path_, ": no tensor '", name, "'");
+    return found->second;
+  }
   auto it = shard_of_.find(name);
   CPDIT_CHECK(it != shard_of_.end(), invalid_argument, path_, ": no tensor '", name, "'");
   return shards_[it->second].info(name);
 }
 
 Tensor Checkpoint::get(const std::string& name) const {
+  if (gguf_) return gguf_->get(name).values(("reading a dense tensor of " + path_).c_str());
   auto it = shard_of_.find(name);
   CPDIT_CHECK(it != shard_of_.end(), invalid_argument, path_, ": no tensor '", name, "'");
   return shards_[it->second].get(name);
 }
+
+Weight Checkpoint::weight(const std::string& name) const { return gguf_ ? gguf_->get(name) : Weight(get(name)); }
 
 }  // namespace cpdit::io

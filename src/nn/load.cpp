@@ -1,5 +1,7 @@
+#include <cpdit/core/block_format.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/kernels/cpu.hpp>
 #include <cpdit/nn/load.hpp>
 
 #include <set>
@@ -27,19 +29,31 @@ DType target_dtype(const Parameter& p, DType stored, const LoadOptions& options)
   if (*options.dtype == DType::f32) return DType::f32;
   return p.matrix ? DType::bf16 : stored;
 }
+
+// The weight as `options` asks: quantised blocks stay blocks unless f32 is asked (then decoded).
+Weight converted(const Parameter& p, const Weight& stored, const LoadOptions& options) {
+  if (stored.is_quantised())
+    return options.dtype == DType::f32 ? Weight(kernels::dequantise(stored)) : stored;
+  if (!options.blocks.empty() && p.matrix && stored.shape().size() == 2 &&
+      stored.shape()[1] % find_block_format(options.blocks)->block_size == 0)
+    return kernels::quantise(stored.values(), options.blocks);
+  return stored.values().to(target_dtype(p, stored.dtype(), options));
+}
 }  // namespace
 
 LoadOptions load_options(const std::string& dtype) {
   if (dtype == "auto") return {};
   if (dtype == "f32") return {DType::f32};
   if (dtype == "bf16") return {DType::bf16};
-  fail(ErrorKind::invalid_argument, "--dtype must be auto (as the checkpoint stores them), f32 or bf16, got '", dtype,
-       "'");
+  if (dtype == "q8_0") return {std::nullopt, "Q8_0"};
+  if (dtype == "q4_k") return {std::nullopt, "Q4_K"};
+  fail(ErrorKind::invalid_argument,
+       "--dtype must be auto (as the checkpoint stores them), f32, bf16, q8_0 or q4_k, got '", dtype, "'");
 }
 
 StateDict read_state_dict(const io::Checkpoint& checkpoint) {
   StateDict state;
-  for (const auto& name : checkpoint.names()) state.emplace(name, checkpoint.get(name));
+  for (const auto& name : checkpoint.names()) state.emplace(name, checkpoint.weight(name));
   return state;
 }
 
@@ -56,8 +70,8 @@ void load_state_dict(Module& root, const StateDict& state, const LoadOptions& op
       missing.push_back(name);
     } else if (it->second.shape() != p->shape) {
       misshaped.push_back(name + ": expected " + shape_string(p->shape) + ", got " + shape_string(it->second.shape()));
-    } else if (!is_float(it->second.dtype())) {
-      mistyped.push_back(name + ": " + dtype_name(it->second.dtype()));
+    } else if (it->second.is_quantised() ? !p->matrix : !is_float(it->second.dtype())) {
+      mistyped.push_back(name + ": " + it->second.format());
     }
   }
   for (const auto& [name, t] : state)
@@ -67,20 +81,19 @@ void load_state_dict(Module& root, const StateDict& state, const LoadOptions& op
   report(problems, "missing", missing);
   report(problems, "unexpected", unexpected);
   report(problems, "wrongly shaped", misshaped);
-  report(problems, "not f32/bf16/f16", mistyped);
+  report(problems, "not f32/bf16/f16 (or quantised where a Linear computes from blocks)", mistyped);
   CPDIT_CHECK(problems.tellp() == 0, invalid_argument, "checkpoint does not match the model: ", problems.str(),
               " (check the model config against the weights)");
 
   for (auto& [name, p] : params) {
-    const Tensor& stored = state.at(name);
-    p->value = stored.to(target_dtype(*p, stored.dtype(), options));
+    p->value = converted(*p, state.at(name), options);
     p->value.charge_to(weight_memory_counter());
   }
 }
 
 StateDict parameters_of(Module& root) {
   StateDict state;
-  for (auto& [name, p] : root.named_parameters()) state.emplace(name, p->value.values("parameters_of"));
+  for (auto& [name, p] : root.named_parameters()) state.emplace(name, p->value);
   return state;
 }
 

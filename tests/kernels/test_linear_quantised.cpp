@@ -1,6 +1,8 @@
 // GGUF's block formats: decoded exactly as the gguf Python package's dequantize decodes them, and
 // Linear computing from the blocks as it computes from their decoded values.
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/precision.hpp>
+#include <cpdit/core/threads.hpp>
 #include <cpdit/io/gguf.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/kernels/cpu.hpp>
@@ -8,6 +10,9 @@
 #include "support/random_normal.hpp"
 
 #include <gtest/gtest.h>
+
+#include <cstring>
+#include <utility>
 
 using namespace cpdit;
 
@@ -76,4 +81,87 @@ TEST(LinearQuantised, RefusesWhatItCannotCompute) {
   io::GgufFile file = io::GgufFile::open(kDir + "blocks.gguf");
   EXPECT_THROW(kernels::linear(cpdit::testing::random_normal({2, 511}, 1), file.get("q8_0")), Error);
   EXPECT_THROW(kernels::linear_bf16_compute(cpdit::testing::random_normal({2, 512}, 1), file.get("q8_0")), Error);
+}
+
+namespace {
+
+// A (rows, cols) Q8_0 or Q4_0 weight of `rows` rows made by repeating blocks.gguf's blocks.
+Weight repeated_blocks(const std::string& format, int64_t rows, int64_t cols) {
+  Weight block = io::GgufFile::open(kDir + "blocks.gguf").get(format == "Q8_0" ? "q8_0" : "q4_0");
+  const int64_t block_bytes = format == "Q8_0" ? 34 : 18;
+  Tensor bytes = Tensor::empty({rows, cols / 32 * block_bytes}, DType::boolean);
+  const auto* src = static_cast<const uint8_t*>(block.codes().raw());
+  auto* dst = static_cast<uint8_t*>(bytes.raw());
+  for (int64_t i = 0; i < int64_t(bytes.nbytes()); ++i) dst[i] = src[i % block.codes().nbytes()];
+  return Weight::blocks({rows, cols}, format, bytes);
+}
+
+// Under bf16 precision a Q8_0 / Q4_0 Linear quantises each 32-block of x to int8 (scale max|x| / 127),
+// so each x value moves by at most half a step, max|x_block| / 254. The float64 bound on each output:
+// that step times sum |w| over the block, summed over the blocks, plus f32 rounding of the sums.
+void expect_within_activation_rounding(const Tensor& x, const Weight& w, const Tensor& bias, const Tensor& got) {
+  const Tensor decoded = kernels::dequantise(w);
+  const Tensor want = kernels::linear(x, decoded, bias);  // exact f32 products: precision is exact_f32 here
+  const int64_t k = x.size(-1), n = w.shape()[0], m = x.numel() / k;
+  double worst_share = 0;  // the largest error as a share of its bound
+  for (int64_t r = 0; r < m; ++r)
+    for (int64_t c = 0; c < n; ++c) {
+      double bound = 0;
+      for (int64_t b = 0; b < k / 32; ++b) {
+        double amax = 0, wsum = 0;
+        for (int64_t j = b * 32; j < b * 32 + 32; ++j) {
+          amax = std::max(amax, double(std::abs(x.data<float>()[r * k + j])));
+          wsum += std::abs(double(decoded.data<float>()[c * k + j]));
+        }
+        bound += amax / 254 * wsum;
+      }
+      // f32 accumulation of k products and of the block sums: a few ulps of the output's size.
+      bound += 1e-5 * std::max(1.0, std::abs(double(want.data<float>()[r * n + c])));
+      const double error = std::abs(double(got.data<float>()[r * n + c]) - double(want.data<float>()[r * n + c]));
+      ASSERT_LE(error, bound) << w.describe() << " row " << r << " column " << c;
+      worst_share = std::max(worst_share, error / bound);
+    }
+  // Rounding 8-bit activations moves outputs by a visible share of the bound (else the int8 path
+  // did not run, or not on these weights).
+  EXPECT_GT(worst_share, 0.01) << w.describe();
+}
+
+}  // namespace
+
+TEST(LinearInt8, Q8_0AndQ4_0UnderBf16AreWithinTheActivationRounding) {
+  if (!__builtin_cpu_supports("avx512vnni")) GTEST_SKIP() << "no AVX512-VNNI: the decode path serves both precisions";
+  // 13 rows (two full 6-row kernels and a partial one) x 70 columns (two 32-panels and a partial one);
+  // a row of zeros (a block with max|x| = 0); a bias (beta = 1 onto it) and none; 1 and 2 threads.
+  Tensor x = cpdit::testing::random_normal({13, 256}, 11);
+  for (int64_t j = 0; j < 256; ++j) x.data<float>()[4 * 256 + j] = 0;
+  Tensor bias = cpdit::testing::random_normal({70}, 12);
+  for (const char* format : {"Q8_0", "Q4_0"}) {
+    Weight w = repeated_blocks(format, 100, 256).narrow_rows(20, 70);  // a narrowed weight keeps its stride
+    for (int threads : {1, 2}) {
+      ScopedComputeThreads team(threads);
+      Tensor with_bias, without;
+      {
+        ScopedMatmulPrecision bf16(MatmulPrecision::bf16);
+        with_bias = kernels::linear(x, w, bias);
+        without = kernels::linear(x, w);
+      }
+      expect_within_activation_rounding(x, w, bias, with_bias);
+      expect_within_activation_rounding(x, w, {}, without);
+    }
+  }
+}
+
+TEST(Quantise, Q8_0AndQ4_KGiveTheReferenceBytes) {
+  io::GgufFile file = io::GgufFile::open(kDir + "blocks.gguf");
+  const Tensor x = file.get("f32").values();
+  // q8_0: the gguf package's quantize of x; q4_k_of_x: the fixture script's Q4_K encoder (same rules).
+  for (const auto& [format, name] : {std::pair{"Q8_0", "q8_0"}, std::pair{"Q4_K", "q4_k_of_x"}}) {
+    const Weight got = kernels::quantise(x, format);
+    const Weight stored = file.get(name);
+    const Tensor& want = stored.codes();
+    ASSERT_EQ(got.codes().nbytes(), want.nbytes()) << format;
+    EXPECT_EQ(std::memcmp(got.codes().raw(), want.raw(), want.nbytes()), 0) << format;
+  }
+  EXPECT_THROW(kernels::quantise(x, "Q5_K"), Error);
+  EXPECT_THROW(kernels::quantise(cpdit::testing::random_normal({2, 48}, 1), "Q8_0"), Error);
 }

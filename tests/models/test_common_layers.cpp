@@ -99,17 +99,17 @@ void expect_feed_forward_matches_float64(Activation activation, bool gated) {
   const Tensor x = random_normal({1, tokens, dim}, 5);
   const Tensor y = ff.forward(x);
   auto w = [&](const char* name, int64_t r, int64_t c) {
-    const Tensor& t = weights.at(name);
+    const Tensor& t = weights.at(name).values();
     return double(t.data<float>()[r * t.size(1) + c]);
   };
   for (int64_t s = 0; s < tokens; ++s) {
     std::vector<double> projected(size_t(gated ? 2 * hidden : hidden));
     for (size_t r = 0; r < projected.size(); ++r) {
-      projected[r] = weights.at("net.0.proj.bias").data<float>()[r];
+      projected[r] = weights.at("net.0.proj.bias").values().data<float>()[r];
       for (int64_t c = 0; c < dim; ++c) projected[r] += w("net.0.proj.weight", int64_t(r), c) * x.data<float>()[s * dim + c];
     }
     for (int64_t o = 0; o < dim; ++o) {
-      double out = weights.at("net.2.bias").data<float>()[o];
+      double out = weights.at("net.2.bias").values().data<float>()[o];
       for (int64_t i = 0; i < hidden; ++i) {
         const double h = gated ? projected[size_t(i)] * act(activation, projected[size_t(hidden + i)])
                                : act(activation, projected[size_t(i)]);

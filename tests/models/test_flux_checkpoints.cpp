@@ -29,9 +29,10 @@ void copy_config(const TempDir& dir) {
 TEST(FluxCheckpoints, Bf16WeightsAreConvertedOnLoad) {
   FluxCheckpoint ck = fixture_checkpoint();
   TempDir dir("flux_bf16");
-  nn::StateDict bf16, rounded;
+  std::map<std::string, Tensor> bf16;
+  nn::StateDict rounded;
   for (const auto& [name, t] : ck.state) {
-    bf16[name] = t.to(DType::bf16);
+    bf16[name] = t.values().to(DType::bf16);
     rounded[name] = bf16[name].to(DType::f32);
   }
   io::save_safetensors(dir.file("diffusion_pytorch_model.safetensors"), bf16);
@@ -70,13 +71,13 @@ TEST(FluxCheckpoints, Bf16ArithmeticStaysWithinBf16RoundingOfF32) {
 TEST(FluxCheckpoints, ShardedWithIndexGivesTheSameSample) {
   FluxCheckpoint ck = fixture_checkpoint();
   TempDir dir("flux_sharded");
-  nn::StateDict shards[2];
+  std::map<std::string, Tensor> shards[2];
   nlohmann::json weight_map;
   int64_t total = 0, i = 0;
   const char* files[2] = {"diffusion_pytorch_model-00001-of-00002.safetensors",
                           "diffusion_pytorch_model-00002-of-00002.safetensors"};
   for (const auto& [name, t] : ck.state) {
-    shards[i % 2][name] = t;
+    shards[i % 2][name] = t.values();
     weight_map[name] = files[i % 2];
     total += int64_t(t.nbytes());
     ++i;
@@ -89,16 +90,16 @@ TEST(FluxCheckpoints, ShardedWithIndexGivesTheSameSample) {
 }
 
 // The original (Black Forest Labs) single-file layout, per spec/models.md §1.8.
-nn::StateDict to_original_layout(const nn::StateDict& d, const std::string& prefix) {
-  nn::StateDict o;
+std::map<std::string, Tensor> to_original_layout(const nn::StateDict& d, const std::string& prefix) {
+  std::map<std::string, Tensor> o;
   auto both = [&](const std::string& from, const std::string& to) {
     for (const char* s : {".weight", ".bias"})
-      if (d.count(from + s)) o[prefix + to + s] = d.at(from + s);
+      if (d.count(from + s)) o[prefix + to + s] = d.at(from + s).values();
   };
   auto fused = [&](const std::vector<std::string>& parts, const std::string& to) {
     for (const char* s : {".weight", ".bias"}) {
       std::vector<Tensor> rows;
-      for (const auto& p : parts) rows.push_back(d.at(p + s));
+      for (const auto& p : parts) rows.push_back(d.at(p + s).values());
       o[prefix + to + s] = cat(rows, 0);
     }
   };
@@ -110,7 +111,7 @@ nn::StateDict to_original_layout(const nn::StateDict& d, const std::string& pref
   both("time_text_embed.text_embedder.linear_2", "vector_in.out_layer");
   both("proj_out", "final_layer.linear");
   for (const char* s : {".weight", ".bias"}) {
-    Tensor t = d.at(std::string("norm_out.linear") + s);
+    Tensor t = d.at(std::string("norm_out.linear") + s).values();
     int64_t half = t.size(0) / 2;
     o[prefix + "final_layer.adaLN_modulation.1" + s] = cat({t.narrow(0, half, half), t.narrow(0, 0, half)}, 0);
   }
@@ -119,10 +120,10 @@ nn::StateDict to_original_layout(const nn::StateDict& d, const std::string& pref
   both(b + "norm1_context.linear", ob + "txt_mod.lin");
   fused({b + "attn.to_q", b + "attn.to_k", b + "attn.to_v"}, ob + "img_attn.qkv");
   fused({b + "attn.add_q_proj", b + "attn.add_k_proj", b + "attn.add_v_proj"}, ob + "txt_attn.qkv");
-  o[prefix + ob + "img_attn.norm.query_norm.scale"] = d.at(b + "attn.norm_q.weight");
-  o[prefix + ob + "img_attn.norm.key_norm.scale"] = d.at(b + "attn.norm_k.weight");
-  o[prefix + ob + "txt_attn.norm.query_norm.scale"] = d.at(b + "attn.norm_added_q.weight");
-  o[prefix + ob + "txt_attn.norm.key_norm.scale"] = d.at(b + "attn.norm_added_k.weight");
+  o[prefix + ob + "img_attn.norm.query_norm.scale"] = d.at(b + "attn.norm_q.weight").values();
+  o[prefix + ob + "img_attn.norm.key_norm.scale"] = d.at(b + "attn.norm_k.weight").values();
+  o[prefix + ob + "txt_attn.norm.query_norm.scale"] = d.at(b + "attn.norm_added_q.weight").values();
+  o[prefix + ob + "txt_attn.norm.key_norm.scale"] = d.at(b + "attn.norm_added_k.weight").values();
   both(b + "attn.to_out.0", ob + "img_attn.proj");
   both(b + "attn.to_add_out", ob + "txt_attn.proj");
   both(b + "ff.net.0.proj", ob + "img_mlp.0");
@@ -133,8 +134,8 @@ nn::StateDict to_original_layout(const nn::StateDict& d, const std::string& pref
   fused({s + "attn.to_q", s + "attn.to_k", s + "attn.to_v", s + "proj_mlp"}, os + "linear1");
   both(s + "proj_out", os + "linear2");
   both(s + "norm.linear", os + "modulation.lin");
-  o[prefix + os + "norm.query_norm.scale"] = d.at(s + "attn.norm_q.weight");
-  o[prefix + os + "norm.key_norm.scale"] = d.at(s + "attn.norm_k.weight");
+  o[prefix + os + "norm.query_norm.scale"] = d.at(s + "attn.norm_q.weight").values();
+  o[prefix + os + "norm.key_norm.scale"] = d.at(s + "attn.norm_k.weight").values();
   return o;
 }
 

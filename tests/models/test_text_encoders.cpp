@@ -115,7 +115,7 @@ class TextCheckpointLayouts : public ::testing::Test {
  protected:
   cpdit::testing::TempDir dir{"text_layouts"};
 
-  std::string write(const std::string& folder, const std::string& config, const nn::StateDict& state) {
+  std::string write(const std::string& folder, const std::string& config, const nn::TensorMap& state) {
     std::filesystem::create_directories(dir.path() / folder);
     std::filesystem::copy_file(config, dir.path() / folder / "config.json");
     io::save_safetensors(dir.file(folder + "/model.safetensors"), state);
@@ -125,7 +125,7 @@ class TextCheckpointLayouts : public ::testing::Test {
 
 TEST_F(TextCheckpointLayouts, ClipWithTextModelPrefixAndPositionIds) {
   const std::string fixture = fixture_dir("clip_text_tiny");
-  nn::StateDict prefixed;
+  nn::TensorMap prefixed;
   for (const auto& [name, t] : io::load_safetensors(fixture + "/weights.safetensors")) prefixed["text_model." + name] = t;
   Tensor position_ids = Tensor::empty({1, 77}, DType::i64);
   for (int64_t i = 0; i < 77; ++i) position_ids.data<int64_t>()[i] = i;
@@ -149,7 +149,7 @@ TEST_F(TextCheckpointLayouts, T5WithEitherTiedTable) {
   const std::string fixture = fixture_dir("t5_tiny");
   const Tensor want = io::load_safetensors(fixture + "/expected.safetensors").at("last_hidden_state");
   for (const char* dropped : {"shared.weight", "encoder.embed_tokens.weight"}) {
-    nn::StateDict state = io::load_safetensors(fixture + "/weights.safetensors");
+    nn::TensorMap state = io::load_safetensors(fixture + "/weights.safetensors");
     state.erase(dropped);
     const std::string folder = write(std::string("t5_without_") + dropped, fixture + "/config.json", state);
     const T5Checkpoint checkpoint = read_t5_checkpoint(folder, std::nullopt, false);
@@ -162,7 +162,7 @@ TEST_F(TextCheckpointLayouts, T5WithEitherTiedTable) {
 
 TEST_F(TextCheckpointLayouts, Bf16WeightsStayBf16) {
   const std::string fixture = fixture_dir("t5_tiny");
-  nn::StateDict state;
+  nn::TensorMap state;
   for (const auto& [name, t] : io::load_safetensors(fixture + "/weights.safetensors")) state[name] = t.to(DType::bf16);
   auto model = load_t5(read_t5_checkpoint(write("t5_bf16", fixture + "/config.json", state), std::nullopt, false));
   for (auto& [name, p] : model->named_parameters())

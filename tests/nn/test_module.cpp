@@ -74,8 +74,8 @@ TEST(Load, ReportsMissingUnexpectedAndMisshapedTogether) {
 // A state dict with a bf16 Linear weight and an f16 norm weight (0.25 steps are exact in both).
 StateDict half_state(Toy& toy) {
   StateDict s = full_state(toy);
-  s["blocks.0.to_q.weight"] = s["blocks.0.to_q.weight"].to(DType::bf16);
-  s["blocks.0.norm.weight"] = s["blocks.0.norm.weight"].to(DType::f16);
+  s["blocks.0.to_q.weight"] = s["blocks.0.to_q.weight"].values().to(DType::bf16);
+  s["blocks.0.norm.weight"] = s["blocks.0.norm.weight"].values().to(DType::f16);
   return s;
 }
 
@@ -85,7 +85,7 @@ TEST(Load, KeepsEveryTensorAsStoredByDefault) {
   load_state_dict(toy, s);
   for (auto& [name, p] : toy.named_parameters()) {
     EXPECT_EQ(p->value.dtype(), s[name].dtype()) << name;
-    EXPECT_TRUE(p->value.values().same_storage(s[name])) << name << " was copied";
+    EXPECT_TRUE(p->value.values().same_storage(s[name].values())) << name << " was copied";
   }
 }
 
@@ -95,9 +95,9 @@ TEST(Load, F32WidensEveryTensorAndBf16NarrowsOnlyLinearWeights) {
   load_state_dict(widened, s, load_options("f32"));
   for (auto& [name, p] : widened.named_parameters()) {
     EXPECT_EQ(p->value.dtype(), DType::f32) << name;
-    EXPECT_EQ(max_abs_diff(p->value.values(), s[name]), 0.0) << name;
+    EXPECT_EQ(max_abs_diff(p->value.values(), s[name].values()), 0.0) << name;
   }
-  EXPECT_TRUE(widened.out.named_parameters()[0].second->value.values().same_storage(s["out.weight"]));
+  EXPECT_TRUE(widened.out.named_parameters()[0].second->value.values().same_storage(s["out.weight"].values()));
 
   Toy narrowed;
   load_state_dict(narrowed, s, load_options("bf16"));

@@ -27,7 +27,9 @@ struct BlockQuantisation {
 class Weight {
  public:
   Weight() = default;  // undefined: defined() is false
-  // A dense weight (f32, bf16 or f16). Implicit: wherever a weight is expected, a tensor serves.
+  // A dense weight. Implicit: wherever a weight is expected, a tensor serves. Any dtype, so that a
+  // checkpoint's other tensors (an i64 position_ids buffer) can be read as a state dict; the loader
+  // binds f32, bf16 and f16 only, and kernels check what they are given.
   Weight(Tensor values);  // NOLINT(google-explicit-constructor)
   // A block-quantised (rows, cols) weight: `codes` as the format lays them out, `q.scales` one per block.
   static Weight quantised(const Shape& shape, Tensor codes, BlockQuantisation q);

@@ -7,10 +7,12 @@
 // {name: {"dtype", "shape", "data_offsets": [begin, end]}, "__metadata__": {str: str}}, then the
 // data section; offsets are relative to its start.
 #include <cpdit/core/tensor.hpp>
+#include <cpdit/io/gguf.hpp>
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,22 +56,27 @@ std::map<std::string, Tensor> load_safetensors(const std::string& path);
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-// A checkpoint: one .safetensors file, a *.safetensors.index.json (weight_map), or a folder that
-// io::resolve_model finds the weights of (io/model_files.hpp).
+// A checkpoint: one .safetensors file, a *.safetensors.index.json (weight_map), a folder that
+// io::resolve_model finds the weights of (io/model_files.hpp), or a GGUF file (told by its content).
 class Checkpoint {
  public:
   static Checkpoint open(const std::string& path);
   std::vector<std::string> names() const;  // shard by shard, each in data-offset order
   bool contains(const std::string& name) const;
+  // A GGUF tensor's info has its ggml type as dtype ("Q8_0") and its byte range in the data section.
   const TensorInfo& info(const std::string& name) const;
-  Tensor get(const std::string& name) const;
+  Tensor get(const std::string& name) const;  // dense tensors only (a quantised one is refused)
+  Weight weight(const std::string& name) const;  // any tensor: dense, or a GGUF's quantised blocks
   const std::string& path() const { return path_; }  // what was opened
-  const std::vector<SafetensorsFile>& shards() const { return shards_; }
+  const std::vector<SafetensorsFile>& shards() const { return shards_; }  // none for a GGUF file
+  const std::optional<GgufFile>& gguf() const { return gguf_; }
 
  private:
   std::string path_;
   std::vector<SafetensorsFile> shards_;
   std::map<std::string, size_t> shard_of_;  // tensor name -> index in shards_
+  std::optional<GgufFile> gguf_;
+  std::map<std::string, TensorInfo> gguf_info_;
 };
 
 }  // namespace cpdit::io

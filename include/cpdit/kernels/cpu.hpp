@@ -45,6 +45,9 @@ Tensor linear_bf16_compute(const Tensor& x, const Weight& weight, const Tensor& 
 // The values of a weight as a contiguous f32 (rows, cols) tensor: block-quantised formats decoded as
 // ggml lays them out (exactly as the gguf Python package's dequantize), dense ones widened.
 Tensor dequantise(const Weight& weight);
+// A dense (rows, cols) tensor encoded as Q8_0 (exactly as the gguf package's quantize) or Q4_K (a
+// plain per-32 scale and min); cols must be whole blocks.
+Weight quantise(const Tensor& values, const std::string& format);
 
 // ---- Normalisation (over the last dim) -----------------------------------------------------------
 // Weight and bias vectors may be f32, bf16 or f16 (a half-precision checkpoint's, as stored).

@@ -14,30 +14,38 @@ class Checkpoint;
 
 namespace cpdit::nn {
 
-// name -> tensor. Read from a checkpoint these are zero-copy views of the mapped files, so a state
-// dict is cheap to hold and to rename (checkpoint layouts are converted as state dicts).
-using StateDict = std::map<std::string, Tensor>;
+// name -> weight (dense, or block-quantised from a GGUF file). Read from a checkpoint these are
+// zero-copy views of the mapped files, so a state dict is cheap to hold and to rename (checkpoint
+// layouts are converted as state dicts).
+using StateDict = std::map<std::string, Weight>;
 
+// Every tensor of a checkpoint (safetensors, or GGUF: its block formats quantised).
 StateDict read_state_dict(const io::Checkpoint& checkpoint);
 
 struct LoadOptions {
   // What the weights are kept in. Unset: as the checkpoint stores them (f32, bf16 or f16; a mapped
-  // checkpoint's tensors stay views of the file). f32: every tensor widened to f32. bf16: the Linear
-  // weights narrowed to bf16, every other tensor as stored.
+  // checkpoint's tensors stay views of the file). f32: every tensor widened to f32 (quantised ones
+  // decoded). bf16: the dense Linear weights narrowed to bf16, every other tensor as stored
+  // (quantised ones stay quantised: Linear computes from their blocks).
   // Tensors already in their target dtype are shared, not copied: convert once (load one model and
   // take parameters_of), then every replica loaded from the result shares every weight.
   std::optional<DType> dtype;
+  // "Q8_0" or "Q4_K": the dense Linear weights whose rows are whole blocks are encoded in that GGUF
+  // block format on load (kernels::quantise), as a model with no GGUF file of its own would be;
+  // every other tensor as stored. Empty: no encoding.
+  std::string blocks;
 };
 
-// "auto" (as stored), "f32" or "bf16", as the command line names them; anything else is refused.
+// "auto" (as stored), "f32", "bf16", "q8_0" or "q4_k", as the command line names them; anything else
+// is refused.
 LoadOptions load_options(const std::string& dtype);
 
-// Accepts f32, bf16 and f16 tensors. Missing, unexpected, wrongly shaped and wrongly typed keys are
+// Accepts f32, bf16 and f16 tensors, and block-quantised ones for Linear weights (Parameter::matrix). Missing, unexpected, wrongly shaped and wrongly typed keys are
 // all reported together in one Error(invalid_argument). The bound weights are counted on
 // weight_memory_counter (each storage once, however many models share it), not on the rank's counter.
 void load_state_dict(Module& root, const StateDict& state, const LoadOptions& options = {});
 
-// The bound parameter values of a loaded module (dense). Loading another replica from them shares
+// The bound parameter values of a loaded module (as bound: dense or quantised). Loading another replica from them shares
 // every weight (no conversion is left to do): ranks as threads load once and share.
 StateDict parameters_of(Module& root);
 

@@ -47,7 +47,12 @@ bool amx_linear_available();
 void amx_linear_into(const LinearArgs& a, float* y);
 
 // y = x W^T + beta * y for a block-quantised W, y contiguous (m, n): each tile of W's rows is decoded
-// to f32 and multiplied by the sgemm (linear_quantised.cpp).
+// to f32 and multiplied by the sgemm (linear_quantised.cpp); under MatmulPrecision::bf16, Q8_0 and
+// Q4_0 go to linear_int8 where the CPU has AVX512-VNNI.
 void linear_quantised(const LinearArgs& a, float beta, float* y);
+
+// The same for a Q8_0 or Q4_0 W by int8 dot products, the activations quantised per 32-block
+// (linear_int8.cpp). False, with nothing done, for another format or a CPU without AVX512-VNNI.
+bool linear_int8(const LinearArgs& a, float beta, float* y);
 
 }  // namespace cpdit::kernels::detail

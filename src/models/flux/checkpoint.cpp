@@ -61,15 +61,15 @@ std::optional<std::string> rename(const std::string& rest, const std::string& fr
 }
 
 // Cuts a fused tensor's rows into parts of the given sizes, named stems[i] + suffix.
-void cut_rows(nn::StateDict& out, const Tensor& fused, const std::vector<std::string>& stems,
+void cut_rows(nn::StateDict& out, const Weight& fused, const std::vector<std::string>& stems,
               const std::vector<int64_t>& rows, const std::string& suffix) {
   int64_t total = 0;
   for (int64_t r : rows) total += r;
-  CPDIT_CHECK(fused.size(0) == total, invalid_argument, "original FLUX checkpoint: fused tensor for ", stems[0],
-              " has ", fused.size(0), " rows, expected ", total);
+  CPDIT_CHECK(fused.shape()[0] == total, invalid_argument, "original FLUX checkpoint: fused tensor for ", stems[0],
+              " has ", fused.shape()[0], " rows, expected ", total);
   int64_t at = 0;
   for (size_t i = 0; i < stems.size(); ++i) {
-    out[stems[i] + suffix] = fused.narrow(0, at, rows[i]);
+    out[stems[i] + suffix] = fused.narrow_rows(at, rows[i]);
     at += rows[i];
   }
 }
@@ -83,7 +83,7 @@ nn::StateDict to_diffusers_layout(const nn::StateDict& input) {
   if (!is_original_layout(input)) return input;
   nn::StateDict state;
   for (const auto& [name, t] : input) state[starts_with(name, kComfyPrefix) ? name.substr(kComfyPrefix.size()) : name] = t;
-  const int64_t dim = state.at("img_in.weight").size(0);
+  const int64_t dim = state.at("img_in.weight").shape()[0];
 
   nn::StateDict out;
   for (const auto& [name, t] : state) {
@@ -110,12 +110,12 @@ nn::StateDict to_diffusers_layout(const nn::StateDict& input) {
       const std::string prefix = "single_transformer_blocks." + s->first + ".";
       if (s->second == "linear1" + suffix)
         cut_rows(out, t, {prefix + "attn.to_q", prefix + "attn.to_k", prefix + "attn.to_v", prefix + "proj_mlp"},
-                 {dim, dim, dim, t.size(0) - 3 * dim}, suffix);
+                 {dim, dim, dim, t.shape()[0] - 3 * dim}, suffix);
       else if (!put(kSingleRenames, s->second, prefix))
         out[name] = t;
     } else if (starts_with(name, "final_layer.adaLN_modulation.1.")) {
       // The original orders the rows (shift, scale); diffusers' norm_out.linear (scale, shift).
-      out["norm_out.linear" + suffix] = cat({t.narrow(0, dim, dim), t.narrow(0, 0, dim)}, 0);
+      out["norm_out.linear" + suffix] = Weight::cat_rows({t.narrow_rows(dim, dim), t.narrow_rows(0, dim)});
     } else if (!put(kRenames, name, "")) {
       out[name] = t;
     }

@@ -1,0 +1,120 @@
+// FLUX.1 from GGUF files in the original (BFL) layout, as ComfyUI-GGUF writes them
+// (tests/data/fixtures/gguf, made by tools/reference/gguf_fixtures.py): the blocks are bound as they
+// are mapped, Linear computes from them, and the sample is diffusers' own on the decoded weights.
+#include "models/flux_fixture.hpp"
+#include "support/run_cli.hpp"
+
+#include <cpdit/core/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <regex>
+
+namespace cpdit::models::flux {
+namespace {
+
+using testing::fixture_dir;
+using testing::fixture_inputs;
+
+std::string gguf_dir() { return std::string(CPDIT_TEST_DATA) + "/fixtures/gguf/"; }
+
+double range(const Tensor& t) {
+  double lo = 1e300, hi = -1e300;
+  for (int64_t i = 0; i < t.numel(); ++i) lo = std::min(lo, double(t.data<float>()[i])), hi = std::max(hi, double(t.data<float>()[i]));
+  return hi - lo;
+}
+
+// Every Linear weight bound in `format` (the blocks kept, not decoded), and how many there are.
+int count_weights_in(nn::Module& model, const std::string& format) {
+  int n = 0;
+  for (auto& [name, p] : model.named_parameters()) n += p->value.format() == format;
+  return n;
+}
+
+TEST(FluxGguf, Q8_0GivesDiffusersSampleOnTheDecodedWeights) {
+  auto checkpoint = read_flux_checkpoint(gguf_dir() + "flux_tiny_q8_0.gguf", fixture_dir() + "/config.json");
+  auto model = load_flux(checkpoint);
+  // qkv, projections, MLPs, modulations: every 2-D weight whose rows are whole 32-blocks
+  EXPECT_GE(count_weights_in(*model, "Q8_0"), 20);
+  auto expected = io::load_safetensors(gguf_dir() + "flux_tiny_q8_0_expected.safetensors");
+  Tensor sample = model->forward(fixture_inputs()).at("sample");
+  // Against diffusers on the same (decoded) weights: only f32 rounding differs, as for the f32 fixture.
+  EXPECT_LT(max_abs_diff(sample, expected.at("sample")), 1e-4);
+  // Against the f32 model's sample: the quantisation's own effect, which diffusers shows on the same
+  // weights (|sample_q8 - sample_f32|, 0.7% of the range), plus the f32 rounding above.
+  const double quantisation = max_abs_diff(expected.at("sample"), expected.at("sample_f32"));
+  EXPECT_LT(quantisation, 0.01 * range(expected.at("sample_f32")));
+  EXPECT_LT(max_abs_diff(sample, expected.at("sample_f32")), quantisation + 1e-4);
+}
+
+TEST(FluxGguf, Q4_KGivesDiffusersSampleWithTheBuiltInConfig) {
+  // No config: FLUX.1-dev's (RoPE axes 16, 56, 56) with the sizes the tensors tell.
+  auto checkpoint = read_flux_checkpoint(gguf_dir() + "flux_wide_q4_k.gguf");
+  EXPECT_EQ(checkpoint.config.attention_head_dim, 128);
+  auto model = load_flux(checkpoint);
+  EXPECT_GE(count_weights_in(*model, "Q4_K"), 15);
+  auto expected = io::load_safetensors(gguf_dir() + "flux_wide_q4_k_expected.safetensors");
+  Tensor sample = model->forward(io::load_safetensors(gguf_dir() + "flux_wide_q4_k_inputs.safetensors")).at("sample");
+  // f32 sums over up to 1280 products per output, through 2 blocks: 1e-5 of the output's range.
+  EXPECT_LT(max_abs_diff(sample, expected.at("sample")), 1e-5 * range(expected.at("sample")));
+}
+
+TEST(FluxGguf, F32LoadDecodesTheBlocksAndGivesTheSameSample) {
+  auto checkpoint = read_flux_checkpoint(gguf_dir() + "flux_tiny_q8_0.gguf", fixture_dir() + "/config.json");
+  auto quantised = load_flux(checkpoint);
+  auto decoded = load_flux(checkpoint, nn::load_options("f32"));
+  EXPECT_EQ(count_weights_in(*decoded, "Q8_0"), 0);
+  // The same values through the same sgemm, tiled differently: f32 rounding only.
+  EXPECT_LT(max_abs_diff(quantised->forward(fixture_inputs()).at("sample"), decoded->forward(fixture_inputs()).at("sample")),
+            1e-5);
+}
+
+TEST(FluxGguf, CliForwardAndInspect) {
+  cpdit::testing::TempDir dir("flux_gguf_cli");
+  const std::string gguf = gguf_dir() + "flux_wide_q4_k.gguf";
+  Tensor expected = io::load_safetensors(gguf_dir() + "flux_wide_q4_k_expected.safetensors").at("sample");
+  for (std::string layout : {"", " --ring 2", " --ulysses 2"}) {
+    const std::string out = dir.file("sample.safetensors");
+    auto r = cpdit::testing::run_cli("forward --model " + gguf + " --inputs " + gguf_dir() +
+                                     "flux_wide_q4_k_inputs.safetensors --threads 1 --output " + out + layout);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("sample"), expected), 1e-5 * range(expected)) << layout;
+  }
+  auto listed = cpdit::testing::run_cli("inspect " + gguf);
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("class: FluxTransformer2DModel (from tensor names)"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("general.architecture = flux"), std::string::npos) << listed.out;
+  // Columns padded to the widest entry: name, ggml type, shape, bytes (3 x 256 rows of one 144-byte Q4_K block).
+  EXPECT_TRUE(std::regex_search(listed.out, std::regex(R"(double_blocks\.0\.img_attn\.qkv\.weight +Q4_K +\(768, 256\) +110592)")))
+      << listed.out;
+}
+
+// generate with a GGUF as --model (its tensors tell the class; flux_tiny's config given) denoises as
+// the same model saved dense (the blocks decoded to f32) does: the Linear layers multiply the same
+// values, decoded one tile at a time, so only f32 summation order may differ.
+TEST(FluxGguf, CliGenerateEqualsTheDecodedModel) {
+  cpdit::testing::TempDir dir("flux_gguf_generate");
+  auto checkpoint = read_flux_checkpoint(gguf_dir() + "flux_tiny_q8_0.gguf", fixture_dir() + "/config.json");
+  auto decoded = load_flux(checkpoint, nn::load_options("f32"));
+  nn::TensorMap dense;
+  for (const auto& [name, w] : nn::parameters_of(*decoded)) dense[name] = w.values();
+  std::filesystem::create_directories(dir.path() / "dense");
+  io::save_safetensors(dir.file("dense/diffusion_pytorch_model.safetensors"), dense);
+  std::filesystem::copy_file(fixture_dir() + "/config.json", dir.file("dense/config.json"));
+  auto latents = [&](const std::string& model, const std::string& name) {
+    auto r = cpdit::testing::run_cli("generate --model " + model +
+                                     " --height 64 --width 64 --steps 2 --text-tokens 4 --threads 1 --json --out " +
+                                     dir.file(name));
+    EXPECT_EQ(r.code, 0) << r.err;
+    return io::load_safetensors(dir.file(name)).at("latents");
+  };
+  const Tensor want = latents(dir.file("dense"), "dense.safetensors");
+  const std::string gguf = gguf_dir() + "flux_tiny_q8_0.gguf --config " + fixture_dir() + "/config.json";
+  // Latents of unit scale after 2 steps of f32 arithmetic on the same values: 1e-5 is f32 rounding.
+  EXPECT_LT(max_abs_diff(latents(gguf + " --ranks 1", "gguf.safetensors"), want), 1e-5);
+  EXPECT_LT(max_abs_diff(latents(gguf + " --ring 2", "gguf_ring.safetensors"), want), 1e-5);
+}
+
+}  // namespace
+}  // namespace cpdit::models::flux
