@@ -8,6 +8,6 @@ ctest --test-dir build --output-on-failure --timeout 900 -j"$(nproc)"
 # already, so only the native module compiles, as long as build/'s generator and compilers are kept:
 # scikit-build-core would otherwise pick Ninja and Python's own CC/CXX, and CMake would start afresh.
 python3 -m venv build/pyvenv
-build/pyvenv/bin/pip install -q numpy pillow pytest
+build/pyvenv/bin/pip install -q pytest
 CMAKE_GENERATOR="Unix Makefiles" CC="${CC:-cc}" CXX="${CXX:-c++}" build/pyvenv/bin/pip install -q .
 build/pyvenv/bin/python -m pytest -q python/tests
