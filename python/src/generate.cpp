@@ -48,6 +48,7 @@ std::string pipeline_name(pipeline::PipelineKind kind) {
     case pipeline::PipelineKind::wan: return "wan";
     case pipeline::PipelineKind::qwenimage: return "qwenimage";
     case pipeline::PipelineKind::skyreels_v2: return "skyreels_v2";
+    case pipeline::PipelineKind::ltx_video: return "ltx_video";
   }
   return "unknown";
 }
@@ -118,7 +119,8 @@ void bind_generate(py::module_& m) {
       "generate",
       [](const std::string& model, const std::string& preset, std::optional<std::string> prompt,
          std::optional<std::string> negative_prompt, int64_t height, int64_t width, int64_t frames, int steps,
-         float guidance, float true_cfg_scale, uint64_t seed, int64_t text_tokens, int64_t ar_step, int64_t fps,
+         float guidance, float true_cfg_scale, uint64_t seed, int64_t text_tokens, int64_t ar_step,
+         std::optional<int64_t> fps,
          const py::dict& embeddings, const std::optional<py::array>& latents, bool decode, int ring, int ulysses,
          int cfg, const std::string& rotate, const std::string& backend, int ranks, int threads,
          const std::string& dtype, bool sigint_stops) {
@@ -151,7 +153,7 @@ void bind_generate(py::module_& m) {
       py::kw_only(), py::arg("model") = "", py::arg("preset") = "", py::arg("prompt") = py::none(),
       py::arg("negative_prompt") = py::none(), py::arg("height") = 0, py::arg("width") = 0, py::arg("frames") = 0,
       py::arg("steps") = 0, py::arg("guidance") = std::nanf(""), py::arg("true_cfg_scale") = std::nanf(""),
-      py::arg("seed") = 0, py::arg("text_tokens") = 512, py::arg("ar_step") = 0, py::arg("fps") = 24,
+      py::arg("seed") = 0, py::arg("text_tokens") = 0, py::arg("ar_step") = 0, py::arg("fps") = py::none(),
       py::arg("embeddings") = py::dict(), py::arg("latents") = py::none(), py::arg("decode") = false,
       py::arg("ring") = 0, py::arg("ulysses") = 0, py::arg("cfg") = 1, py::arg("rotate") = "p2p",
       py::arg("backend") = "", py::arg("ranks") = 0, py::arg("threads") = 0, py::arg("dtype") = "auto",
