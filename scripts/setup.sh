@@ -13,6 +13,7 @@ packages=(
   libpng-dev
   libsentencepiece-dev libicu-dev
   libavcodec-dev libavformat-dev libswscale-dev
+  python3-dev python3-venv pybind11-dev
 )
 
 missing=()

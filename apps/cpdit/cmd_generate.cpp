@@ -5,6 +5,7 @@
 // (io::OutputBatch), so a failed run leaves nothing behind and every old output as it was.
 #include "command.hpp"
 #include "finite_watch.hpp"
+#include "generate.hpp"
 #include "memory_check.hpp"
 #include "mpi_arguments.hpp"
 #include "output_paths.hpp"
@@ -53,27 +54,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct GenerateArgs {
-  std::string model, preset, config, scheduler_config, embeddings, latents, out, preview, dtype = "auto";
-  std::optional<std::string> prompt, negative_prompt;
-  std::string image, frames_dir, video;  // decoded outputs: PNG per batch item, PNG frames of a video, MP4
-  int steps = 0;
-  int64_t height = 0, width = 0, frames = 0, text_tokens = 0;  // text_tokens 0: the pipeline's max_sequence_length
-  int64_t ar_step = 0;  // SkyReels-V2 diffusion forcing
-  // SkyReels-V2's fps input (default 24), LTX-Video's RoPE time scale (default 25), and the --video frame rate
-  std::optional<int64_t> fps;
-  int64_t base_num_frames = 97;  // SkyReels-V2 long video
-  std::optional<int64_t> overlap_history;
-  double addnoise_condition = 0;
-  float decode_timestep = 0.0f;  // LTX-Video's timestep-conditioned VAE
-  std::optional<float> decode_noise_scale;
-  uint64_t seed = 0;
-  float guidance = std::nanf("");  // unset: the pipeline's default
-  float true_cfg_scale = std::nanf("");  // unset: FLUX.1 1.0 (off), Qwen-Image 4.0
-  bool json = false;
-  bool check_finite = false;
-  ParallelFlags parallel;
-};
 
 // Wan 2.1 and SkyReels-V2 (a Wan 2.1 network): frames, the Wan VAE, UniPC.
 bool wan_family(pipeline::PipelineKind kind) {
@@ -163,11 +143,12 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   return s;
 }
 
-// The initial noise of --latents: its tensor `latents`, in the pipeline's own layout (the loop checks
-// the shape).
-Tensor read_latents(const std::string& path) {
-  io::SafetensorsFile file = io::SafetensorsFile::open(path);
-  CPDIT_CHECK(file.contains("latents"), invalid_argument, path, " has no tensor 'latents' (the initial noise)");
+// The initial noise, in the pipeline's own layout (the loop checks the shape): given in memory, else
+// the tensor `latents` of --latents; undefined when neither (the loop seeds it).
+Tensor initial_latents(const GenerateArgs& args) {
+  if (args.initial_latents.defined() || args.latents.empty()) return args.initial_latents;
+  io::SafetensorsFile file = io::SafetensorsFile::open(args.latents);
+  CPDIT_CHECK(file.contains("latents"), invalid_argument, args.latents, " has no tensor 'latents' (the initial noise)");
   return file.get("latents").to(DType::f32);
 }
 
@@ -189,21 +170,6 @@ void refuse_overwriting_inputs(const GenerateArgs& args) {
   refuse_overwrite({{"--out", args.out}, {"--preview", args.preview}, {"--image", args.image}, {"--video", args.video}},
                    inputs);
 }
-
-// What one denoising loop measured, whichever model ran it.
-struct LoopStats {
-  std::vector<double> step_seconds;
-  bool latents_sharded = false;  // FLUX.1: latents split between steps, gathered once at the end
-  double gather_seconds = 0;
-  int64_t gather_bytes = 0;
-};
-
-// What generate reports about its model, known once the denoise stage has opened it.
-struct RunInfo {
-  std::string name;
-  pipeline::PipelineKind pipeline = pipeline::PipelineKind::flux;
-  RankLayout layout;
-};
 
 nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipeline::StageLog& stages,
                        const LoopStats& result, const std::vector<int64_t>& peaks, double wall_seconds) {
@@ -314,7 +280,11 @@ RankModel rank_model(comm::Communicator& world, const GenerateArgs& args, const 
 using RankLoop = std::function<std::pair<Tensor, LoopStats>(comm::Communicator& world, Progress& progress)>;
 
 // Where the text embeddings came from, for errors.
-std::string text_source(const GenerateArgs& args) { return args.embeddings.empty() ? "the encoded prompt" : args.embeddings; }
+std::string text_source(const GenerateArgs& args) {
+  return !args.embedding_tensors.empty() ? "the given embeddings"
+         : args.embeddings.empty()       ? "the encoded prompt"
+                                         : args.embeddings;
+}
 
 // `text`: the encode stage's output or the --embeddings file; empty: random embeddings.
 RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
@@ -322,7 +292,7 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
   auto conditioning = std::make_shared<pipeline::FluxConditioning>(
       text.empty() ? pipeline::random_flux_conditioning(config, 1, args.text_tokens, args.seed)
                    : pipeline::flux_conditioning(text, text_source(args), config));
-  auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  auto initial = std::make_shared<Tensor>(initial_latents(args));
   parallel::validate_cfg(layout.config, false, "FLUX.1's --guidance is an embedding the transformer reads");
   return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
     RankModel ranked = rank_model(world, args, source, layout, pipeline::flux_sharded_latents_plan());
@@ -363,7 +333,7 @@ RankLoop video_loop(const GenerateArgs& args, const Source& source, const RankLa
   auto negative = std::make_shared<Tensor>();
   if (text.count("negative_prompt_embeds"))
     *negative = pipeline::wan_prompt_embeds(text, text_source(args), config, "negative_prompt_embeds");
-  auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  auto initial = std::make_shared<Tensor>(initial_latents(args));
   const float guidance = std::isnan(args.guidance) ? default_guidance : args.guidance;
   parallel::validate_cfg(layout.config, pipeline::wan_runs_guidance(*negative, guidance),
                          negative->defined() ? "--guidance is at most 1" : "there are no negative prompt embeddings");
@@ -398,7 +368,7 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
   auto conditioning = std::make_shared<pipeline::QwenImageConditioning>(
       text.empty() ? pipeline::random_qwenimage_conditioning(config, 1, args.text_tokens, args.seed)
                    : pipeline::qwenimage_conditioning(text, text_source(args), config));
-  auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  auto initial = std::make_shared<Tensor>(initial_latents(args));
   const float true_cfg_scale = std::isnan(args.true_cfg_scale) ? 4.0f : args.true_cfg_scale;  // QwenImagePipeline's
   parallel::validate_cfg(layout.config, pipeline::qwenimage_runs_true_cfg(*conditioning, true_cfg_scale),
                          conditioning->negative_prompt_embeds.defined() ? "--true-cfg-scale is at most 1"
@@ -456,7 +426,7 @@ RankLoop ltx_loop(const GenerateArgs& args, const Source& source, const RankLayo
   auto conditioning = std::make_shared<pipeline::LtxConditioning>(
       text.empty() ? pipeline::random_ltx_conditioning(config, 1, args.text_tokens, args.seed)
                    : pipeline::ltx_conditioning(text, text_source(args), config));
-  auto initial = std::make_shared<Tensor>(args.latents.empty() ? Tensor() : read_latents(args.latents));
+  auto initial = std::make_shared<Tensor>(initial_latents(args));
   const float guidance = std::isnan(args.guidance) ? 3.0f : args.guidance;  // LTXPipeline's default
   parallel::validate_cfg(layout.config, pipeline::ltx_runs_guidance(*conditioning, guidance),
                          conditioning->negative_prompt_embeds.defined() ? "--guidance is at most 1"
@@ -486,14 +456,6 @@ RankLoop ltx_loop(const GenerateArgs& args, const Source& source, const RankLayo
   };
 }
 
-// This process prints and writes: the only one, or rank 0 of an mpirun launch.
-bool lead_process() {
-  if (!comm::launched_by_mpi()) return true;
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char* rank = std::getenv(name)) return std::string(rank) == "0";
-  return true;
-}
-
 // Names each stage on stderr as it ends (the denoise loop adds its own step lines); a failure is then
 // the only line of a stage that has not ended.
 void report_stages(pipeline::StageLog& stages, bool silent) {
@@ -508,6 +470,7 @@ void report_stages(pipeline::StageLog& stages, bool silent) {
 // processes wait for its tensors), or none (the loops then use random embeddings).
 nn::TensorMap text_embeddings(const GenerateArgs& args, const pipeline::PipelineParts& parts,
                               const nn::LoadOptions& load, pipeline::StageLog& stages) {
+  if (!args.embedding_tensors.empty()) return args.embedding_tensors;
   if (!args.embeddings.empty()) return io::load_safetensors(args.embeddings);
   if (!args.prompt) return {};
   const pipeline::PromptEncoding request{*args.prompt, args.negative_prompt, args.text_tokens, load};
@@ -522,21 +485,17 @@ nn::TensorMap text_embeddings(const GenerateArgs& args, const pipeline::Pipeline
   return pipeline::encode_stage(stages, encode, threads, processes.get());
 }
 
-void run(GenerateArgs args) {
-  auto start = std::chrono::steady_clock::now();
+}  // namespace
+
+bool lead_process() {
+  if (!comm::launched_by_mpi()) return true;
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* rank = std::getenv(name)) return std::string(rank) == "0";
+  return true;
+}
+
+Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
   check_same_model_across_ranks({args.model, args.config, args.scheduler_config});
-  check_output_path(args.out, "--out");
-  check_output_path(args.preview, "--preview");
-  check_output_path(args.image, "--image");
-  // A folder may be named with a trailing slash ("frames/"): its parent must exist.
-  const fs::path frames_dir(args.frames_dir);
-  check_output_path((frames_dir.has_filename() ? frames_dir : frames_dir.parent_path()).string(), "--frames-dir");
-  check_output_path(args.video, "--video");
-  CPDIT_CHECK(args.video.empty() || args.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
-              args.video, "'");
-  CPDIT_CHECK(!args.fps || *args.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *args.fps);
-  CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
-  CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
   const bool lead = lead_process();
   const nn::LoadOptions load = nn::load_options(args.dtype);
   const ScopedMatmulPrecision precision(matmul_precision_for(args.dtype));
@@ -549,14 +508,12 @@ void run(GenerateArgs args) {
   CPDIT_CHECK((args.image.empty() && args.frames_dir.empty() && args.video.empty()) || parts.vae, invalid_argument,
               "--image, --frames-dir and --video need the pipeline's VAE: ", args.model,
               " has no vae/ (give a diffusers pipeline folder or a preset)");
-  pipeline::StageLog stages;
-  report_stages(stages, args.json || !lead);
+  CPDIT_CHECK(!args.decode || parts.vae, invalid_argument, "decoding needs the pipeline's VAE: ", args.model,
+              " has no vae/ (give a diffusers pipeline folder or a preset, or ask for the latents)");
   const nn::TensorMap text = text_embeddings(args, parts, load, stages);
 
-  RunInfo info;
-  Tensor latents;
-  LoopStats loop_stats;
-  std::vector<int64_t> peaks;
+  Generation generation;
+  RunInfo& info = generation.info;
   if (args.steps == 0 && !args.preset.empty()) args.steps = 4;
   stages.run("denoise", [&] {
     const Source source = open_source(args, load);
@@ -634,27 +591,55 @@ void run(GenerateArgs args) {
           // Every rank ends with the whole latents: rank 0's are kept (under mpirun, each process's own).
           if (world.rank() != 0 && !comm::launched_by_mpi()) return;
           std::lock_guard<std::mutex> lock(kept);
-          latents = mine;
-          loop_stats = stats;
-          peaks = rank_peaks;
+          generation.latents = mine;
+          generation.loop = stats;
+          generation.peaks = rank_peaks;
         },
         local);
   });
 
   // The decoded pixels, when there is a VAE and an output wants them.
-  const bool decode =
-      parts.vae && (!args.out.empty() || !args.image.empty() || !args.frames_dir.empty() || !args.video.empty());
+  const bool decode = parts.vae && (args.decode || !args.out.empty() || !args.image.empty() ||
+                                    !args.frames_dir.empty() || !args.video.empty());
   comm::LocalOptions local;
   local.threads_per_rank = info.layout.threads_per_rank;
   const pipeline::DecodeTimestep decode_timestep{args.decode_timestep, args.decode_noise_scale, args.seed, {}};
-  Tensor pixels =
-      decode ? pipeline::decode_stage(stages, parts.vae, latents, info.layout.ranks, local, decode_timestep) : Tensor();
+  if (decode)
+    generation.pixels =
+        pipeline::decode_stage(stages, parts.vae, generation.latents, info.layout.ranks, local, decode_timestep);
+  if (info.pipeline == pipeline::PipelineKind::qwenimage && generation.pixels.defined() && lead)
+    generation.pixels = pipeline::qwenimage_image_pixels(generation.pixels);
+  return generation;
+}
+
+namespace {
+
+void run(GenerateArgs args) {
+  auto start = std::chrono::steady_clock::now();
+  check_output_path(args.out, "--out");
+  check_output_path(args.preview, "--preview");
+  check_output_path(args.image, "--image");
+  // A folder may be named with a trailing slash ("frames/"): its parent must exist.
+  const fs::path frames_dir(args.frames_dir);
+  check_output_path((frames_dir.has_filename() ? frames_dir : frames_dir.parent_path()).string(), "--frames-dir");
+  check_output_path(args.video, "--video");
+  CPDIT_CHECK(args.video.empty() || args.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
+              args.video, "'");
+  CPDIT_CHECK(!args.fps || *args.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *args.fps);
+  CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
+  CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
+  const bool lead = lead_process();
+  pipeline::StageLog stages;
+  report_stages(stages, args.json || !lead);
+  const Generation generation = generate(args, stages);
   if (!lead) return;
 
+  const RunInfo& info = generation.info;
+  const Tensor& latents = generation.latents;
+  const Tensor& pixels = generation.pixels;
   const bool video = video_pipeline(info.pipeline);
   const bool ltx = info.pipeline == pipeline::PipelineKind::ltx_video;
   const bool qwen = info.pipeline == pipeline::PipelineKind::qwenimage;
-  if (qwen && pixels.defined()) pixels = pipeline::qwenimage_image_pixels(pixels);
   const std::string layout_note =
       ltx     ? "ltx latents (B, C, F, H/32, W/32), before the VAE's latents_mean/std"
       : video ? "wan latents (B, 16, F, H/8, W/8)"
@@ -679,7 +664,7 @@ void run(GenerateArgs args) {
                   ltx ? int(ltx_frame_rate(args)) : int(args.fps.value_or(skyreels ? 24 : pipeline::kWanFramesPerSecond)));
   outputs.commit();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  nlohmann::json s = summary(args, info, stages, loop_stats, peaks, wall);
+  nlohmann::json s = summary(args, info, stages, generation.loop, generation.peaks, wall);
   if (args.json) {
     std::printf("%s\n", s.dump().c_str());
   } else {

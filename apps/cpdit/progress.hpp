@@ -1,6 +1,7 @@
 #pragma once
 // The progress line of a denoising loop, printed by rank 0 on stderr: a redrawn bar on a terminal,
-// one plain line per step otherwise, nothing when silenced (--json).
+// one plain line per step otherwise, nothing when silenced (--json). Each step also checks for a
+// requested stop (stop_request.hpp).
 #include <chrono>
 #include <string>
 

@@ -1,0 +1,42 @@
+"""cpdit: diffusion transformers with context parallelism, in the shapes of Hugging Face diffusers.
+
+The C++ engine runs underneath (the same code as the ``cpdit`` command line)::
+
+    import cpdit
+
+    pipe = cpdit.FluxPipeline.from_pretrained("FLUX.1-dev")
+    pipe.transformer.enable_parallelism(cpdit.ContextParallelConfig(ring_degree=2, ulysses_degree=2))
+    pipe.transformer.set_attention_backend("flash")
+    image = pipe("a red fox in the snow", num_inference_steps=28).images[0]
+
+Ranks are threads of this process by default (``ranks=`` on the call, else ring x Ulysses of the
+enabled config, else one); under ``mpirun -np N python script.py`` they are the MPI processes, and rank
+0 gets the result while the others get None. Bad arguments raise ValueError, failures RuntimeError, both
+with the engine's one-line message; Ctrl-C stops a generation at the next denoising step
+(KeyboardInterrupt).
+"""
+
+from . import attention
+from ._parallel import ContextParallelConfig, Transformer
+from ._pipelines import (
+    FluxPipeline,
+    ImagePipelineOutput,
+    QwenImagePipeline,
+    SkyReelsV2DiffusionForcingPipeline,
+    VideoPipelineOutput,
+    WanPipeline,
+)
+from ._cpdit import __version__
+
+__all__ = [
+    "ContextParallelConfig",
+    "FluxPipeline",
+    "ImagePipelineOutput",
+    "QwenImagePipeline",
+    "SkyReelsV2DiffusionForcingPipeline",
+    "Transformer",
+    "VideoPipelineOutput",
+    "WanPipeline",
+    "attention",
+    "__version__",
+]

@@ -1,0 +1,56 @@
+"""Context parallelism as diffusers spells it: a config, and the transformer that takes it."""
+
+from . import _cpdit
+
+__all__ = ["ContextParallelConfig", "Transformer"]
+
+
+class ContextParallelConfig:
+    """How the tokens of one generation are split across ranks.
+
+    ``ring_degree`` x ``ulysses_degree`` ranks run one pass of the transformer: Ulysses groups are
+    contiguous ranks (all-to-all of heads), the ring passes K and V around (``rotate_method`` "p2p":
+    double-buffered point to point; "allgather": one all-gather). ``cfg_degree`` 2 runs the conditional
+    and unconditional passes of classifier-free guidance on two such groups at once. Impossible values
+    raise ValueError with the engine's message.
+    """
+
+    def __init__(self, ring_degree=1, ulysses_degree=1, rotate_method="p2p", cfg_degree=1):
+        _cpdit.check_parallel_config(ring_degree, ulysses_degree, cfg_degree, rotate_method)
+        self.ring_degree = ring_degree
+        self.ulysses_degree = ulysses_degree
+        self.rotate_method = rotate_method
+        self.cfg_degree = cfg_degree
+
+    @property
+    def world_size(self):
+        """The ranks the config needs: cfg x ring x Ulysses."""
+        return self.cfg_degree * self.ring_degree * self.ulysses_degree
+
+    def __repr__(self):
+        return (
+            f"ContextParallelConfig(ring_degree={self.ring_degree}, ulysses_degree={self.ulysses_degree}, "
+            f"rotate_method={self.rotate_method!r}, cfg_degree={self.cfg_degree})"
+        )
+
+
+class Transformer:
+    """A pipeline's denoising transformer: how its attention runs when the pipeline is called.
+
+    The weights stay in the engine; this object holds the choices diffusers makes on the model.
+    """
+
+    def __init__(self):
+        self.parallel_config = None
+        self.attention_backend = None
+
+    def enable_parallelism(self, config):
+        """Split the transformer's tokens as ``config`` (a :class:`ContextParallelConfig`) says."""
+        if not isinstance(config, ContextParallelConfig):
+            raise ValueError(f"enable_parallelism takes a cpdit.ContextParallelConfig, got {type(config).__name__}")
+        self.parallel_config = config
+
+    def set_attention_backend(self, backend):
+        """Run attention on ``backend`` ("flash" or "native"); an unknown name raises ValueError."""
+        _cpdit.check_attention_backend(backend)
+        self.attention_backend = backend

@@ -1,0 +1,10 @@
+#pragma once
+// The parts of cpdit._cpdit, each defined in its own file.
+#include <pybind11/pybind11.h>
+
+namespace cpdit::python {
+
+void bind_attention(pybind11::module_& m);  // attention_dispatch, backends, tensor views (attention.cpp)
+void bind_generate(pybind11::module_& m);   // generate and the context-parallel checks (generate.cpp)
+
+}  // namespace cpdit::python

@@ -1,0 +1,48 @@
+"""The FLUX.1 and Wan pipeline fixtures through the Python API equal `cpdit generate` on the same
+inputs bit for bit: both run the same generate job, one rank and one thread each, so not even the
+summation order differs."""
+
+import subprocess
+
+import numpy as np
+
+import cpdit
+from conftest import FIXTURES, pack_latents, read_safetensors
+
+
+def run_cli(binary, case, out, extra):
+    inputs = FIXTURES / case / "inputs.safetensors"
+    subprocess.run(
+        [str(binary), "generate", "--model", str(FIXTURES / case / "pipeline"), "--embeddings", str(inputs),
+         "--latents", str(inputs), "--ranks", "1", "--threads", "1", "--out", str(out), "--json", *extra],
+        check=True, capture_output=True)
+    return read_safetensors(out)
+
+
+def test_flux_pipeline_equals_cli(cpdit_binary, tmp_path):
+    cli = run_cli(cpdit_binary, "flux_pipeline_tiny", tmp_path / "out.safetensors",
+                  ["--steps", "3", "--height", "32", "--width", "32", "--guidance", "3.5"])
+    inputs = read_safetensors(FIXTURES / "flux_pipeline_tiny" / "inputs.safetensors")
+    pipe = cpdit.FluxPipeline.from_pretrained(FIXTURES / "flux_pipeline_tiny" / "pipeline")
+    call = dict(prompt_embeds=inputs["prompt_embeds"], pooled_prompt_embeds=inputs["pooled_prompt_embeds"],
+                latents=inputs["latents"], height=32, width=32, num_inference_steps=3, guidance_scale=3.5, threads=1)
+    image = pipe(**call, output_type="np").images
+    latents = pipe(**call, output_type="latent").images
+    np.testing.assert_array_equal(image, cli["image"])
+    np.testing.assert_array_equal(latents, pack_latents(cli["latents"]))
+    pil = pipe(**call).images  # the default output_type, "pil": diffusers' rounding of the same pixels
+    np.testing.assert_array_equal(np.asarray(pil[0]), (cli["image"][0] * 255).round().astype(np.uint8))
+
+
+def test_wan_pipeline_equals_cli(cpdit_binary, tmp_path):
+    cli = run_cli(cpdit_binary, "wan_pipeline_tiny", tmp_path / "out.safetensors",
+                  ["--steps", "3", "--frames", "5", "--height", "48", "--width", "32", "--guidance", "5"])
+    inputs = read_safetensors(FIXTURES / "wan_pipeline_tiny" / "inputs.safetensors")
+    pipe = cpdit.WanPipeline.from_pretrained(FIXTURES / "wan_pipeline_tiny" / "pipeline")
+    call = dict(prompt_embeds=inputs["prompt_embeds"], negative_prompt_embeds=inputs["negative_prompt_embeds"],
+                latents=inputs["latents"], height=48, width=32, num_frames=5, num_inference_steps=3,
+                guidance_scale=5.0, threads=1)
+    frames = pipe(**call).frames  # WanPipeline's default output_type is "np"
+    latents = pipe(**call, output_type="latent").frames
+    np.testing.assert_array_equal(frames, cli["video"])
+    np.testing.assert_array_equal(latents, cli["latents"])

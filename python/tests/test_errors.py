@@ -1,0 +1,51 @@
+"""Errors reach Python as exceptions carrying the engine's one-line message: cpdit's invalid-argument
+errors as ValueError, other failures (here a truncated checkpoint, a format error) as RuntimeError;
+the package's own argument checks raise ValueError or TypeError before any work."""
+
+import shutil
+
+import pytest
+
+import cpdit
+from conftest import FIXTURES, read_safetensors
+
+CASE = FIXTURES / "flux_pipeline_tiny"
+
+
+def test_a_folder_of_another_pipeline_is_refused():
+    with pytest.raises(ValueError, match="holds a WanPipeline, not a FluxPipeline"):
+        cpdit.FluxPipeline.from_pretrained(FIXTURES / "wan_pipeline_tiny" / "pipeline")
+    with pytest.raises(ValueError, match="does not exist"):
+        cpdit.WanPipeline.from_pretrained(FIXTURES / "no_such_pipeline")
+    with pytest.raises(ValueError, match=r"runs the wan-\* presets, not 'flux-tiny'"):
+        cpdit.WanPipeline.from_preset("flux-tiny")
+
+
+def test_a_prompt_without_text_encoders_raises_the_engines_message():
+    pipe = cpdit.FluxPipeline.from_pretrained(CASE / "pipeline")  # saved without tokenizers or text encoders
+    with pytest.raises(ValueError, match=r"^--prompt needs the pipeline's text encoders: .* has no tokenizer/"):
+        pipe("a red fox", height=32, width=32, num_inference_steps=1, output_type="latent")
+
+
+def test_arguments_the_package_checks():
+    pipe = cpdit.FluxPipeline.from_pretrained(CASE / "pipeline")
+    embeds = read_safetensors(CASE / "inputs.safetensors")["prompt_embeds"]
+    with pytest.raises(ValueError, match="give prompt or prompt_embeds, not both"):
+        pipe("a red fox", prompt_embeds=embeds)
+    with pytest.raises(ValueError, match="output_type must be 'pil', 'np' or 'latent', got 'pt'"):
+        pipe(prompt_embeds=embeds, output_type="pt")
+    with pytest.raises(TypeError, match="unexpected keyword arguments ar_step"):
+        cpdit.WanPipeline.from_preset("wan-tiny")(ar_step=1)
+
+
+def test_a_truncated_checkpoint_raises_runtime_error(tmp_path):
+    folder = tmp_path / "pipeline"
+    shutil.copytree(CASE / "pipeline", folder)
+    weights = folder / "transformer" / "diffusion_pytorch_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])
+    inputs = read_safetensors(CASE / "inputs.safetensors")
+    pipe = cpdit.FluxPipeline.from_pretrained(folder)
+    with pytest.raises(RuntimeError) as error:
+        pipe(prompt_embeds=inputs["prompt_embeds"], pooled_prompt_embeds=inputs["pooled_prompt_embeds"], height=32,
+             width=32, num_inference_steps=1, output_type="latent")
+    assert "diffusion_pytorch_model.safetensors" in str(error.value) and "\n" not in str(error.value)

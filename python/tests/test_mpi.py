@@ -1,0 +1,48 @@
+"""Under `mpirun -np N python script.py` the MPI processes are the ranks: rank 0 gets the result, the
+others None, as the command line writes only on rank 0."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+import cpdit
+from conftest import FIXTURES, read_safetensors
+
+MPI_SCRIPT = """
+import cpdit, numpy as np, sys
+sys.path.insert(0, {tests!r})
+from conftest import FIXTURES, read_safetensors
+inputs = read_safetensors(FIXTURES / "flux_pipeline_tiny" / "inputs.safetensors")
+pipe = cpdit.FluxPipeline.from_pretrained(FIXTURES / "flux_pipeline_tiny" / "pipeline")
+pipe.transformer.enable_parallelism(cpdit.ContextParallelConfig(ring_degree=2))
+out = pipe(prompt_embeds=inputs["prompt_embeds"], pooled_prompt_embeds=inputs["pooled_prompt_embeds"],
+           latents=inputs["latents"], height=32, width=32, num_inference_steps=3, output_type="latent", threads=1)
+if out is None:
+    print("rank None")
+else:
+    np.save({path!r}, out.images)
+    print("rank result")
+"""
+
+
+def test_mpirun_rank_zero_gets_the_result(tmp_path):
+    mpirun = shutil.which("mpirun")
+    assert mpirun, "mpirun is missing (scripts/setup.sh installs openmpi-bin)"
+    path = tmp_path / "latents.npy"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    script = MPI_SCRIPT.format(tests=os.path.dirname(__file__), path=str(path))
+    run = subprocess.run([mpirun, "-np", "2", "--oversubscribe", sys.executable, "-c", script], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert sorted(run.stdout.split("\n")[:2]) == ["rank None", "rank result"], run.stdout
+    inputs = read_safetensors(FIXTURES / "flux_pipeline_tiny" / "inputs.safetensors")
+    local = cpdit.FluxPipeline.from_pretrained(FIXTURES / "flux_pipeline_tiny" / "pipeline")
+    local.transformer.enable_parallelism(cpdit.ContextParallelConfig(ring_degree=2))
+    want = local(prompt_embeds=inputs["prompt_embeds"], pooled_prompt_embeds=inputs["pooled_prompt_embeds"],
+                 latents=inputs["latents"], height=32, width=32, num_inference_steps=3, output_type="latent",
+                 threads=1).images
+    # Two MPI processes and two local ranks run the same split with the same arithmetic: bit for bit.
+    np.testing.assert_array_equal(np.load(path), want)
