@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstdlib>
 
+#if !defined(__clang__)
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64")
+#endif
 
 namespace {
 
@@ -23,4 +25,6 @@ __attribute__((constructor(101))) void check_cpu_features() {
 
 }  // namespace
 
+#if !defined(__clang__)
 #pragma GCC pop_options
+#endif
