@@ -28,7 +28,7 @@ Isa from_environment(Isa detected) {
 }
 
 const Isa kDetected = detect();
-std::atomic<Isa> active{from_environment(kDetected)};
+std::atomic<Isa> chosen{from_environment(kDetected)};
 
 }  // namespace
 
@@ -43,12 +43,12 @@ const char* isa_name(Isa isa) {
 
 Isa detected_isa() { return kDetected; }
 
-Isa kernel_isa() { return active.load(std::memory_order_relaxed); }
+Isa kernel_isa() { return chosen.load(std::memory_order_relaxed); }
 
 ScopedKernelIsa::ScopedKernelIsa(Isa isa) : previous_(kernel_isa()) {
-  active.store(std::min(isa, kDetected), std::memory_order_relaxed);
+  chosen.store(std::min(isa, kDetected), std::memory_order_relaxed);
 }
 
-ScopedKernelIsa::~ScopedKernelIsa() { active.store(previous_, std::memory_order_relaxed); }
+ScopedKernelIsa::~ScopedKernelIsa() { chosen.store(previous_, std::memory_order_relaxed); }
 
 }  // namespace cpdit::kernels
