@@ -88,7 +88,9 @@ TEST(AtomicWrite, ReadOnlyFolderIsAClearErrorAndKeepsTheOldFile) {
   // who owns the folder: without the chmod below it could write there, so only the read-only mode
   // makes the write fail. Exit codes: 0 the expected error, 1 the write succeeded, 2 another error,
   // 3 could not drop root.
-  if (::geteuid() == 0) ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);
+  }
   ASSERT_EQ(::chmod(dir.path().c_str(), 0555), 0);
   EXPECT_EXIT(
       {
