@@ -8,6 +8,22 @@
 #include <cstdio>
 #include <exception>
 #include <filesystem>
+#include <string>
+
+namespace {
+
+// CLI11 answers an unknown command with "A subcommand is required": name it and the choices.
+std::string parse_error_text(const CLI::App& root, int argc, char** argv, const CLI::ParseError& e) {
+  if (argc < 2 || argv[1][0] == '-') return e.what();
+  std::string names;
+  for (const CLI::App* command : root.get_subcommands([](const CLI::App*) { return true; })) {
+    if (command->get_name() == argv[1]) return e.what();
+    names += (names.empty() ? "" : ", ") + command->get_name();
+  }
+  return "unknown command '" + std::string(argv[1]) + "'; the commands are " + names;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Past a file-size limit, write() then fails with EFBIG and the error names the file, instead of
@@ -27,7 +43,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::RuntimeError& e) {  // a command's own exit code (cpdit diff --tolerance)
     return e.get_exit_code();
   } catch (const CLI::ParseError& e) {  // CLI11 would print two lines without the prefix
-    std::fprintf(stderr, "cpdit: error: %s (see --help)\n", e.what());
+    std::fprintf(stderr, "cpdit: error: %s (see --help)\n", parse_error_text(root, argc, argv, e).c_str());
     return 2;
   } catch (const cpdit::Error& e) {
     std::fprintf(stderr, "cpdit: error: %s\n", e.what());

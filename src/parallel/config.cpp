@@ -51,11 +51,11 @@ void validate_call(const ContextParallelConfig& config, const attention::Backend
               "context parallel: query heads ", call.heads, " must be a multiple of key/value heads ",
               call.kv_heads);
   // Heads are dealt to Ulysses ranks by the tensor_split rule and padded with zero heads to the
-  // largest share (§6.4), so any count works as long as every rank keeps a real head.
-  CPDIT_CHECK(call.kv_heads >= U, invalid_argument, "context parallel: Ulysses degree ", U,
-              " exceeds the ", call.kv_heads,
-              " key/value heads, so a rank would hold only padding; use ulysses_degree <= ",
-              call.kv_heads, " and put the other ranks on the ring");
+  // largest share (§6.4), and key/value heads are copied when there are fewer than ranks
+  // (ulysses.hpp), so any count works as long as every rank keeps a real query head.
+  CPDIT_CHECK(call.heads >= U, invalid_argument, "context parallel: Ulysses degree ", U,
+              " exceeds the ", call.heads, " query heads, so a rank would hold only padding; use ulysses_degree <= ",
+              call.heads, " and put the other ranks on the ring");
   if (mode != Mode::local) {
     CPDIT_CHECK(call.mask == MaskKind::none || call.mask == MaskKind::key_padding, unsupported,
                 "context parallel (", config.ring_degree, " ring x ", U, " Ulysses) cannot split a ",

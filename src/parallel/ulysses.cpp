@@ -45,7 +45,42 @@ Tensor unpad_heads(const Tensor& padded, const HeadShares& shares, int head_dim)
   return x;
 }
 
+// (B, s, H_kv, D) -> (B, s, H_kv * copies, D): head h becomes heads h * copies .. h * copies + copies - 1.
+Tensor copy_heads(const Tensor& x, int64_t copies) {
+  if (copies == 1) return x;
+  Shape shape = x.shape();
+  shape[2] *= copies;
+  Tensor out = Tensor::empty(shape, x.dtype());
+  for (int64_t h = 0; h < x.size(2); ++h)
+    for (int64_t c = 0; c < copies; ++c) out.narrow(2, h * copies + c, 1).copy_(x.narrow(2, h, 1));
+  return out;
+}
+
+// The inverse for gradients: (B, s, H_kv * copies, D) -> (B, s, H_kv, D), each head the sum of its
+// copies, in f32 (the ring's gradients are f32; a low-precision sum would round once per copy).
+Tensor sum_head_copies(const Tensor& y, int64_t copies) {
+  if (copies == 1) return y;
+  const Tensor g = y.to(DType::f32);
+  const int64_t rows = g.size(0) * g.size(1) * g.size(2) / copies, dim = g.size(3);
+  Shape shape = g.shape();
+  shape[2] /= copies;
+  Tensor out = Tensor::zeros(shape, DType::f32);
+  const float* in = g.data<float>();
+  float* sum = out.data<float>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < copies; ++c)
+      for (int64_t d = 0; d < dim; ++d) sum[r * dim + d] += in[(r * copies + c) * dim + d];
+  return out.to(y.dtype());
+}
+
 }  // namespace
+
+int64_t kv_copies(int64_t heads, int64_t kv_heads, int ranks) {
+  const int64_t ratio = heads / kv_heads;
+  for (int64_t c = 1; c < ratio; ++c)
+    if (ratio % c == 0 && kv_heads * c >= ranks) return c;
+  return ratio;  // every query head its own key/value head: H >= U is checked at setup
+}
 
 HeadShares HeadShares::of(int64_t kv_heads, int64_t ratio, int ranks) {
   HeadShares shares;
@@ -65,8 +100,9 @@ UlyssesExchange::UlyssesExchange(comm::Communicator& group, int64_t heads, int64
                                  int64_t q_len, int64_t k_len, CommStats& stats)
     : group_(group),
       stats_(stats),
-      q_heads_(HeadShares::of(kv_heads, heads / kv_heads, group.size())),
-      kv_heads_(HeadShares::of(kv_heads, 1, group.size())) {
+      kv_copies_(kv_copies(heads, kv_heads, group.size())),
+      q_heads_(HeadShares::of(kv_heads * kv_copies_, heads / (kv_heads * kv_copies_), group.size())),
+      kv_heads_(HeadShares::of(kv_heads * kv_copies_, 1, group.size())) {
   if (group.size() == 1) return;
   const int64_t mine[2] = {q_len, k_len};
   std::vector<int64_t> all(2 * size_t(group.size()));
@@ -78,6 +114,14 @@ UlyssesExchange::UlyssesExchange(comm::Communicator& group, int64_t heads, int64
     q_lengths_.push_back(all[2 * size_t(w)]);
     k_lengths_.push_back(all[2 * size_t(w) + 1]);
   }
+}
+
+Tensor UlyssesExchange::keys_to_heads(const Tensor& x) const {
+  return to_heads(copy_heads(x, kv_copies_), kv_heads_, 1, 2);
+}
+
+Tensor UlyssesExchange::keys_to_tokens(const Tensor& y) const {
+  return sum_head_copies(to_tokens(y, kv_heads_, k_lengths_, 1, 2), kv_copies_);
 }
 
 Tensor UlyssesExchange::to_heads(const Tensor& x, const HeadShares& shares, int seq_dim,

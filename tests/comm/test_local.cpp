@@ -210,6 +210,9 @@ TEST(Selection, ErrorsNameTheirRankOnce) {
 }
 
 TEST(Selection, DefaultTimeoutFollowsEnvironment) {
+  // The variable is process-wide: whatever the caller set is put back at the end.
+  const char* outer = std::getenv("CPDIT_COMM_TIMEOUT_S");
+  const std::string saved = outer ? outer : "";
   ::setenv("CPDIT_COMM_TIMEOUT_S", "2.5", 1);
   EXPECT_EQ(default_timeout(), std::chrono::milliseconds(2500));
   // Not a number, not positive, or so large that a deadline computed from it would overflow.
@@ -219,6 +222,7 @@ TEST(Selection, DefaultTimeoutFollowsEnvironment) {
   }
   ::unsetenv("CPDIT_COMM_TIMEOUT_S");
   EXPECT_EQ(default_timeout(), std::chrono::seconds(300));
+  if (outer) ::setenv("CPDIT_COMM_TIMEOUT_S", saved.c_str(), 1);
 }
 
 TEST(Selection, RunsLocallyWithoutLauncher) {

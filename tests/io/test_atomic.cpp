@@ -84,9 +84,14 @@ TEST(AtomicWrite, MissingFolderIsAClearError) {
 TEST(AtomicWrite, ReadOnlyFolderIsAClearErrorAndKeepsTheOldFile) {
   TempDir dir;
   write_text_atomic(dir.file("keep.txt"), "old");
+  // Root ignores folder permissions, so the write is tried by a child that first becomes `nobody`,
+  // who owns the folder: without the chmod below it could write there, so only the read-only mode
+  // makes the write fail. Exit codes: 0 the expected error, 1 the write succeeded, 2 another error,
+  // 3 could not drop root.
+  if (::geteuid() == 0) {
+    ASSERT_EQ(::chown(dir.path().c_str(), 65534, 65534), 0);
+  }
   ASSERT_EQ(::chmod(dir.path().c_str(), 0555), 0);
-  // Root ignores folder permissions, so the write is tried by a child that first becomes `nobody`.
-  // Exit codes: 0 the expected error, 1 the write succeeded, 2 another error, 3 could not drop root.
   EXPECT_EXIT(
       {
         if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) std::_Exit(3);

@@ -97,3 +97,11 @@ TEST(Outputs, BadOptionIsOneLineWithThePrefix) {
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
   EXPECT_EQ(run.err.rfind("cpdit: error: ", 0), 0u) << run.err;
 }
+
+TEST(Outputs, UnknownCommandIsNamedWithTheChoices) {
+  cpdit::testing::CliResult run = cpdit::testing::run_cli("inpsect x");
+  EXPECT_EQ(run.code, 2) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_EQ(run.err.rfind("cpdit: error: unknown command 'inpsect'; the commands are ", 0), 0u) << run.err;
+  EXPECT_NE(run.err.find("inspect"), std::string::npos) << run.err;
+}

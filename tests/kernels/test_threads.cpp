@@ -1,5 +1,7 @@
-// Every kernel gives bit-identical results with 1 and 2 compute threads: rows are split between
-// threads, never a reduction, so ranks with different budgets agree.
+// Every hand-written kernel gives bit-identical results with 1 and 2 compute threads: rows are split
+// between threads, never a reduction, so ranks with different budgets agree. Kernels that run a
+// oneDNN GEMM (patch embedding) are only as close as a reordered sum: oneDNN does not promise the
+// same summation order at different thread counts.
 #include "kernels/reference.hpp"
 
 #include <cpdit/core/threads.hpp>
@@ -7,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 
 using namespace cpdit;
@@ -45,9 +48,13 @@ TEST(Threads, OneAndTwoThreadsGiveIdenticalResults) {
        }},
       {"modulate", [&] { return kernels::modulate(x, scale, shift); }},
       {"layer_norm_modulate", [&] { return kernels::layer_norm_modulate(x, scale, shift, 1e-6f); }},
-      {"patch_embed", [&] { return kernels::patch_embed(video, conv, b, {1, 2, 2}); }},
   };
   for (const auto& [name, fn] : kernels_under_test) {
     EXPECT_TRUE(bitwise_equal(with_threads(1, fn), with_threads(2, fn))) << name;
   }
+  // patch_embed: K = 4 channels x 2 x 2 = 16 products of |x|, |w| <= 2 plus a bias |b| <= 2, so
+  // sum |terms| <= 66; two orders of one f32 sum differ by at most 2 (K - 1) 2^-24 sum |terms|.
+  auto patch_embed = [&] { return kernels::patch_embed(video, conv, b, {1, 2, 2}); };
+  const Tensor one = with_threads(1, patch_embed), two = with_threads(2, patch_embed);
+  EXPECT_LE(max_abs_diff(one, two), 2 * 15 * std::ldexp(66.0, -24));
 }

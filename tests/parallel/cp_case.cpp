@@ -206,6 +206,9 @@ std::vector<CpCase> local_matrix() {
       add({.seq = 1001, .heads = 4, .kv_heads = 4, .dim = 4, .mask = MaskCase::padded});
       add({.seq = 3, .mask = MaskCase::padded});                       // fewer tokens than ranks
       add({.seq = 50, .heads = 8, .kv_heads = 4, .mask = MaskCase::padded});  // GQA
+      // GQA with fewer key/value heads than Ulysses ranks (U = 3, 4): the exchange copies them.
+      add({.seq = 50, .heads = 8, .kv_heads = 2, .mask = MaskCase::padded});
+      add({.seq = 29, .heads = 6, .kv_heads = 1, .mask = MaskCase::padded});  // one KV head (MQA)
       add({.seq = 40, .mask = MaskCase::all_masked_row});
       add({.seq = 45, .mask = MaskCase::padded, .dtype = DType::bf16});
       // Cross-attention to text split with the tokens: fewer keys than queries, more keys than
@@ -239,6 +242,7 @@ std::vector<CpCase> mpi_subset() {
           {.ring = 4, .ulysses = 1, .rotate = RotateMethod::allgather, .seq = 97, .mask = MaskCase::padded},
           {.ring = 1, .ulysses = 4, .seq = 97, .mask = MaskCase::padded},
           {.ring = 2, .ulysses = 2, .seq = 97, .heads = 8, .kv_heads = 4, .mask = MaskCase::padded},
+          {.ring = 1, .ulysses = 4, .seq = 97, .heads = 8, .kv_heads = 2, .mask = MaskCase::padded},
           {.ring = 2, .ulysses = 2, .seq = 3, .mask = MaskCase::padded, .dtype = DType::bf16},
           {.ring = 2, .ulysses = 2, .seq = 97, .mask = MaskCase::padded,
            .rule = attention::MaskRule::block_causal, .block = 10}};

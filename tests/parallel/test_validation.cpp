@@ -107,10 +107,12 @@ TEST(Validation, OnlyKeyPaddingMasksCanBeSplit) {
 }
 
 TEST(Validation, EveryUlyssesRankNeedsARealHead) {
-  // H = 6 over U = 4 is served by head padding; 2 KV heads cannot be spread over 4 ranks.
+  // H = 6 over U = 4 is served by head padding; 2 KV heads over 4 ranks by copying them; 3 query
+  // heads cannot be spread over 4 ranks.
   validate_call(degrees(1, 4), flash(), {6, 6, MaskKind::none, DType::f32, true});
-  expect_refused([] { validate_call(degrees(1, 4), flash(), {8, 2, MaskKind::none, DType::f32, true}); },
-                 ErrorKind::invalid_argument, "use ulysses_degree <= 2");
+  validate_call(degrees(2, 4), flash(), {8, 2, MaskKind::none, DType::f32, true});
+  expect_refused([] { validate_call(degrees(1, 4), flash(), {3, 3, MaskKind::none, DType::f32, true}); },
+                 ErrorKind::invalid_argument, "use ulysses_degree <= 3");
   expect_refused([] { validate_call(degrees(1, 3), flash(), {5, 2, MaskKind::none, DType::f32, true}); },
                  ErrorKind::invalid_argument, "multiple of key/value heads");
 }

@@ -44,18 +44,26 @@ inline std::vector<double> parallel_sample_errors(const ModelLoader& load, const
   return errors;
 }
 
-// The single-rank sample of `inputs`, then every mesh of `degrees` under every ring rotation of
-// `rotations`: error below `tolerance` on every rank. `what` names the inputs in failures.
-inline void expect_plan_parity(const ModelLoader& load, const nn::TensorMap& inputs, const std::string& what,
-                               const std::vector<MeshDegrees>& degrees,
-                               const std::vector<parallel::RotateMethod>& rotations, const SampleError& error,
-                               double tolerance) {
-  const Tensor want = load()->forward(inputs).at("sample");
+// Every mesh of `degrees` under every ring rotation of `rotations` against `want` (one rank's sample,
+// or the outside truth of a fixture): error below `tolerance` on every rank. `what` names the
+// inputs in failures.
+inline void expect_meshes_match(const ModelLoader& load, const nn::TensorMap& inputs, const Tensor& want,
+                                const std::string& what, const std::vector<MeshDegrees>& degrees,
+                                const std::vector<parallel::RotateMethod>& rotations, const SampleError& error,
+                                double tolerance) {
   for (auto rotation : rotations)
     for (MeshDegrees d : degrees)
       for (double e : parallel_sample_errors(load, inputs, want, d, rotation, error))
         EXPECT_LT(e, tolerance) << what << ", ring " << d.ring << " x ulysses " << d.ulysses
                                 << (rotation == parallel::RotateMethod::p2p ? ", p2p" : ", allgather");
+}
+
+// The single-rank sample of `inputs` as `want` of expect_meshes_match.
+inline void expect_plan_parity(const ModelLoader& load, const nn::TensorMap& inputs, const std::string& what,
+                               const std::vector<MeshDegrees>& degrees,
+                               const std::vector<parallel::RotateMethod>& rotations, const SampleError& error,
+                               double tolerance) {
+  expect_meshes_match(load, inputs, load()->forward(inputs).at("sample"), what, degrees, rotations, error, tolerance);
 }
 
 }  // namespace cpdit::testing

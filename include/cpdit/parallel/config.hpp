@@ -52,9 +52,9 @@ struct CallShape {
   attention::MaskRule rule = attention::MaskRule::none;  // alone or with a key_padding mask
 };
 
-// Heads (H >= U so every Ulysses rank keeps a real head; with GQA also H_kv >= U), mask kinds the
-// context-parallel modes can serve (none, key_padding, each with or without a position rule), and
-// the backend's capabilities for the mode.
+// Heads (H >= U so every Ulysses rank keeps a real head; GQA's key/value heads are copied when there
+// are fewer than U), mask kinds the context-parallel modes can serve (none, key_padding, each with
+// or without a position rule), and the backend's capabilities for the mode.
 void validate_call(const ContextParallelConfig& config, const attention::Backend& backend,
                    const CallShape& call);
 

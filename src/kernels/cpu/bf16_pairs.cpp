@@ -1,4 +1,4 @@
-// The bf16 tile GEMM of bf16_pairs.hpp, fastest first:
+// The bf16 tile GEMM of bf16_pairs.hpp, fastest first, chosen at run time (kernels/isa.hpp):
 // - AMX (when the kernel grants this process the tile state): 32 x 32 blocks of c as four 16 x 16
 //   f32 tiles, each step loading two 16-row tiles of `a` and two 16-pair tiles of `b`;
 // - AVX512-BF16: a register tile of up to 8 rows x 48 columns (24 f32 accumulators), each step
@@ -6,6 +6,7 @@
 //   on this CPU its rate is about the f32 FMA's, AMX's several times that;
 // - a portable loop.
 #include "kernels/cpu/bf16_pairs.hpp"
+#include "kernels/cpu/isa_target.hpp"
 
 #include "kernels/cpu/amx_tiles.hpp"
 
@@ -14,9 +15,7 @@
 #include <cstring>
 #include <utility>
 
-#if defined(__AVX512BF16__)
 #include <immintrin.h>
-#endif
 
 namespace cpdit::kernels::bf16_pairs {
 
@@ -26,14 +25,13 @@ constexpr int kRows = 8;                 // rows of the register tile
 constexpr int kVectors = 3;              // 16-column vectors of the register tile
 constexpr int64_t kCols = 16 * kVectors;
 
-#if defined(__AVX512BF16__)
-__mmask16 lanes(int64_t remaining) {
+CPDIT_TARGET_AVX512 __mmask16 lanes(int64_t remaining) {
   return remaining >= 16 ? __mmask16(0xffff) : remaining <= 0 ? __mmask16(0) : __mmask16((1u << remaining) - 1);
 }
 
 template <int Rows, int Vectors>
-void register_tile(int64_t cols, int64_t k_pairs, float alpha, const bf16* a, int64_t lda, const bf16* b,
-                   int64_t ldb, float beta, float* c, int64_t ldc) {
+CPDIT_TARGET_AVX512_BF16 void register_tile(int64_t cols, int64_t k_pairs, float alpha, const bf16* a, int64_t lda,
+                                            const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   __mmask16 mask[Vectors];
   for (int v = 0; v < Vectors; ++v) mask[v] = lanes(cols - 16 * v);
   __m512 acc[Rows][Vectors];
@@ -71,11 +69,34 @@ constexpr std::array<TileFn, sizeof...(Rows)> tiles_for(std::integer_sequence<in
 const std::array<std::array<TileFn, kRows>, kVectors> kTiles = {
     tiles_for<1>(std::make_integer_sequence<int, kRows>{}), tiles_for<2>(std::make_integer_sequence<int, kRows>{}),
     tiles_for<3>(std::make_integer_sequence<int, kRows>{})};
-#endif
 
-#if defined(__AMX_BF16__)
+CPDIT_TARGET_AVX512_BF16 void avx512_gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a,
+                                          int64_t lda, const bf16* b, int64_t ldb, float beta, float* c,
+                                          int64_t ldc) {
+  for (int64_t j = 0; j < n; j += kCols) {
+    const int64_t cols = std::min(kCols, n - j);
+    const int vectors = int((cols + 15) / 16);
+    for (int64_t i = 0; i < m; i += kRows) {
+      const int rows = int(std::min<int64_t>(kRows, m - i));
+      kTiles[vectors - 1][rows - 1](cols, k_pairs, alpha, a + i * lda, lda, b + 2 * j, ldb, beta, c + i * ldc + j, ldc);
+    }
+  }
+}
+
+void portable_gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int64_t lda, const bf16* b,
+                   int64_t ldb, float beta, float* c, int64_t ldc) {
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0;  // bf16 x bf16 products are exact in f32, as in the AVX512-BF16 dot product
+      for (int64_t p = 0; p < 2 * k_pairs; ++p) sum += bf16_to_f32(a[i * lda + p]) * bf16_to_f32(b[2 * ((p / 2) * ldb + j) + p % 2]);
+      float& out = c[i * ldc + j];
+      out = alpha * sum + (beta != 0.0f ? out : 0.0f);
+    }
+}
+
 // c's block (rows x cols of a 16 x 16 tile in `tile`) = alpha * tile + beta * c.
-void store_block(const float* tile, int64_t rows, int64_t cols, float alpha, float beta, float* c, int64_t ldc) {
+CPDIT_TARGET_AVX512 void store_block(const float* tile, int64_t rows, int64_t cols, float alpha, float beta, float* c,
+                                     int64_t ldc) {
   const __mmask16 mask = lanes(cols);
   const __m512 scale = _mm512_set1_ps(alpha);
   for (int64_t r = 0; r < rows; ++r) {
@@ -85,8 +106,8 @@ void store_block(const float* tile, int64_t rows, int64_t cols, float alpha, flo
   }
 }
 
-void amx_gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int64_t lda, const bf16* b,
-              int64_t ldb, float beta, float* c, int64_t ldc) {
+CPDIT_TARGET_AMX void amx_gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int64_t lda,
+                               const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   amx::configure_tiles();
   alignas(64) float tile[4][16 * 16];
   const int64_t a_stride = lda * int64_t(sizeof(bf16)), b_stride = 2 * ldb * int64_t(sizeof(bf16));  // bytes
@@ -119,20 +140,25 @@ void amx_gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a,
     }
   amx::release_tiles();
 }
-#endif
+
+CPDIT_TARGET_AVX512_BF16 void round_row_avx512(const float* s, int64_t k, bf16* d) {
+  int64_t j = 0;
+  for (; j + 16 <= k; j += 16)
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + j)));
+  for (; j < k; ++j) d[j] = f32_to_bf16(s[j]);
+}
 
 }  // namespace
 
 void round_rows(const float* src, int64_t ld_src, int64_t rows, int64_t k, bf16* dst, int64_t ld_dst) {
+  const bool bf16_dots = kernel_isa() == Isa::avx512_bf16;
   for (int64_t r = 0; r < rows; ++r) {
     const float* s = src + r * ld_src;
     bf16* d = dst + r * ld_dst;
-    int64_t j = 0;
-#if defined(__AVX512BF16__)
-    for (; j + 16 <= k; j += 16)
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(d + j), (__m256i)_mm512_cvtneps_pbh(_mm512_loadu_ps(s + j)));
-#endif
-    for (; j < k; ++j) d[j] = f32_to_bf16(s[j]);
+    if (bf16_dots)
+      round_row_avx512(s, k, d);
+    else
+      for (int64_t j = 0; j < k; ++j) d[j] = f32_to_bf16(s[j]);
     std::fill(d + k, d + ld_dst, bf16{0});
   }
 }
@@ -158,27 +184,9 @@ void pack_rows(const float* src, int64_t ld_src, int64_t k, int64_t n, bf16* dst
 
 void gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int64_t lda, const bf16* b,
           int64_t ldb, float beta, float* c, int64_t ldc) {
-#if defined(__AMX_BF16__)
+  if (kernel_isa() != Isa::avx512_bf16) return portable_gemm(m, n, k_pairs, alpha, a, lda, b, ldb, beta, c, ldc);
   if (amx::granted()) return amx_gemm(m, n, k_pairs, alpha, a, lda, b, ldb, beta, c, ldc);
-#endif
-#if defined(__AVX512BF16__)
-  for (int64_t j = 0; j < n; j += kCols) {
-    const int64_t cols = std::min(kCols, n - j);
-    const int vectors = int((cols + 15) / 16);
-    for (int64_t i = 0; i < m; i += kRows) {
-      const int rows = int(std::min<int64_t>(kRows, m - i));
-      kTiles[vectors - 1][rows - 1](cols, k_pairs, alpha, a + i * lda, lda, b + 2 * j, ldb, beta, c + i * ldc + j, ldc);
-    }
-  }
-#else
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      float sum = 0;  // bf16 x bf16 products are exact in f32, as in the AVX512-BF16 dot product
-      for (int64_t p = 0; p < 2 * k_pairs; ++p) sum += bf16_to_f32(a[i * lda + p]) * bf16_to_f32(b[2 * ((p / 2) * ldb + j) + p % 2]);
-      float& out = c[i * ldc + j];
-      out = alpha * sum + (beta != 0.0f ? out : 0.0f);
-    }
-#endif
+  avx512_gemm(m, n, k_pairs, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 }  // namespace cpdit::kernels::bf16_pairs

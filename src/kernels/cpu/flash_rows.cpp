@@ -1,0 +1,96 @@
+// The flash kernel's row operations (flash_rows.hpp): an AVX-512 variant compiled for it in every
+// build and a portable loop, picked per call by kernel_isa().
+#include "kernels/cpu/flash_rows.hpp"
+
+#include "kernels/cpu/isa_target.hpp"
+
+#include <cmath>
+#include <limits>
+
+// g++ 12 reports its own _mm512_undefined_* placeholders as maybe-uninitialised (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+namespace cpdit::kernels::flash {
+namespace {
+
+bool use_avx512() { return kernel_isa() >= Isa::avx512; }
+
+// Cephes' exp: x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial in r, times 2^n via scalef
+// (relative error ~2 ulp). Below -88 the result is flushed to 0; NaN propagates.
+CPDIT_TARGET_AVX512 inline __m512 exp512(__m512 x) {
+  const __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-88.0f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-88.0f), _CMP_NLT_UQ);
+  return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
+}
+
+CPDIT_TARGET_AVX512 inline __mmask16 tail_mask(int64_t remaining) {
+  return remaining >= 16 ? __mmask16(0xffff) : __mmask16((1u << remaining) - 1);
+}
+
+CPDIT_TARGET_AVX512 float row_max_avx512(const float* x, int64_t n) {
+  __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t j = 0; j < n; j += 16) {
+    __mmask16 k = tail_mask(n - j);
+    m = _mm512_mask_max_ps(m, k, m, _mm512_maskz_loadu_ps(k, x + j));
+  }
+  return _mm512_reduce_max_ps(m);
+}
+
+CPDIT_TARGET_AVX512 float exp_shift_sum_avx512(float* x, int64_t n, float shift) {
+  const __m512 s = _mm512_set1_ps(shift);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    __mmask16 k = tail_mask(n - j);
+    __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), s));
+    _mm512_mask_storeu_ps(x + j, k, e);
+    sum = _mm512_mask_add_ps(sum, k, sum, e);
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+CPDIT_TARGET_AVX512 void softmax_grad_avx512(float* dp, const float* p, int64_t n, float dv) {
+  const __m512 d = _mm512_set1_ps(dv);
+  for (int64_t j = 0; j < n; j += 16) {
+    __mmask16 k = tail_mask(n - j);
+    __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, p + j), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + j), d));
+    _mm512_mask_storeu_ps(dp + j, k, g);
+  }
+}
+
+}  // namespace
+
+float row_max(const float* x, int64_t n) {
+  if (use_avx512()) return row_max_avx512(x, n);
+  float m = -std::numeric_limits<float>::infinity();
+  for (int64_t j = 0; j < n; ++j) m = std::fmax(m, x[j]);
+  return m;
+}
+
+float exp_shift_sum(float* x, int64_t n, float shift) {
+  if (use_avx512()) return exp_shift_sum_avx512(x, n, shift);
+  float sum = 0;
+  for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - shift));
+  return sum;
+}
+
+void softmax_grad(float* dp, const float* p, int64_t n, float dv) {
+  if (use_avx512()) return softmax_grad_avx512(dp, p, n, dv);
+  for (int64_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - dv);
+}
+
+}  // namespace cpdit::kernels::flash
+
+#pragma GCC diagnostic pop
