@@ -61,7 +61,7 @@ def test_impossible_degrees_raise_the_engines_message():
 def test_more_ulysses_ranks_than_heads_raise_value_error():
     pipe = cpdit.FluxPipeline.from_pretrained(CASE / "pipeline")
     pipe.transformer.enable_parallelism(cpdit.ContextParallelConfig(ulysses_degree=4))
-    with pytest.raises(ValueError, match=r"Ulysses degree 4 exceeds the 2 key/value heads"):
+    with pytest.raises(ValueError, match=r"Ulysses degree 4 exceeds the 2 query heads"):
         generate(pipe)
 
 
