@@ -6,6 +6,7 @@
 // direct (see use_winograd). Buffers come from Tensor::empty, so the caching allocator reuses them
 // and the rank's memory accounting sees them.
 #include "kernels/cpu/checks.hpp"
+#include "kernels/cpu/dnnl_engine.hpp"
 
 #include <cpdit/kernels/image.hpp>
 
@@ -19,11 +20,6 @@ namespace cpdit::kernels {
 namespace {
 
 using dnnl::memory;
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 int64_t out_size(int64_t in, int64_t kernel, int64_t stride, int64_t before, int64_t after, const char* what,
                  const Tensor& x) {

@@ -2,6 +2,7 @@
 // AMX tiles (linear_amx.cpp) where the CPU and Linux allow, else through oneDNN's bf16 matmul: the C
 // API of oneDNN 2.6 has no bf16 GEMM, so this builds matmul primitives and caches them per shape.
 #include "kernels/cpu/linear_args.hpp"
+#include "kernels/cpu/dnnl_engine.hpp"
 
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
@@ -20,11 +21,6 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
-
-const dnnl::engine& cpu_engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
 
 struct Matmul {
   dnnl::matmul::primitive_desc pd;
