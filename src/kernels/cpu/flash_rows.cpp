@@ -70,6 +70,30 @@ CPDIT_TARGET_AVX512 void softmax_grad_avx512(float* dp, const float* p, int64_t 
   }
 }
 
+CPDIT_TARGET_AVX512 void online_softmax_columns_avx512(float* st, int64_t ld, int64_t cols, int64_t rows, float* m,
+                                                     float* l, float* alpha) {
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < rows; r += 16) {
+    const __mmask16 k = tail_mask(rows - r);
+    const __m512 m_old = _mm512_maskz_loadu_ps(k, m + r);
+    __m512 m_new = m_old;
+    for (int64_t c = 0; c < cols; ++c) m_new = _mm512_max_ps(m_new, _mm512_maskz_loadu_ps(k, st + c * ld + r));
+    // A fully masked column shifts by 0, so exp(-inf - 0) = 0 instead of exp(-inf + inf) = NaN.
+    const __m512 shift =
+        _mm512_mask_blend_ps(_mm512_cmp_ps_mask(m_new, _mm512_set1_ps(kNegInf), _CMP_EQ_OQ), m_new, _mm512_setzero_ps());
+    __m512 sum = _mm512_setzero_ps();
+    for (int64_t c = 0; c < cols; ++c) {
+      const __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, st + c * ld + r), shift));
+      _mm512_mask_storeu_ps(st + c * ld + r, k, e);
+      sum = _mm512_add_ps(sum, e);
+    }
+    const __m512 a = exp512(_mm512_sub_ps(m_old, shift));
+    _mm512_mask_storeu_ps(alpha + r, k, a);
+    _mm512_mask_storeu_ps(l + r, k, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, l + r), a, sum));
+    _mm512_mask_storeu_ps(m + r, k, m_new);
+  }
+}
+
 }  // namespace
 
 float row_max(const float* x, int64_t n) {
@@ -89,6 +113,21 @@ float exp_shift_sum(float* x, int64_t n, float shift) {
 void softmax_grad(float* dp, const float* p, int64_t n, float dv) {
   if (use_avx512()) return softmax_grad_avx512(dp, p, n, dv);
   for (int64_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - dv);
+}
+
+void online_softmax_columns(float* st, int64_t ld, int64_t cols, int64_t rows, float* m, float* l, float* alpha) {
+  if (use_avx512()) return online_softmax_columns_avx512(st, ld, cols, rows, m, l, alpha);
+  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  for (int64_t r = 0; r < rows; ++r) {
+    float m_new = m[r];
+    for (int64_t c = 0; c < cols; ++c) m_new = std::fmax(m_new, st[c * ld + r]);
+    const float shift = m_new == kNegInf ? 0.0f : m_new;
+    float sum = 0;
+    for (int64_t c = 0; c < cols; ++c) sum += (st[c * ld + r] = std::exp(st[c * ld + r] - shift));
+    alpha[r] = std::exp(m[r] - shift);
+    l[r] = l[r] * alpha[r] + sum;
+    m[r] = m_new;
+  }
 }
 
 }  // namespace cpdit::kernels::flash
