@@ -22,7 +22,7 @@ int64_t write_bf16_checkpoint(const TempDir& dir) {
   std::map<std::string, Tensor> bf16;
   int64_t bytes = 0;
   for (const auto& [name, t] : flux_preset("flux-tiny", 3).state) {
-    bf16[name] = t.to(DType::bf16);
+    bf16[name] = t.values().to(DType::bf16);
     bytes += int64_t(bf16[name].nbytes());
   }
   io::save_safetensors(dir.file("diffusion_pytorch_model.safetensors"), bf16);
