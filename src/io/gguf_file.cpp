@@ -6,6 +6,7 @@
 #include <cpdit/io/gguf.hpp>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 
 namespace cpdit::io {
@@ -89,6 +90,9 @@ Weight GgufFile::get(const std::string& name) const {
 }
 
 bool is_gguf_file(const std::string& path) {
+  // Only a regular file is read: opening a FIFO would block here, before the mapping's one-line refusal.
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};
   return in.read(magic, 4) && std::memcmp(magic, "GGUF", 4) == 0;

@@ -50,7 +50,8 @@ class GgufFile {
   std::shared_ptr<const GgufMapping> file_;
 };
 
-// True when the file at `path` starts with GGUF's magic (the format is told by content, not name).
+// True when `path` is a regular file that starts with GGUF's magic (the format is told by content,
+// not name); anything else (a FIFO, a device) is left for the safetensors reader to refuse.
 bool is_gguf_file(const std::string& path);
 
 }  // namespace cpdit::io
