@@ -41,9 +41,11 @@ constexpr size_t kHugePage = size_t(2) << 20;
 
 void* aligned_block(size_t size) {
   if (size < kHugePage) return std::aligned_alloc(kAlignment, size);
-  void* p = std::aligned_alloc(kHugePage, size);
+  // aligned_alloc wants a size that is a multiple of the alignment (AddressSanitizer refuses others).
+  const size_t whole = (size + kHugePage - 1) / kHugePage * kHugePage;
+  void* p = std::aligned_alloc(kHugePage, whole);
 #ifdef MADV_HUGEPAGE
-  if (p != nullptr) madvise(p, size, MADV_HUGEPAGE);  // size is a multiple of 4 KiB (bucket_size)
+  if (p != nullptr) madvise(p, whole, MADV_HUGEPAGE);
 #endif
   return p;
 }
