@@ -21,6 +21,7 @@ from ._parallel import ContextParallelConfig, Transformer
 from ._pipelines import (
     FluxPipeline,
     ImagePipelineOutput,
+    LTXPipeline,
     QwenImagePipeline,
     SkyReelsV2DiffusionForcingPipeline,
     VideoPipelineOutput,
@@ -32,6 +33,7 @@ __all__ = [
     "ContextParallelConfig",
     "FluxPipeline",
     "ImagePipelineOutput",
+    "LTXPipeline",
     "QwenImagePipeline",
     "SkyReelsV2DiffusionForcingPipeline",
     "Transformer",

@@ -14,32 +14,46 @@ def check_attention_backend(name: str) -> None: ...
 def borrowed_address(array: np.ndarray) -> int: ...
 def check_parallel_config(ring_degree: int, ulysses_degree: int, cfg_degree: int, rotate_method: str) -> None: ...
 def launched_by_mpi() -> bool: ...
+class ParallelFlags:
+    """--ring, --ulysses, --cfg, --rotate, --backend, --ranks and --threads (0 / "": not given)."""
+
+    ring: int
+    ulysses: int
+    cfg: int
+    rotate: str
+    backend: str
+    ranks: int
+    threads: int
+
+class GenerateArgs:
+    """The options of `cpdit generate`; a field left alone keeps the command line's default."""
+
+    model: str
+    preset: str
+    dtype: str
+    prompt: Optional[str]
+    negative_prompt: Optional[str]
+    steps: int
+    height: int
+    width: int
+    frames: int
+    text_tokens: int
+    ar_step: int
+    fps: Optional[int]
+    base_num_frames: int
+    overlap_history: Optional[int]
+    addnoise_condition: float
+    decode_timestep: float
+    decode_noise_scale: Optional[float]
+    seed: int
+    guidance: float
+    true_cfg_scale: float
+    decode: bool
+    parallel: ParallelFlags
+
 def generate(
-    *,
-    model: str = "",
-    preset: str = "",
-    prompt: Optional[str] = None,
-    negative_prompt: Optional[str] = None,
-    height: int = 0,
-    width: int = 0,
-    frames: int = 0,
-    steps: int = 0,
-    guidance: float = ...,
-    true_cfg_scale: float = ...,
-    seed: int = 0,
-    text_tokens: int = 0,
-    ar_step: int = 0,
-    fps: Optional[int] = None,
+    args: GenerateArgs,
     embeddings: Dict[str, np.ndarray] = ...,
     latents: Optional[np.ndarray] = None,
-    decode: bool = False,
-    ring: int = 0,
-    ulysses: int = 0,
-    cfg: int = 1,
-    rotate: str = "p2p",
-    backend: str = "",
-    ranks: int = 0,
-    threads: int = 0,
-    dtype: str = "auto",
     sigint_stops: bool = True,
 ) -> Optional[Dict[str, Any]]: ...

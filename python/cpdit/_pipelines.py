@@ -4,14 +4,19 @@ Each pipeline is a diffusers pipeline folder (``save_pretrained``'s layout: mode
 transformer/, scheduler/, vae/, and the tokenizers and text encoders when it has them) or a built-in
 preset with seeded random weights. A call runs the same stages as ``cpdit generate``: encode the prompt
 (or take ``prompt_embeds``), denoise, decode.
+
+A pipeline class is data: the model_index.json classes it runs, its presets' prefix, its output, the
+keywords its call takes beside the shared ones, its default output_type and how diffusers lays out its
+final latents. One ``__call__`` serves every class, with the class's own signature (``help(pipe)``,
+``inspect.signature``), so an argument the pipeline does not take is a TypeError as in any Python call.
 """
 
 import dataclasses
+import inspect
 import json
-import math
 import os
 import threading
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -22,6 +27,7 @@ from ._parallel import Transformer
 __all__ = [
     "FluxPipeline",
     "ImagePipelineOutput",
+    "LTXPipeline",
     "QwenImagePipeline",
     "SkyReelsV2DiffusionForcingPipeline",
     "VideoPipelineOutput",
@@ -44,35 +50,103 @@ class VideoPipelineOutput:
     frames: Any
 
 
-# The embeddings a call may pass, by the names diffusers' pipelines give them (and cpdit's
-# --embeddings file uses).
-_EMBEDDING_NAMES = (
-    "prompt_embeds",
-    "pooled_prompt_embeds",
-    "prompt_embeds_mask",
-    "negative_prompt_embeds",
-    "negative_pooled_prompt_embeds",
-    "negative_prompt_embeds_mask",
-)
+# The keywords that set an option of the engine's generate job, by diffusers' names: the GenerateArgs
+# field each one sets (apps/cpdit/generate.hpp; `cpdit generate --help` says what each means).
+_SETTINGS = {
+    "negative_prompt": "negative_prompt",
+    "height": "height",
+    "width": "width",
+    "num_frames": "frames",
+    "num_inference_steps": "steps",
+    "guidance_scale": "guidance",
+    "true_cfg_scale": "true_cfg_scale",
+    "generator_seed": "seed",
+    "max_sequence_length": "text_tokens",
+    "dtype": "dtype",
+    "ar_step": "ar_step",
+    "fps": "fps",  # SkyReels-V2's fps embedding
+    "frame_rate": "fps",  # LTX-Video's RoPE time scale
+    "base_num_frames": "base_num_frames",
+    "overlap_history": "overlap_history",
+    "addnoise_condition": "addnoise_condition",
+    "decode_timestep": "decode_timestep",
+    "decode_noise_scale": "decode_noise_scale",
+}
+
+# What every pipeline's call takes after ``prompt``. Besides these and _SETTINGS, a call's keywords are
+# the prompt embeddings and masks, by the names of diffusers' pipelines (and of the --embeddings file).
+_SHARED_KEYWORDS = ("negative_prompt", "height", "width", "num_inference_steps", "guidance_scale", "generator_seed",
+                    "latents", "prompt_embeds", "negative_prompt_embeds", "max_sequence_length", "output_type",
+                    "ranks", "threads", "dtype")
 
 
-# The diffusers arguments that have no value of their own (None): the engine's default is 0 or NaN.
-_UNSET = dict(height=0, width=0, num_frames=0, num_inference_steps=0, guidance_scale=math.nan,
-              true_cfg_scale=math.nan, threads=0)
+def _to_pil(pixels):
+    from PIL import Image
+
+    bytes_ = (pixels * 255).round().astype(np.uint8)  # diffusers' numpy_to_pil
+    if bytes_.ndim == 4:
+        return [Image.fromarray(image) for image in bytes_]
+    return [[Image.fromarray(frame) for frame in video] for video in bytes_]
+
+
+def _latents_as_they_are(latents):
+    return latents
+
+
+def _packed_2x2(latents):
+    """FLUX.1's (B, C, H, W) and Qwen-Image's (B, C, 1, H, W) latents as their diffusers pipelines
+    return them: 2x2 patches packed into tokens, (B, H/2 * W/2, C * 4)."""
+    b, c, h, w = latents.shape[0], latents.shape[1], *latents.shape[-2:]
+    return np.ascontiguousarray(
+        latents.reshape(b, c, h // 2, 2, w // 2, 2).transpose(0, 2, 4, 1, 3, 5).reshape(b, (h // 2) * (w // 2), c * 4)
+    )
+
+
+def _packed_tokens(latents):
+    """LTX-Video's (B, C, F, H, W) latents as LTXPipeline returns them: one token per latent voxel,
+    (B, F * H * W, C)."""
+    b, c = latents.shape[:2]
+    return np.ascontiguousarray(latents.reshape(b, c, -1).transpose(0, 2, 1))
 
 
 class _Pipeline:
-    # Set by each family: the model_index.json _class_name values it runs, its presets' prefix, and
-    # its output class.
+    # Set by each family (see the module's docstring).
     _pipeline_classes: tuple = ()
     _preset_prefix = ""
-    _output: Any = None
-    _family_options: tuple = ()  # keywords only this family takes (SkyReels-V2's ar_step, fps)
+    _output: Any = None  # ImagePipelineOutput or VideoPipelineOutput
+    _output_type = "pil"
+    _keywords: tuple = ()  # the call's keywords beside _SHARED_KEYWORDS
+    _latents = staticmethod(_latents_as_they_are)  # the engine's final latents as diffusers returns them
 
     def __init__(self, model="", preset=""):
         self.model = model
         self.preset = preset
         self.transformer = Transformer()
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        parameter = inspect.Parameter
+        positional = [parameter("self", parameter.POSITIONAL_OR_KEYWORD),
+                      parameter("prompt", parameter.POSITIONAL_OR_KEYWORD, default=None)]
+        keywords = [parameter(name, parameter.KEYWORD_ONLY, default=cls._output_type if name == "output_type" else None)
+                    for name in _SHARED_KEYWORDS + cls._keywords]
+        signature = inspect.Signature(positional + keywords)
+
+        def __call__(self, prompt=None, **options):
+            call = signature.bind(self, prompt, **options)  # TypeError for a keyword this pipeline does not take
+            call.apply_defaults()
+            del call.arguments["self"]
+            return self._run(call.arguments)
+
+        __call__.__signature__ = signature
+        __call__.__qualname__ = f"{cls.__name__}.__call__"
+        __call__.__doc__ = (
+            f"Generate, with the arguments of diffusers' {cls._pipeline_classes[0]}.__call__ (see the class "
+            "docstring); None: the pipeline's default. ``generator_seed`` seeds the engine's noise, ``ranks`` and "
+            "``threads`` set the local ranks and each one's compute threads, ``dtype`` the transformer's weights in "
+            "memory ('auto', 'f32', 'bf16', 'q8_0', 'q4_k': cpdit generate --dtype). Returns None on a process "
+            "other than rank 0 of an mpirun launch.")
+        cls.__call__ = __call__
 
     @classmethod
     def from_pretrained(cls, path, **unused):
@@ -99,148 +173,51 @@ class _Pipeline:
         return cls(preset=name)
 
     def _run(self, call):
-        """One generation for the arguments of a __call__ (diffusers' names, as locals() gives them)."""
-        output_type, prompt = call["output_type"], call["prompt"]
-        family = call.get("family_options", {})
-        unexpected = sorted(set(family) - set(self._family_options))
-        if unexpected:
-            raise TypeError(f"{type(self).__name__} got unexpected keyword arguments {', '.join(unexpected)}")
+        """One generation for the arguments of a call, every keyword of the signature present."""
+        prompt, output_type, latents = call.pop("prompt"), call.pop("output_type"), call.pop("latents")
+        ranks, threads = call.pop("ranks"), call.pop("threads")
         if output_type not in ("pil", "np", "latent"):
             raise ValueError(f"output_type must be 'pil', 'np' or 'latent', got {output_type!r}")
         if prompt is not None and call["prompt_embeds"] is not None:
             raise ValueError("give prompt or prompt_embeds, not both")
         if prompt is not None and not isinstance(prompt, str):
             raise ValueError(f"prompt must be one string (no batches yet), got {type(prompt).__name__}")
-        # Prompt masks as diffusers makes them (int64 0/1), embeddings float32; read in place when they are.
-        embeddings = {name: engine_array(call[name], name, np.int64 if name.endswith("_mask") else np.float32)
-                      for name in _EMBEDDING_NAMES if call.get(name) is not None}
-        value = {name: default if call.get(name) is None else call[name] for name, default in _UNSET.items()}
-        config = self.transformer.parallel_config
-        ranks = call["ranks"]
-        # Under mpirun the processes are the ranks; otherwise ranks=, else the config's, else one.
-        if ranks is None and not _cpdit.launched_by_mpi():
-            ranks = config.world_size if config is not None else 1
-        result = _cpdit.generate(
-            model=self.model,
-            preset=self.preset,
-            prompt=prompt,
-            negative_prompt=call["negative_prompt"],
-            height=value["height"],
-            width=value["width"],
-            frames=value["num_frames"],
-            steps=value["num_inference_steps"],
-            guidance=value["guidance_scale"],
-            true_cfg_scale=value["true_cfg_scale"],
-            seed=call["generator_seed"],
-            text_tokens=call["max_sequence_length"] or 0,
-            ar_step=family.get("ar_step", 0),
-            fps=family.get("fps"),
-            embeddings=embeddings,
-            latents=None if call["latents"] is None else engine_array(call["latents"], "latents"),
-            decode=output_type != "latent",
-            ring=config.ring_degree if config else 0,
-            ulysses=config.ulysses_degree if config else 0,
-            cfg=config.cfg_degree if config else 1,
-            rotate=config.rotate_method if config else "p2p",
-            backend=self.transformer.attention_backend or "",
-            ranks=ranks or 0,
-            threads=value["threads"],
-            dtype=call["dtype"],
-            sigint_stops=threading.current_thread() is threading.main_thread(),
-        )
+        args = _cpdit.GenerateArgs()
+        args.model, args.preset, args.prompt, args.decode = self.model, self.preset, prompt, output_type != "latent"
+        embeddings = {}
+        for name, value in call.items():
+            if value is None:  # the engine's default, which is the pipeline's
+                continue
+            if name in _SETTINGS:
+                setattr(args, _SETTINGS[name], value)
+            else:  # prompt masks as diffusers makes them (int64 0/1), embeddings float32; read in place when they are
+                embeddings[name] = engine_array(value, name, np.int64 if name.endswith("_mask") else np.float32)
+        self._set_parallel(args.parallel, ranks, threads)
+        result = _cpdit.generate(args, embeddings, None if latents is None else engine_array(latents, "latents"),
+                                 sigint_stops=threading.current_thread() is threading.main_thread())
         if result is None:  # a process other than rank 0 of an mpirun launch
             return None
         if output_type == "latent":
-            return self._output(self._latents_as_diffusers(result["latents"]))
+            return self._output(self._latents(result["latents"]))
         pixels = result["pixels"]
         return self._output(pixels if output_type == "np" else _to_pil(pixels))
 
-    def _latents_as_diffusers(self, latents):
-        return latents
+    def _set_parallel(self, flags, ranks, threads):
+        """The transformer's parallel config and attention backend, and the call's ranks and threads, as
+        the engine's --ring, --ulysses, --cfg, --rotate, --backend, --ranks, --threads."""
+        config = self.transformer.parallel_config
+        if config is not None:
+            flags.ring, flags.ulysses = config.ring_degree, config.ulysses_degree
+            flags.cfg, flags.rotate = config.cfg_degree, config.rotate_method
+        flags.backend = self.transformer.attention_backend or ""
+        # Under mpirun the processes are the ranks; otherwise ranks=, else the config's, else one.
+        if ranks is None and not _cpdit.launched_by_mpi():
+            ranks = config.world_size if config is not None else 1
+        flags.ranks = ranks or 0
+        flags.threads = threads or 0
 
 
-def _to_pil(pixels):
-    from PIL import Image
-
-    bytes_ = (pixels * 255).round().astype(np.uint8)  # diffusers' numpy_to_pil
-    if bytes_.ndim == 4:
-        return [Image.fromarray(image) for image in bytes_]
-    return [[Image.fromarray(frame) for frame in video] for video in bytes_]
-
-
-def _pack_latents(latents):
-    """(B, C, H, W) latents as diffusers' FLUX.1 and Qwen-Image pipelines return them for
-    output_type="latent": 2x2 patches packed into tokens, (B, H/2 * W/2, C * 4)."""
-    b, c, h, w = latents.shape
-    return np.ascontiguousarray(
-        latents.reshape(b, c, h // 2, 2, w // 2, 2).transpose(0, 2, 4, 1, 3, 5).reshape(b, (h // 2) * (w // 2), c * 4)
-    )
-
-
-class _ImagePipeline(_Pipeline):
-    _output = ImagePipelineOutput
-
-    def __call__(
-        self,
-        prompt: Optional[str] = None,
-        negative_prompt: Optional[str] = None,
-        height: Optional[int] = None,
-        width: Optional[int] = None,
-        num_inference_steps: Optional[int] = None,
-        guidance_scale: Optional[float] = None,
-        true_cfg_scale: Optional[float] = None,
-        generator_seed: int = 0,
-        latents=None,
-        prompt_embeds=None,
-        pooled_prompt_embeds=None,
-        negative_prompt_embeds=None,
-        negative_pooled_prompt_embeds=None,
-        prompt_embeds_mask=None,
-        negative_prompt_embeds_mask=None,
-        max_sequence_length: Optional[int] = None,
-        output_type: str = "pil",
-        ranks: Optional[int] = None,
-        threads: Optional[int] = None,
-        dtype: str = "auto",
-    ) -> Optional[ImagePipelineOutput]:
-        """Generate images; see the class docstring. Returns None on a process other than rank 0 of an
-        mpirun launch."""
-        return self._run(locals())
-
-    def _latents_as_diffusers(self, latents):
-        # FLUX.1 (B, C, H, W) and Qwen-Image (B, C, 1, H, W): packed, as diffusers returns them.
-        return _pack_latents(latents.reshape(latents.shape[0], latents.shape[1], *latents.shape[-2:]))
-
-
-class _VideoPipeline(_Pipeline):
-    _output = VideoPipelineOutput
-
-    def __call__(
-        self,
-        prompt: Optional[str] = None,
-        negative_prompt: Optional[str] = None,
-        height: Optional[int] = None,
-        width: Optional[int] = None,
-        num_frames: Optional[int] = None,
-        num_inference_steps: Optional[int] = None,
-        guidance_scale: Optional[float] = None,
-        generator_seed: int = 0,
-        latents=None,
-        prompt_embeds=None,
-        negative_prompt_embeds=None,
-        max_sequence_length: Optional[int] = None,
-        output_type: str = "np",
-        ranks: Optional[int] = None,
-        threads: Optional[int] = None,
-        dtype: str = "auto",
-        **family_options,
-    ) -> Optional[VideoPipelineOutput]:
-        """Generate videos; see the class docstring (and its own keywords, if any). Returns None on a
-        process other than rank 0 of an mpirun launch."""
-        return self._run(locals())
-
-
-class FluxPipeline(_ImagePipeline):
+class FluxPipeline(_Pipeline):
     """FLUX.1 text to image (diffusers' FluxPipeline): flow-match Euler, guidance embedding
     ``guidance_scale`` (default 3.5), true classifier-free guidance with ``negative_prompt`` (or negative
     embeddings) and ``true_cfg_scale`` > 1. ``latents``: packed initial noise (B, tokens, 64) as diffusers
@@ -248,30 +225,60 @@ class FluxPipeline(_ImagePipeline):
 
     _pipeline_classes = ("FluxPipeline",)
     _preset_prefix = "flux-"
+    _output = ImagePipelineOutput
+    _keywords = ("true_cfg_scale", "pooled_prompt_embeds", "negative_pooled_prompt_embeds")
+    _latents = staticmethod(_packed_2x2)
 
 
-class QwenImagePipeline(_ImagePipeline):
+class QwenImagePipeline(_Pipeline):
     """Qwen-Image text to image (diffusers' QwenImagePipeline): ``prompt_embeds`` with
     ``prompt_embeds_mask`` (no built-in Qwen2.5-VL text encoder), true CFG ``true_cfg_scale`` (default 4.0)
-    with the negative pair."""
+    with the negative pair. ``latents`` and output_type "latent" packed as FLUX.1's."""
 
     _pipeline_classes = ("QwenImagePipeline",)
     _preset_prefix = "qwen-"
+    _output = ImagePipelineOutput
+    _keywords = ("true_cfg_scale", "prompt_embeds_mask", "negative_prompt_embeds_mask")
+    _latents = staticmethod(_packed_2x2)
 
 
-class WanPipeline(_VideoPipeline):
+class WanPipeline(_Pipeline):
     """Wan 2.1 text to video (diffusers' WanPipeline): UniPC, classifier-free guidance ``guidance_scale``
     (default 5.0) on the negative prompt (default "") or ``negative_prompt_embeds``. Latents (B, 16, F',
     H/8, W/8)."""
 
     _pipeline_classes = ("WanPipeline",)
     _preset_prefix = "wan-"
+    _output = VideoPipelineOutput
+    _output_type = "np"
+    _keywords = ("num_frames",)
 
 
-class SkyReelsV2DiffusionForcingPipeline(_VideoPipeline):
+class SkyReelsV2DiffusionForcingPipeline(_Pipeline):
     """SkyReels-V2 diffusion forcing (diffusers' SkyReelsV2DiffusionForcingPipeline): blocks of latent
-    frames ``ar_step`` steps apart, ``fps`` for the fps embedding; guidance as Wan (default 6.0)."""
+    frames ``ar_step`` steps apart, ``fps`` for the fps embedding; guidance as Wan (default 6.0). A long
+    video (``overlap_history`` set) runs in chunks of ``base_num_frames`` frames, each later one starting
+    from the last ``overlap_history`` frames so far, fed with noise at ``addnoise_condition``."""
 
     _pipeline_classes = ("SkyReelsV2DiffusionForcingPipeline",)
     _preset_prefix = "skyreels-"
-    _family_options = ("ar_step", "fps")
+    _output = VideoPipelineOutput
+    _output_type = "np"
+    _keywords = ("num_frames", "ar_step", "fps", "base_num_frames", "overlap_history", "addnoise_condition")
+
+
+class LTXPipeline(_Pipeline):
+    """LTX-Video text to video (diffusers' LTXPipeline): flow-match Euler with the video's dynamic shift,
+    classifier-free guidance ``guidance_scale`` (default 3.0) on the negative prompt (default "") or
+    ``negative_prompt_embeds``; given embeddings come with their T5 masks ``prompt_attention_mask`` and
+    ``negative_prompt_attention_mask`` (int64 0/1, as encode_prompt returns them). ``frame_rate``
+    (default 25) scales the RoPE's time; the VAE decodes at ``decode_timestep`` (default 0) with noise
+    mixed in at ``decode_noise_scale``, drawn from ``generator_seed``. ``latents``: packed (B, tokens, C)
+    as diffusers takes them; output_type "latent" returns the final latents packed the same way."""
+
+    _pipeline_classes = ("LTXPipeline",)
+    _preset_prefix = "ltx-"
+    _output = VideoPipelineOutput
+    _keywords = ("num_frames", "frame_rate", "prompt_attention_mask", "negative_prompt_attention_mask",
+                 "decode_timestep", "decode_noise_scale")
+    _latents = staticmethod(_packed_tokens)

@@ -55,7 +55,8 @@ std::string pipeline_name(pipeline::PipelineKind kind) {
 
 // Rank 0's result as a dict (latents, pixels or None, and what the run chose: steps, sizes, pipeline,
 // ranks); None on the other processes of an mpirun launch, as the command line writes only on rank 0.
-py::object generate(app::GenerateArgs& args, const py::dict& embeddings, const std::optional<py::array>& latents,
+// `args` is the caller's, copied: the arrays borrowed here must not outlive this call.
+py::object generate(app::GenerateArgs args, const py::dict& embeddings, const std::optional<py::array>& latents,
                     bool sigint_stops) {
   for (const auto& [name, array] : embeddings) {
     const std::string key = py::cast<std::string>(name);
@@ -115,52 +116,11 @@ void bind_generate(py::module_& m) {
         py::arg("cfg_degree"), py::arg("rotate_method"),
         "refuses (ValueError, the engine's message) degrees below 1, a CFG degree other than 1 or 2, or an unknown "
         "rotate method");
-  m.def(
-      "generate",
-      [](const std::string& model, const std::string& preset, std::optional<std::string> prompt,
-         std::optional<std::string> negative_prompt, int64_t height, int64_t width, int64_t frames, int steps,
-         float guidance, float true_cfg_scale, uint64_t seed, int64_t text_tokens, int64_t ar_step,
-         std::optional<int64_t> fps,
-         const py::dict& embeddings, const std::optional<py::array>& latents, bool decode, int ring, int ulysses,
-         int cfg, const std::string& rotate, const std::string& backend, int ranks, int threads,
-         const std::string& dtype, bool sigint_stops) {
-        app::GenerateArgs args;
-        args.model = model;
-        args.preset = preset;
-        args.prompt = std::move(prompt);
-        args.negative_prompt = std::move(negative_prompt);
-        args.height = height;
-        args.width = width;
-        args.frames = frames;
-        args.steps = steps;
-        args.guidance = guidance;
-        args.true_cfg_scale = true_cfg_scale;
-        args.seed = seed;
-        args.text_tokens = text_tokens;
-        args.ar_step = ar_step;
-        args.fps = fps;
-        args.decode = decode;
-        args.parallel.ring = ring;
-        args.parallel.ulysses = ulysses;
-        args.parallel.cfg = cfg;
-        args.parallel.rotate = rotate;
-        args.parallel.backend = backend;
-        args.parallel.ranks = ranks;
-        args.parallel.threads = threads;
-        args.dtype = dtype;
-        return generate(args, embeddings, latents, sigint_stops);
-      },
-      py::kw_only(), py::arg("model") = "", py::arg("preset") = "", py::arg("prompt") = py::none(),
-      py::arg("negative_prompt") = py::none(), py::arg("height") = 0, py::arg("width") = 0, py::arg("frames") = 0,
-      py::arg("steps") = 0, py::arg("guidance") = std::nanf(""), py::arg("true_cfg_scale") = std::nanf(""),
-      py::arg("seed") = 0, py::arg("text_tokens") = 0, py::arg("ar_step") = 0, py::arg("fps") = py::none(),
-      py::arg("embeddings") = py::dict(), py::arg("latents") = py::none(), py::arg("decode") = false,
-      py::arg("ring") = 0, py::arg("ulysses") = 0, py::arg("cfg") = 1, py::arg("rotate") = "p2p",
-      py::arg("backend") = "", py::arg("ranks") = 0, py::arg("threads") = 0, py::arg("dtype") = "auto",
-      py::arg("sigint_stops") = true,
-      "`cpdit generate` in memory: the flags as keywords (0 and NaN: the pipeline's default), embeddings by their "
-      "--embeddings names, latents as --latents; arrays are read in place. Returns rank 0's result as a dict, None "
-      "on the other processes of an mpirun launch. Raises KeyboardInterrupt when SIGINT stopped it.");
+  m.def("generate", &generate, py::arg("args"), py::arg("embeddings") = py::dict(), py::arg("latents") = py::none(),
+        py::arg("sigint_stops") = true,
+        "`cpdit generate` in memory: `args` as the flags, embeddings by their --embeddings names, latents as "
+        "--latents; arrays are read in place. Returns rank 0's result as a dict, None on the other processes of an "
+        "mpirun launch. Raises KeyboardInterrupt when SIGINT stopped it.");
 }
 
 }  // namespace cpdit::python

@@ -22,5 +22,6 @@ PYBIND11_MODULE(_cpdit, m) {
     }
   });
   cpdit::python::bind_attention(m);
+  cpdit::python::bind_generate_args(m);
   cpdit::python::bind_generate(m);
 }

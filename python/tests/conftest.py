@@ -40,3 +40,8 @@ def pack_latents(latents):
     """(B, C, H, W) FLUX.1 latents as diffusers packs them: (B, H/2 * W/2, C * 4)."""
     b, c, h, w = latents.shape
     return latents.reshape(b, c, h // 2, 2, w // 2, 2).transpose(0, 2, 4, 1, 3, 5).reshape(b, h * w // 4, c * 4)
+
+
+def pack_tokens(latents):
+    """(B, C, F, H, W) LTX-Video latents as LTXPipeline packs them: (B, F * H * W, C)."""
+    return latents.reshape(latents.shape[0], latents.shape[1], -1).transpose(0, 2, 1)

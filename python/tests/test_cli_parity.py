@@ -1,5 +1,5 @@
-"""The FLUX.1 and Wan pipeline fixtures through the Python API equal `cpdit generate` on the same
-inputs bit for bit: both run the same generate job, one rank and one thread each, so not even the
+"""The FLUX.1, Wan and LTX-Video pipeline fixtures through the Python API equal `cpdit generate` on the
+same inputs bit for bit: both run the same generate job, one rank and one thread each, so not even the
 summation order differs."""
 
 import subprocess
@@ -7,14 +7,17 @@ import subprocess
 import numpy as np
 
 import cpdit
-from conftest import FIXTURES, pack_latents, read_safetensors
+from conftest import FIXTURES, pack_latents, pack_tokens, read_safetensors
 
 
-def run_cli(binary, case, out, extra):
+def run_cli(binary, case, out, extra, text="--embeddings"):
+    """`cpdit generate` on the case's folder and initial latents, its prompt from the case's embeddings
+    (or with text="--prompt", from the prompt in `extra`)."""
     inputs = FIXTURES / case / "inputs.safetensors"
+    embeddings = ["--embeddings", str(inputs)] if text == "--embeddings" else []
     subprocess.run(
-        [str(binary), "generate", "--model", str(FIXTURES / case / "pipeline"), "--embeddings", str(inputs),
-         "--latents", str(inputs), "--ranks", "1", "--threads", "1", "--out", str(out), "--json", *extra],
+        [str(binary), "generate", "--model", str(FIXTURES / case / "pipeline"), *embeddings, "--latents", str(inputs),
+         "--ranks", "1", "--threads", "1", "--out", str(out), "--json", *extra],
         check=True, capture_output=True)
     return read_safetensors(out)
 
@@ -46,3 +49,24 @@ def test_wan_pipeline_equals_cli(cpdit_binary, tmp_path):
     latents = pipe(**call, output_type="latent").frames
     np.testing.assert_array_equal(frames, cli["video"])
     np.testing.assert_array_equal(latents, cli["latents"])
+
+
+def test_ltx_pipeline_equals_cli(cpdit_binary, tmp_path):
+    prompt = "a red fox trotting through snow"
+    size = ["--steps", "3", "--frames", "9", "--height", "64", "--width", "64", "--text-tokens", "24"]
+    inputs = read_safetensors(FIXTURES / "ltx_pipeline_tiny" / "inputs.safetensors")
+    pipe = cpdit.LTXPipeline.from_pretrained(FIXTURES / "ltx_pipeline_tiny" / "pipeline")
+    # From the prompt, through the folder's T5 tokenizer and encoder on both sides.
+    call = dict(latents=inputs["latents"], height=64, width=64, num_frames=9, num_inference_steps=3,
+                max_sequence_length=24, threads=1)
+    cli = run_cli(cpdit_binary, "ltx_pipeline_tiny", tmp_path / "out.safetensors", ["--prompt", prompt, *size],
+                  text="--prompt")
+    np.testing.assert_array_equal(pipe(prompt, **call, output_type="np").frames, cli["video"])
+    np.testing.assert_array_equal(pipe(prompt, **call, output_type="latent").frames, pack_tokens(cli["latents"]))
+    # LTXPipeline's own keywords: the frame rate, and the decode timestep with noise (drawn from the seed).
+    cli = run_cli(cpdit_binary, "ltx_pipeline_tiny", tmp_path / "decode_t.safetensors",
+                  ["--prompt", prompt, *size, "--fps", "12", "--decode-timestep", "0.05", "--decode-noise-scale",
+                   "0.025", "--seed", "7"], text="--prompt")
+    frames = pipe(prompt, **call, frame_rate=12, decode_timestep=0.05, decode_noise_scale=0.025, generator_seed=7,
+                  output_type="np").frames
+    np.testing.assert_array_equal(frames, cli["video"])

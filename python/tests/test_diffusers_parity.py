@@ -1,11 +1,12 @@
 """The same call as diffusers' pipelines, on the same tiny pipeline folders, gives diffusers' final
-latents and pixels: the fixtures are diffusers' outputs (tools/reference/flux_pipeline.py and
-wan_pipeline.py, diffusers from PyPI) for these embeddings and initial latents."""
+latents and pixels: the fixtures are diffusers' outputs (tools/reference/flux_pipeline.py,
+wan_pipeline.py, qwenimage_pipeline.py and ltx_pipeline.py, diffusers from PyPI) for these embeddings and
+initial latents."""
 
 import numpy as np
 
 import cpdit
-from conftest import FIXTURES, pack_latents, read_safetensors
+from conftest import FIXTURES, pack_latents, pack_tokens, read_safetensors
 
 # diffusers' float32 run and the engine's differ only in summation order over 3 steps of a 2-block
 # model: the observed gap is 1e-5 on latents of magnitude 5; 1e-4 is the issue's bound (the C++
@@ -55,3 +56,19 @@ def test_qwenimage_pipeline_matches_diffusers():
                    output_type="latent").images
     want = pack_latents(expected["latents"][:, :, 0])  # (B, C, 1, H, W): one frame
     np.testing.assert_allclose(latents, want, rtol=0, atol=LATENTS_TOLERANCE)
+
+
+def test_ltx_pipeline_matches_diffusers():
+    case = FIXTURES / "ltx_pipeline_tiny"
+    inputs, expected = read_safetensors(case / "inputs.safetensors"), read_safetensors(case / "expected.safetensors")
+    pipe = cpdit.LTXPipeline.from_pretrained(case / "pipeline")
+    # LTXPipeline's default guidance 3.0 on the negative embeddings, both with their padded T5 masks, at
+    # 25 frames per second; the video decoded at the default decode_timestep 0.
+    call = dict(prompt_embeds=inputs["prompt_embeds"], prompt_attention_mask=inputs["prompt_attention_mask"],
+                negative_prompt_embeds=inputs["negative_prompt_embeds"],
+                negative_prompt_attention_mask=inputs["negative_prompt_attention_mask"], latents=inputs["latents"],
+                height=64, width=64, num_frames=9, num_inference_steps=3, frame_rate=25)
+    latents = pipe(**call, output_type="latent").frames
+    np.testing.assert_allclose(latents, pack_tokens(expected["latents"]), rtol=0, atol=LATENTS_TOLERANCE)
+    frames = pipe(**call, output_type="np").frames
+    np.testing.assert_allclose(frames, expected["video"], rtol=0, atol=PIXELS_TOLERANCE)

@@ -1,11 +1,12 @@
-"""enable_parallelism: every (ring, Ulysses) split on 1-4 local ranks gives the one-rank result, and
-impossible configurations raise ValueError with the engine's message."""
+"""enable_parallelism: every (ring, Ulysses) split on 1-4 local ranks gives the one-rank result (FLUX.1;
+LTX-Video on ring 2 x Ulysses 2), and impossible configurations raise ValueError with the engine's
+message."""
 
 import numpy as np
 import pytest
 
 import cpdit
-from conftest import FIXTURES, read_safetensors
+from conftest import FIXTURES, pack_tokens, read_safetensors
 
 CASE = FIXTURES / "flux_pipeline_tiny"
 # Splits change only the attention's summation order (and the LSE merge of the ring): observed 1e-5 on
@@ -45,6 +46,23 @@ def test_both_backends_match(one_rank):
     pipe.transformer.set_attention_backend("native")
     pipe.transformer.enable_parallelism(cpdit.ContextParallelConfig(ring_degree=2))
     np.testing.assert_allclose(generate(pipe), one_rank, rtol=0, atol=SPLIT_TOLERANCE)
+
+
+def test_ltx_split_matches_one_rank_and_diffusers():
+    case = FIXTURES / "ltx_pipeline_tiny"
+    inputs = read_safetensors(case / "inputs.safetensors")
+    pipe = cpdit.LTXPipeline.from_pretrained(case / "pipeline")
+    call = dict(prompt_embeds=inputs["prompt_embeds"], prompt_attention_mask=inputs["prompt_attention_mask"],
+                negative_prompt_embeds=inputs["negative_prompt_embeds"],
+                negative_prompt_attention_mask=inputs["negative_prompt_attention_mask"], latents=inputs["latents"],
+                height=64, width=64, num_frames=9, num_inference_steps=3, output_type="latent", threads=1)
+    one_rank = pipe(**call).frames
+    # 2 heads on 2 Ulysses ranks, the 8 video and 24 text tokens around a ring of 2: 4 ranks.
+    pipe.transformer.enable_parallelism(cpdit.ContextParallelConfig(ring_degree=2, ulysses_degree=2))
+    split = pipe(**call).frames
+    np.testing.assert_allclose(split, one_rank, rtol=0, atol=SPLIT_TOLERANCE)
+    expected = read_safetensors(case / "expected.safetensors")["latents"]
+    np.testing.assert_allclose(split, pack_tokens(expected), rtol=0, atol=SPLIT_TOLERANCE)
 
 
 def test_impossible_degrees_raise_the_engines_message():
