@@ -1,4 +1,4 @@
-"""The FLUX.1, Wan and LTX-Video pipeline fixtures through the Python API equal `cpdit generate` on the
+"""The FLUX.1, Wan, SkyReels-V2 and LTX-Video pipeline fixtures through the Python API equal `cpdit generate` on the
 same inputs bit for bit: both run the same generate job, one rank and one thread each, so not even the
 summation order differs."""
 
@@ -48,6 +48,26 @@ def test_wan_pipeline_equals_cli(cpdit_binary, tmp_path):
     frames = pipe(**call).frames  # WanPipeline's default output_type is "np"
     latents = pipe(**call, output_type="latent").frames
     np.testing.assert_array_equal(frames, cli["video"])
+    np.testing.assert_array_equal(latents, cli["latents"])
+
+
+def test_skyreels_long_video_equals_cli(cpdit_binary, tmp_path):
+    # 37 frames in chunks of 21 overlapping by 9, the overlap fed with noise at timestep 20: the long
+    # video's keywords, from seeded noise (the engine's on both sides).
+    long_video = ["--base-num-frames", "21", "--overlap-history", "9", "--addnoise-condition", "20"]
+    inputs = FIXTURES / "skyreels_df_long" / "inputs.safetensors"
+    subprocess.run(
+        [str(cpdit_binary), "generate", "--model", str(FIXTURES / "skyreels_df_tiny" / "pipeline"), "--embeddings",
+         str(inputs), "--steps", "2", "--frames", "37", "--height", "48", "--width", "32", "--ar-step", "1", "--seed",
+         "3", *long_video, "--ranks", "1", "--threads", "1", "--out", str(tmp_path / "out.safetensors"), "--json"],
+        check=True, capture_output=True)
+    cli = read_safetensors(tmp_path / "out.safetensors")
+    embeddings = read_safetensors(inputs)
+    pipe = cpdit.SkyReelsV2DiffusionForcingPipeline.from_pretrained(FIXTURES / "skyreels_df_tiny" / "pipeline")
+    latents = pipe(**embeddings, height=48, width=32, num_frames=37, num_inference_steps=2, ar_step=1, generator_seed=3,
+                   base_num_frames=21, overlap_history=9, addnoise_condition=20, threads=1,
+                   output_type="latent").frames
+    assert latents.shape == (1, 4, 10, 6, 4)  # every latent frame of the 37, not one chunk's
     np.testing.assert_array_equal(latents, cli["latents"])
 
 

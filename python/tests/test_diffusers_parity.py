@@ -1,7 +1,7 @@
 """The same call as diffusers' pipelines, on the same tiny pipeline folders, gives diffusers' final
 latents and pixels: the fixtures are diffusers' outputs (tools/reference/flux_pipeline.py,
-wan_pipeline.py, qwenimage_pipeline.py and ltx_pipeline.py, diffusers from PyPI) for these embeddings and
-initial latents."""
+wan_pipeline.py, qwenimage_pipeline.py, skyreels_df_pipeline.py and ltx_pipeline.py, diffusers from
+PyPI) for these embeddings and initial latents."""
 
 import numpy as np
 
@@ -56,6 +56,18 @@ def test_qwenimage_pipeline_matches_diffusers():
                    output_type="latent").images
     want = pack_latents(expected["latents"][:, :, 0])  # (B, C, 1, H, W): one frame
     np.testing.assert_allclose(latents, want, rtol=0, atol=LATENTS_TOLERANCE)
+
+
+def test_skyreels_diffusion_forcing_matches_diffusers():
+    case = FIXTURES / "skyreels_df_tiny"
+    inputs, expected = read_safetensors(case / "inputs.safetensors"), read_safetensors(case / "expected.safetensors")
+    pipe = cpdit.SkyReelsV2DiffusionForcingPipeline.from_pretrained(case / "pipeline")
+    # 6 latent frames in blocks of 2, each block one step behind the one before, at the pipeline's
+    # default guidance 6.0 on the negative embeddings and fps 24.
+    latents = pipe(prompt_embeds=inputs["prompt_embeds"], negative_prompt_embeds=inputs["negative_prompt_embeds"],
+                   latents=inputs["latents"], height=48, width=32, num_frames=21, num_inference_steps=3, ar_step=1,
+                   output_type="latent").frames
+    np.testing.assert_allclose(latents, expected["latents"], rtol=0, atol=LATENTS_TOLERANCE)
 
 
 def test_ltx_pipeline_matches_diffusers():
