@@ -52,12 +52,12 @@ void bind_attention(py::module_& m) {
         "1/sqrt(D).");
   m.def("attention_backends", &attention::backend_names, "the registered attention backends");
   m.def(
-      "check_attention_backend", [](const std::string& name) { attention::backend(name); },
+      "check_attention_backend", [](const std::string& name) { attention::backend(name); }, py::arg("name"),
       "refuses (ValueError) a backend name that is not registered");
   m.def(
       "borrowed_address",
       [](const py::array& array) { return reinterpret_cast<uintptr_t>(borrow_array(array, "array").raw()); },
-      "the address of the memory cpdit reads for this array: the array's own when it is not copied");
+      py::arg("array"), "the address of the memory cpdit reads for this array: the array's own when it is not copied");
 }
 
 }  // namespace cpdit::python
