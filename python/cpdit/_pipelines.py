@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _cpdit
 from ._arrays import engine_array
+from ._checks import checked
 from ._parallel import Transformer
 
 __all__ = [
@@ -51,26 +52,28 @@ class VideoPipelineOutput:
 
 
 # The keywords that set an option of the engine's generate job, by diffusers' names: the GenerateArgs
-# field each one sets (apps/cpdit/generate.hpp; `cpdit generate --help` says what each means).
+# field each one sets (apps/cpdit/generate.hpp; `cpdit generate --help` says what each means) and what
+# it takes, as the command line checks it (_checks.checked: a string, a finite number, or a whole
+# number from 0 or 1).
 _SETTINGS = {
-    "negative_prompt": "negative_prompt",
-    "height": "height",
-    "width": "width",
-    "num_frames": "frames",
-    "num_inference_steps": "steps",
-    "guidance_scale": "guidance",
-    "true_cfg_scale": "true_cfg_scale",
-    "generator_seed": "seed",
-    "max_sequence_length": "text_tokens",
-    "dtype": "dtype",
-    "ar_step": "ar_step",
-    "fps": "fps",  # SkyReels-V2's fps embedding
-    "frame_rate": "fps",  # LTX-Video's RoPE time scale
-    "base_num_frames": "base_num_frames",
-    "overlap_history": "overlap_history",
-    "addnoise_condition": "addnoise_condition",
-    "decode_timestep": "decode_timestep",
-    "decode_noise_scale": "decode_noise_scale",
+    "negative_prompt": ("negative_prompt", str),
+    "height": ("height", 1),
+    "width": ("width", 1),
+    "num_frames": ("frames", 1),
+    "num_inference_steps": ("steps", 1),
+    "guidance_scale": ("guidance", float),
+    "true_cfg_scale": ("true_cfg_scale", float),
+    "generator_seed": ("seed", 0),
+    "max_sequence_length": ("text_tokens", 1),
+    "dtype": ("dtype", str),
+    "ar_step": ("ar_step", 0),
+    "fps": ("fps", 1),  # SkyReels-V2's fps embedding
+    "frame_rate": ("fps", 1),  # LTX-Video's RoPE time scale
+    "base_num_frames": ("base_num_frames", 1),
+    "overlap_history": ("overlap_history", 1),
+    "addnoise_condition": ("addnoise_condition", float),
+    "decode_timestep": ("decode_timestep", float),
+    "decode_noise_scale": ("decode_noise_scale", float),
 }
 
 # What every pipeline's call takes after ``prompt``. Besides these and _SETTINGS, a call's keywords are
@@ -189,7 +192,8 @@ class _Pipeline:
             if value is None:  # the engine's default, which is the pipeline's
                 continue
             if name in _SETTINGS:
-                setattr(args, _SETTINGS[name], value)
+                field, kind = _SETTINGS[name]
+                _set(args, field, name, checked(name, value, kind))
             else:  # prompt masks as diffusers makes them (int64 0/1), embeddings float32; read in place when they are
                 embeddings[name] = engine_array(value, name, np.int64 if name.endswith("_mask") else np.float32)
         self._set_parallel(args.parallel, ranks, threads)
@@ -213,8 +217,18 @@ class _Pipeline:
         # Under mpirun the processes are the ranks; otherwise ranks=, else the config's, else one.
         if ranks is None and not _cpdit.launched_by_mpi():
             ranks = config.world_size if config is not None else 1
-        flags.ranks = ranks or 0
-        flags.threads = threads or 0
+        if ranks is not None:
+            _set(flags, "ranks", "ranks", checked("ranks", ranks, 1))
+        if threads is not None:
+            _set(flags, "threads", "threads", checked("threads", threads, 1))
+
+
+def _set(args, field, name, value):
+    """args.field = value, or ValueError when the field's C++ type cannot hold it."""
+    try:
+        setattr(args, field, value)
+    except TypeError:  # the checks passed, so only the range is left: a count past int64, a seed past uint64
+        raise ValueError(f"{name} {value} is too large") from None
 
 
 class FluxPipeline(_Pipeline):

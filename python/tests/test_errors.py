@@ -1,7 +1,9 @@
 """Errors reach Python as exceptions carrying the engine's one-line message: cpdit's invalid-argument
 errors as ValueError, other failures (here a truncated checkpoint, a format error) as RuntimeError;
-the package's own argument checks raise ValueError or TypeError before any work."""
+the package's own argument checks (those `cpdit generate` makes as it parses its flags) raise ValueError
+before any work, and a keyword the pipeline does not take TypeError, as in any Python call."""
 
+import math
 import shutil
 
 import pytest
@@ -36,6 +38,37 @@ def test_arguments_the_package_checks():
         pipe(prompt_embeds=embeds, output_type="pt")
     with pytest.raises(TypeError, match="unexpected keyword argument .ar_step."):
         cpdit.WanPipeline.from_preset("wan-tiny")(ar_step=1)
+
+
+# Values the command line refuses as it parses its flags, and which the engine would otherwise take as
+# "not given" (0, NaN), take silently (a negative count) or fail on later (an infinite scale).
+@pytest.mark.parametrize("keyword,value,message", [
+    ("num_inference_steps", 0, "num_inference_steps must be a whole number >= 1, got 0"),
+    ("height", -32, "height must be a whole number >= 1, got -32"),
+    ("height", 32.5, "height must be a whole number, got 32.5"),
+    ("width", "32", "width must be a whole number, got '32'"),
+    ("guidance_scale", math.nan, "guidance_scale must be a finite number, got nan"),
+    ("true_cfg_scale", math.inf, "true_cfg_scale must be a finite number, got inf"),
+    ("generator_seed", -1, "generator_seed must be a whole number >= 0, got -1"),
+    ("generator_seed", 2**64, f"generator_seed {2**64} is too large"),
+    ("max_sequence_length", True, "max_sequence_length must be a whole number, got True"),
+    ("ranks", 0, "ranks must be a whole number >= 1, got 0"),
+    ("threads", -1, "threads must be a whole number >= 1, got -1"),
+    ("negative_prompt", 7, "negative_prompt must be a string, got 7"),
+])
+def test_values_the_command_line_refuses_raise_value_error(keyword, value, message):
+    pipe = cpdit.FluxPipeline.from_pretrained(CASE / "pipeline")
+    embeds = read_safetensors(CASE / "inputs.safetensors")["prompt_embeds"]
+    with pytest.raises(ValueError) as error:
+        pipe(prompt_embeds=embeds, **{keyword: value})
+    assert str(error.value) == message
+
+
+def test_context_parallel_degrees_must_be_whole_numbers():
+    with pytest.raises(ValueError, match=r"^ring_degree must be a whole number, got 2.5$"):
+        cpdit.ContextParallelConfig(ring_degree=2.5)
+    with pytest.raises(ValueError, match=r"^rotate_method must be a string, got 3$"):
+        cpdit.ContextParallelConfig(rotate_method=3)
 
 
 def test_a_truncated_checkpoint_raises_runtime_error(tmp_path):
