@@ -16,7 +16,7 @@ import inspect
 import json
 import os
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
@@ -150,6 +150,10 @@ class _Pipeline:
             "memory ('auto', 'f32', 'bf16', 'q8_0', 'q4_k': cpdit generate --dtype). Returns None on a process "
             "other than rank 0 of an mpirun launch.")
         cls.__call__ = __call__
+
+    if TYPE_CHECKING:  # what type checkers see of the __call__ each class gets above
+
+        def __call__(self, prompt: Optional[str] = None, **options: Any) -> Any: ...
 
     @classmethod
     def from_pretrained(cls, path, **unused):
