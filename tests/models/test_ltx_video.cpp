@@ -22,9 +22,8 @@ using testing::relative_error;
 TEST(LtxVideo, SampleMatchesDiffusers) {
   auto model = load_ltx_video(fixture_checkpoint());
   const Tensor expected = fixture_intermediates().at("proj_out");
-  const Tensor sample = model->forward(fixture_inputs()).at("sample");
-  ASSERT_EQ(sample.shape(), expected.shape());
-  EXPECT_LT(relative_error(sample, expected), kRelativeTolerance);
+  cpdit::testing::expect_sample(model->forward(fixture_inputs()).at("sample"), expected, relative_error,
+                                kRelativeTolerance);
 }
 
 // Every intermediate the fixture stores, so a wrong sample points at the module that went wrong.

@@ -29,9 +29,8 @@ Tensor pair_table(const Tensor& real_imag, int part) {
 TEST(QwenImage, SampleMatchesDiffusers) {
   auto model = load_qwenimage(fixture_checkpoint());
   const Tensor expected = fixture_intermediates().at("proj_out");
-  const Tensor sample = model->forward(fixture_inputs()).at("sample");
-  ASSERT_EQ(sample.shape(), expected.shape());
-  EXPECT_LT(relative_error(sample, expected), kRelativeTolerance);
+  cpdit::testing::expect_sample(model->forward(fixture_inputs()).at("sample"), expected, relative_error,
+                                kRelativeTolerance);
 }
 
 // Every intermediate the fixture stores, so a wrong sample points at the module that went wrong.
@@ -66,9 +65,8 @@ TEST(QwenImage, ZeroCondTMatchesDiffusers) {
   const QwenImageCheckpoint ck = testing::zero_cond_t_checkpoint();
   ASSERT_TRUE(ck.config.zero_cond_t);
   const auto expected = io::load_safetensors(testing::zero_cond_t_dir() + "/expected.safetensors");
-  const Tensor sample = load_qwenimage(ck)->forward(testing::zero_cond_t_inputs()).at("sample");
-  ASSERT_EQ(sample.shape(), expected.at("sample").shape());
-  EXPECT_LT(relative_error(sample, expected.at("sample")), kRelativeTolerance);
+  cpdit::testing::expect_sample(load_qwenimage(ck)->forward(testing::zero_cond_t_inputs()).at("sample"),
+                                expected.at("sample"), relative_error, kRelativeTolerance);
   EXPECT_GT(relative_error(expected.at("sample_t_everywhere"), expected.at("sample")), 100 * kRelativeTolerance);
 
   // Segments that do not cover an item's image tokens are one clear error.

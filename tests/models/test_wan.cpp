@@ -18,9 +18,7 @@ constexpr double kTolerance = 1e-4;
 TEST(Wan, SampleMatchesDiffusers) {
   auto model = load_wan(fixture_checkpoint());
   Tensor expected = io::load_safetensors(fixture_dir() + "/expected.safetensors").at("sample");
-  Tensor sample = model->forward(fixture_inputs()).at("sample");
-  ASSERT_EQ(sample.shape(), expected.shape());
-  EXPECT_LT(max_abs_diff(sample, expected), kTolerance);
+  cpdit::testing::expect_sample(model->forward(fixture_inputs()).at("sample"), expected, max_abs_diff, kTolerance);
 }
 
 // Every intermediate the fixture stores, so a wrong sample points at the module that went wrong.

@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <functional>
-
 #include <map>
 #include <memory>
 #include <string>
@@ -39,6 +38,13 @@ inline void expect_intermediates(nn::Module& root, const std::function<void()>& 
     ASSERT_EQ(got.shape(), want.shape()) << name;
     EXPECT_LT(error(got, want), tolerance) << name;
   }
+}
+
+// A model's sample against the fixture's: of the same shape, and error(sample, expected) below `tolerance`.
+inline void expect_sample(const Tensor& sample, const Tensor& expected,
+                          const std::function<double(const Tensor&, const Tensor&)>& error, double tolerance) {
+  ASSERT_EQ(sample.shape(), expected.shape());
+  EXPECT_LT(error(sample, expected), tolerance);
 }
 
 }  // namespace cpdit::testing
