@@ -2,6 +2,7 @@
 // ring attention in the mid block) equals the one-rank decode, for row counts that no
 // rank count divides.
 #include "models/vae_fixture.hpp"
+#include "support/random_normal.hpp"
 
 #include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
@@ -12,7 +13,6 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
-#include <random>
 
 namespace cpdit::models::vae {
 namespace {
@@ -20,19 +20,12 @@ namespace {
 using testing::fixture_config;
 using testing::fixture_weights;
 using testing::relative_to_range;
+using cpdit::testing::random_normal;
 
 // Each output pixel is computed from the same numbers in the same order on P ranks as on one,
 // except the GroupNorm sums (another order, in double) and the attention softmax (merged across
 // ring chunks by LSE): both move the output by float32 rounding, far below this.
 constexpr double kTolerance = 1e-5;
-
-Tensor random_latents(const Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> v(size_t(shape_numel(shape)));
-  for (float& x : v) x = normal(rng);
-  return Tensor::from_vector(v, shape);
-}
 
 // The error of every rank's gathered decode against `want` (only numbers leave the rank threads).
 struct Degrees {
@@ -63,7 +56,7 @@ std::vector<double> parallel_errors(Degrees d, const Load& load, const nn::Tenso
 
 TEST(VaeParallel, AutoencoderKLRowsThatNoRankCountDivides) {
   auto load = [] { return load_autoencoder_kl(fixture_weights("vae_kl_tiny"), fixture_config("vae_kl_tiny")); };
-  const Tensor latents = random_latents({1, 4, 7, 5}, 1);  // 7 latent rows -> 14 image rows
+  const Tensor latents = random_normal({1, 4, 7, 5}, 1);  // 7 latent rows -> 14 image rows
   const Tensor want = load()->decode(latents);
   for (Degrees d : kDegrees)
     for (double error : parallel_errors(d, load, {{"latents", latents}}, want))
@@ -72,7 +65,7 @@ TEST(VaeParallel, AutoencoderKLRowsThatNoRankCountDivides) {
 
 TEST(VaeParallel, AutoencoderKLWanRowsThatNoRankCountDivides) {
   auto load = [] { return load_autoencoder_kl_wan(fixture_weights("vae_wan_tiny"), fixture_config("vae_wan_tiny")); };
-  const Tensor latents = random_latents({1, 4, 3, 7, 4}, 2);  // 3 latent frames -> 9 video frames
+  const Tensor latents = random_normal({1, 4, 3, 7, 4}, 2);  // 3 latent frames -> 9 video frames
   const Tensor want = load()->decode(latents);
   for (Degrees d : kDegrees)
     for (double error : parallel_errors(d, load, {{"latents", latents}}, want))
@@ -92,7 +85,7 @@ TEST(VaeParallel, AutoencoderKLWanFramesThatNoRankCountDivides) {
     return vae;
   };
   for (int64_t frames : {5, 4}) {
-    const Tensor latents = random_latents({1, 4, frames, 2, 3}, 5);
+    const Tensor latents = random_normal({1, 4, frames, 2, 3}, 5);
     const Tensor want = load()->decode(latents);
     for (Degrees d : kDegrees) {
       if ((frames == 4) != (d.ring == 4)) continue;
@@ -108,7 +101,7 @@ TEST(VaeParallel, RefusesAFrameSplitOverMoreRanksThanLatentFrames) {
     vae->set_video_split(VideoSplit::frames);
     return vae;
   };
-  const Tensor latents = random_latents({1, 4, 2, 4, 3}, 6);
+  const Tensor latents = random_normal({1, 4, 2, 4, 3}, 6);
   EXPECT_THROW(parallel_errors({3, 1}, load, {{"latents", latents}}, Tensor::zeros({1, 3, 5, 32, 24})), Error);
   // The split is chosen before enable_parallelism installs its plan.
   comm::run_local(1, [&](comm::Communicator& comm) {
@@ -125,7 +118,7 @@ TEST(VaeParallel, AutoencoderKLLTXVideoRowsThatNoRankCountDivides) {
   for (const std::string fixture : {"vae_ltx_tiny/plain", "vae_ltx_tiny/timestep"}) {
     auto load = [&] { return load_autoencoder_kl_ltx(fixture_weights(fixture), fixture_config(fixture)); };
     nn::TensorMap inputs = testing::fixture_file(fixture, "inputs");
-    inputs["latents"] = random_latents({1, 8, 2, 5, 3}, 4);
+    inputs["latents"] = random_normal({1, 8, 2, 5, 3}, 4);
     const Tensor want = load()->forward(inputs).at("sample");
     for (Degrees d : kDegrees)
       for (double error : parallel_errors(d, load, inputs, want))
@@ -135,7 +128,7 @@ TEST(VaeParallel, AutoencoderKLLTXVideoRowsThatNoRankCountDivides) {
 
 TEST(VaeParallel, RefusesFewerLatentRowsThanRanks) {
   auto load = [] { return load_autoencoder_kl(fixture_weights("vae_kl_tiny"), fixture_config("vae_kl_tiny")); };
-  const Tensor latents = random_latents({1, 4, 3, 5}, 3);
+  const Tensor latents = random_normal({1, 4, 3, 5}, 3);
   EXPECT_THROW(parallel_errors({4, 1}, load, {{"latents", latents}}, Tensor::zeros({1, 3, 6, 10})), Error);
 }
 

@@ -1,5 +1,7 @@
 // The LSE merge (spec §4): splitting the keys and merging equals attending to all of them, in any
 // order, without overflow, and with the -inf guard.
+#include "support/random_normal.hpp"
+
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/parallel/lse_merge.hpp>
 
@@ -7,20 +9,13 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 
 namespace cpdit::parallel {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-Tensor random_normal(const Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> values(size_t(shape_numel(shape)));
-  for (float& x : values) x = normal(rng);
-  return Tensor::from_vector(values, shape);
-}
+using cpdit::testing::random_normal;
 
 TEST(LseMerge, ThreeKeyChunksInAnyOrderEqualAllKeys) {
   const Tensor q = random_normal({2, 9, 3, 8}, 1), k = random_normal({2, 30, 3, 8}, 2),

@@ -2,6 +2,8 @@
 // ParallelContext, replicated-KV calls never communicate, the p2p ring holds two KV chunks per
 // rank where the all-gather rotation holds them all, and ring chunks a position rule hides are
 // never computed.
+#include "support/random_normal.hpp"
+
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
@@ -11,19 +13,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <random>
 #include <string>
 
 namespace cpdit::parallel {
 namespace {
 
-Tensor random_normal(const Shape& shape, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> values(size_t(shape_numel(shape)));
-  for (float& x : values) x = normal(rng);
-  return Tensor::from_vector(values, shape);
-}
+using cpdit::testing::random_normal;
 
 std::shared_ptr<comm::Communicator> borrowed(comm::Communicator& comm) {
   return {&comm, [](comm::Communicator*) {}};
