@@ -1,6 +1,7 @@
 #pragma once
 // Helpers for the io tests: a temporary folder, and safetensors files assembled byte by byte so
 // that tests control exactly what a reader sees.
+#include "support/expect_error.hpp"
 #include "support/temp_dir.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -18,6 +19,7 @@
 
 namespace cpdit::io::test {
 
+using cpdit::testing::expect_error;
 using cpdit::testing::TempDir;
 
 inline void write_bytes(const std::string& path, const std::string& bytes) {
@@ -42,18 +44,6 @@ inline std::string raw_safetensors(const std::string& header, const std::string&
 template <class T>
 std::string bytes_of(const std::vector<T>& values) {
   return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
-}
-
-// Runs fn, expects a cpdit::Error whose message contains every one of `parts`.
-template <class Fn>
-void expect_error(Fn fn, std::initializer_list<std::string> parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected a cpdit::Error mentioning " << *parts.begin();
-  } catch (const cpdit::Error& e) {
-    for (const std::string& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "message: " << e.what() << "\nmissing: " << part;
-  }
 }
 
 }  // namespace cpdit::io::test
