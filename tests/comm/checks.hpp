@@ -37,6 +37,13 @@ inline float pattern(int source, int destination, size_t i) {
   return float((size_t(source) * 131 + size_t(destination) * 17 + i) % 1009);
 }
 
+// Values 0 .. n - 1 of the pattern from `source` to `destination` (-1: the same to every rank).
+inline std::vector<float> pattern_block(int source, int destination, size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = pattern(source, destination, i);
+  return v;
+}
+
 }  // namespace cpdit::comm::testing
 
 #define COMM_EXPECT(comm, cond, ...)                                                                          \

@@ -12,19 +12,14 @@ namespace cpdit::comm::testing {
 
 namespace {
 
-std::vector<float> block(int source, int destination, size_t n) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = pattern(source, destination, i);
-  return v;
-}
-
 void check_all_gather(Communicator& comm) {
   const int n = comm.size(), me = comm.rank();
   const size_t count = 257;
-  std::vector<float> mine = block(me, -1, count), all(count * n);
+  std::vector<float> mine = pattern_block(me, -1, count), all(count * n);
   comm.all_gather(mine.data(), count * 4, all.data());
   for (int p = 0; p < n; ++p)
-    COMM_EXPECT(comm, std::equal(all.begin() + p * count, all.begin() + (p + 1) * count, block(p, -1, count).begin()),
+    COMM_EXPECT(comm,
+                std::equal(all.begin() + p * count, all.begin() + (p + 1) * count, pattern_block(p, -1, count).begin()),
                 "block of rank ", p);
   // In place: this rank's block already sits in the result.
   std::vector<float> in_place(count * n);
@@ -39,12 +34,12 @@ void check_all_gather_v(Communicator& comm) {
   auto length = [](int r) { return size_t(r % 3 == 1 ? 0 : r * 5 + 2); };
   std::vector<size_t> bytes;
   for (int p = 0; p < n; ++p) bytes.push_back(length(p) * 4);
-  std::vector<float> mine = block(me, -1, length(me));
+  std::vector<float> mine = pattern_block(me, -1, length(me));
   std::vector<float> all(std::accumulate(bytes.begin(), bytes.end(), size_t{0}) / 4);
   comm.all_gather_v(mine.data(), mine.size() * 4, all.data(), bytes);
   std::vector<float> expected;
   for (int p = 0; p < n; ++p) {
-    auto b = block(p, -1, length(p));
+    auto b = pattern_block(p, -1, length(p));
     expected.insert(expected.end(), b.begin(), b.end());
   }
   COMM_EXPECT(comm, all == expected);
@@ -55,12 +50,13 @@ void check_all_to_all(Communicator& comm) {
   const size_t count = 33;
   std::vector<float> out, in(count * n);
   for (int p = 0; p < n; ++p) {
-    auto b = block(me, p, count);
+    auto b = pattern_block(me, p, count);
     out.insert(out.end(), b.begin(), b.end());
   }
   comm.all_to_all(out.data(), in.data(), count * 4);
   for (int p = 0; p < n; ++p)
-    COMM_EXPECT(comm, std::equal(in.begin() + p * count, in.begin() + (p + 1) * count, block(p, me, count).begin()),
+    COMM_EXPECT(comm,
+                std::equal(in.begin() + p * count, in.begin() + (p + 1) * count, pattern_block(p, me, count).begin()),
                 "block from rank ", p);
 }
 
@@ -71,7 +67,7 @@ void check_all_to_all_v(Communicator& comm) {
   std::vector<size_t> send_bytes, recv_bytes;
   std::vector<float> out;
   for (int p = 0; p < n; ++p) {
-    auto b = block(me, p, length(me, p));
+    auto b = pattern_block(me, p, length(me, p));
     out.insert(out.end(), b.begin(), b.end());
     send_bytes.push_back(b.size() * 4);
     recv_bytes.push_back(length(p, me) * 4);
@@ -79,7 +75,7 @@ void check_all_to_all_v(Communicator& comm) {
   std::vector<float> in(std::accumulate(recv_bytes.begin(), recv_bytes.end(), size_t{0}) / 4), expected;
   comm.all_to_all_v(out.data(), send_bytes, in.data(), recv_bytes);
   for (int p = 0; p < n; ++p) {
-    auto b = block(p, me, length(p, me));
+    auto b = pattern_block(p, me, length(p, me));
     expected.insert(expected.end(), b.begin(), b.end());
   }
   COMM_EXPECT(comm, in == expected);
@@ -158,9 +154,9 @@ void check_reduce_scatter(Communicator& comm) {
 
 void check_broadcast(Communicator& comm) {
   for (int root = 0; root < comm.size(); ++root) {
-    std::vector<float> data = comm.rank() == root ? block(root, -1, 300) : std::vector<float>(300, -1.f);
+    std::vector<float> data = comm.rank() == root ? pattern_block(root, -1, 300) : std::vector<float>(300, -1.f);
     comm.broadcast(data.data(), data.size() * 4, root);
-    COMM_EXPECT(comm, data == block(root, -1, 300), "from root ", root);
+    COMM_EXPECT(comm, data == pattern_block(root, -1, 300), "from root ", root);
   }
   comm.broadcast(nullptr, 0, 0);
 }

@@ -11,12 +11,6 @@ namespace cpdit::comm::testing {
 
 namespace {
 
-std::vector<float> message(int source, int destination, size_t n) {
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = pattern(source, destination, i);
-  return v;
-}
-
 // Every rank sends a message of its own length to every rank (itself included) and checks what
 // it receives: all posted non-blocking first, so no order of ranks can deadlock.
 void check_all_pairs(Communicator& comm) {
@@ -29,11 +23,11 @@ void check_all_pairs(Communicator& comm) {
     requests.push_back(comm.irecv(in[p].data(), in[p].size() * 4, p, 5));
   }
   for (int p = 0; p < n; ++p) {
-    out[p] = message(me, p, length(me, p));
+    out[p] = pattern_block(me, p, length(me, p));
     requests.push_back(comm.isend(out[p].data(), out[p].size() * 4, p, 5));
   }
   for (auto& r : requests) r->wait();
-  for (int p = 0; p < n; ++p) COMM_EXPECT(comm, in[p] == message(p, me, length(p, me)), "from rank ", p);
+  for (int p = 0; p < n; ++p) COMM_EXPECT(comm, in[p] == pattern_block(p, me, length(p, me)), "from rank ", p);
 }
 
 // Blocking send / recv in the order ring attention would: even ranks send first.
@@ -41,7 +35,7 @@ void check_blocking_ring(Communicator& comm) {
   const int n = comm.size(), me = comm.rank();
   if (n == 1) return;
   const int next = (me + 1) % n, previous = (me + n - 1) % n;
-  std::vector<float> out = message(me, next, 1000), in(1000);
+  std::vector<float> out = pattern_block(me, next, 1000), in(1000);
   if (me % 2 == 0) {
     comm.send(out.data(), out.size() * 4, next, 1);
     comm.recv(in.data(), in.size() * 4, previous, 1);
@@ -49,7 +43,7 @@ void check_blocking_ring(Communicator& comm) {
     comm.recv(in.data(), in.size() * 4, previous, 1);
     comm.send(out.data(), out.size() * 4, next, 1);
   }
-  COMM_EXPECT(comm, in == message(previous, me, 1000));
+  COMM_EXPECT(comm, in == pattern_block(previous, me, 1000));
 }
 
 // Ring rotation with non-blocking calls and double buffering: after step s a rank holds the block
@@ -57,7 +51,7 @@ void check_blocking_ring(Communicator& comm) {
 void check_ring_rotation(Communicator& comm) {
   const int n = comm.size(), me = comm.rank();
   const int next = (me + 1) % n, previous = (me + n - 1) % n;
-  std::vector<float> current = message(me, me, 4099), incoming(4099);
+  std::vector<float> current = pattern_block(me, me, 4099), incoming(4099);
   for (int step = 1; step <= n; ++step) {
     auto receiving = comm.irecv(incoming.data(), incoming.size() * 4, previous, 100 + step);
     auto sending = comm.isend(current.data(), current.size() * 4, next, 100 + step);
@@ -65,7 +59,7 @@ void check_ring_rotation(Communicator& comm) {
     receiving->wait();
     std::swap(current, incoming);
     int owner = ((me - step) % n + n) % n;
-    COMM_EXPECT(comm, current == message(owner, owner, 4099), "at step ", step);
+    COMM_EXPECT(comm, current == pattern_block(owner, owner, 4099), "at step ", step);
   }
 }
 
@@ -116,7 +110,7 @@ void check_64_mib(Communicator& comm) {
     COMM_EXPECT(comm, wrong == 0, wrong, " wrong floats");
   };
   if (comm.rank() == 0) {
-    std::vector<float> out = message(0, last, count);
+    std::vector<float> out = pattern_block(0, last, count);
     auto sending = comm.isend(out.data(), count * 4, last, 9);
     if (last == 0) receive_and_check();
     sending->wait();
