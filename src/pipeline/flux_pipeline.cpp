@@ -1,3 +1,5 @@
+#include "pipeline/text_tensors.hpp"
+
 #include <cpdit/core/error.hpp>
 #include <cpdit/parallel/shard.hpp>
 #include <cpdit/pipeline/flux_pipeline.hpp>
@@ -14,13 +16,6 @@ using models::flux::FluxConfig;
 namespace {
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-Tensor scaled_randn(const Shape& shape, uint64_t seed, float scale) {
-  Tensor t = randn(shape, seed);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] *= scale;
-  return t;
 }
 }  // namespace
 
@@ -52,11 +47,10 @@ FluxConditioning flux_conditioning(const nn::TensorMap& tensors, const std::stri
 
 FluxConditioning random_flux_conditioning(const FluxConfig& config, int64_t batch, int64_t text_tokens,
                                           uint64_t seed) {
-  CPDIT_CHECK(batch >= 1 && text_tokens >= 1, invalid_argument, "random conditioning needs batch >= 1 and at least one text token");
   // T5-XXL outputs are of order 0.1-0.3; CLIP pooled outputs of order 1.
   FluxConditioning c;
-  c.prompt_embeds = scaled_randn({batch, text_tokens, config.joint_attention_dim}, seed ^ 0x7e47ull, 0.2f);
-  c.pooled_prompt_embeds = scaled_randn({batch, config.pooled_projection_dim}, seed ^ 0xc11dull, 1.0f);
+  c.prompt_embeds = random_text_embeds(batch, text_tokens, config.joint_attention_dim, seed ^ 0x7e47ull, 0.2f);
+  c.pooled_prompt_embeds = randn({batch, config.pooled_projection_dim}, seed ^ 0xc11dull);
   return c;
 }
 

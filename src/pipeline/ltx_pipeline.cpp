@@ -46,35 +46,17 @@ LtxVaeFactors LtxVaeFactors::from_json(const nlohmann::json& j) {
 
 LtxConditioning ltx_conditioning(const nn::TensorMap& tensors, const std::string& source,
                                  const LtxVideoConfig& config) {
-  CPDIT_CHECK(tensors.count("prompt_embeds"), invalid_argument, source,
-              " has no tensor 'prompt_embeds' (an LTX-Video text stage writes prompt_embeds (B, L, ",
-              config.caption_channels, ") and prompt_attention_mask (B, L))");
-  LtxConditioning c;
-  c.prompt_embeds = read_text_embeds(tensors, source, "prompt_embeds", config.caption_channels);
-  c.prompt_attention_mask = read_text_mask(tensors, source, "prompt_attention_mask", c.prompt_embeds);
-  if (tensors.count("negative_prompt_embeds")) {
-    c.negative_prompt_embeds = read_text_embeds(tensors, source, "negative_prompt_embeds", config.caption_channels);
-    CPDIT_CHECK(c.negative_prompt_embeds.size(0) == c.prompt_embeds.size(0), invalid_argument, source,
-                ": negative_prompt_embeds has batch ", c.negative_prompt_embeds.size(0), ", prompt_embeds ",
-                c.prompt_embeds.size(0));
-    c.negative_prompt_attention_mask =
-        read_text_mask(tensors, source, "negative_prompt_attention_mask", c.negative_prompt_embeds);
-  }
-  return c;
+  const TextConditioning t = read_text_conditioning(tensors, source, config.caption_channels,
+                                                    "prompt_attention_mask", "an LTX-Video text stage");
+  return {t.embeds, t.mask, t.negative_embeds, t.negative_mask};
 }
 
 LtxConditioning random_ltx_conditioning(const LtxVideoConfig& config, int64_t batch, int64_t text_tokens,
                                         uint64_t seed) {
-  CPDIT_CHECK(batch >= 1 && text_tokens >= 1, invalid_argument, "random embeddings need batch >= 1 and a text token");
-  auto embeds = [&](uint64_t stream) {
-    Tensor t = randn({batch, text_tokens, config.caption_channels}, seed ^ stream);
-    float* p = t.data<float>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] *= 0.2f;  // T5-XXL outputs are of order 0.1-0.3
-    return t;
-  };
+  // T5-XXL outputs are of order 0.1-0.3.
   LtxConditioning c;
-  c.prompt_embeds = embeds(0x17c5ull);
-  c.negative_prompt_embeds = embeds(0x17c6ull);
+  c.prompt_embeds = random_text_embeds(batch, text_tokens, config.caption_channels, seed ^ 0x17c5ull, 0.2f);
+  c.negative_prompt_embeds = random_text_embeds(batch, text_tokens, config.caption_channels, seed ^ 0x17c6ull, 0.2f);
   return c;
 }
 

@@ -4,7 +4,6 @@
 #include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/qwenimage_pipeline.hpp>
-#include <cpdit/pipeline/random.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -29,20 +28,9 @@ Tensor unless_all_real(const Tensor& mask) {
 
 QwenImageConditioning qwenimage_conditioning(const nn::TensorMap& tensors, const std::string& path,
                                              const QwenImageConfig& config) {
-  CPDIT_CHECK(tensors.count("prompt_embeds"), invalid_argument, path,
-              " has no tensor 'prompt_embeds' (a Qwen-Image text stage writes prompt_embeds (B, L, ",
-              config.joint_attention_dim, ") and prompt_embeds_mask (B, L))");
-  QwenImageConditioning c;
-  c.prompt_embeds = read_text_embeds(tensors, path, "prompt_embeds", config.joint_attention_dim);
-  c.prompt_embeds_mask = read_text_mask(tensors, path, "prompt_embeds_mask", c.prompt_embeds);
-  if (tensors.count("negative_prompt_embeds")) {
-    c.negative_prompt_embeds = read_text_embeds(tensors, path, "negative_prompt_embeds", config.joint_attention_dim);
-    CPDIT_CHECK(c.negative_prompt_embeds.size(0) == c.prompt_embeds.size(0), invalid_argument, path,
-                ": negative_prompt_embeds has batch ", c.negative_prompt_embeds.size(0), ", prompt_embeds ",
-                c.prompt_embeds.size(0));
-    c.negative_prompt_embeds_mask = read_text_mask(tensors, path, "negative_prompt_embeds_mask", c.negative_prompt_embeds);
-  }
-  return c;
+  const TextConditioning t = read_text_conditioning(tensors, path, config.joint_attention_dim, "prompt_embeds_mask",
+                                                    "a Qwen-Image text stage");
+  return {t.embeds, t.mask, t.negative_embeds, t.negative_mask};
 }
 
 Tensor qwenimage_image_pixels(const Tensor& frame_pixels) {
@@ -54,16 +42,10 @@ Tensor qwenimage_image_pixels(const Tensor& frame_pixels) {
 
 QwenImageConditioning random_qwenimage_conditioning(const QwenImageConfig& config, int64_t batch,
                                                     int64_t text_tokens, uint64_t seed) {
-  CPDIT_CHECK(batch >= 1 && text_tokens >= 1, invalid_argument, "random embeddings need batch >= 1 and a text token");
-  auto embeds = [&](uint64_t stream) {
-    Tensor t = randn({batch, text_tokens, config.joint_attention_dim}, seed ^ stream);
-    float* p = t.data<float>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] *= 2.0f;  // Qwen2.5-VL's last hidden states are of order 1-3
-    return t;
-  };
+  // Qwen2.5-VL's last hidden states are of order 1-3.
   QwenImageConditioning c;
-  c.prompt_embeds = embeds(0x9e17ull);
-  c.negative_prompt_embeds = embeds(0x4e6aull);
+  c.prompt_embeds = random_text_embeds(batch, text_tokens, config.joint_attention_dim, seed ^ 0x9e17ull, 2.0f);
+  c.negative_prompt_embeds = random_text_embeds(batch, text_tokens, config.joint_attention_dim, seed ^ 0x4e6aull, 2.0f);
   return c;
 }
 

@@ -1,3 +1,5 @@
+#include "pipeline/text_tensors.hpp"
+
 #include <cpdit/core/error.hpp>
 #include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/random.hpp>
@@ -31,11 +33,7 @@ Tensor wan_prompt_embeds(const nn::TensorMap& tensors, const std::string& source
 }
 
 Tensor random_wan_prompt_embeds(const WanConfig& config, int64_t batch, int64_t text_tokens, uint64_t seed) {
-  CPDIT_CHECK(batch >= 1 && text_tokens >= 1, invalid_argument, "random embeddings need batch >= 1 and a text token");
-  Tensor t = randn({batch, text_tokens, config.text_dim}, seed ^ 0x57a7ull);
-  float* p = t.data<float>();
-  for (int64_t i = 0; i < t.numel(); ++i) p[i] *= 0.2f;  // UMT5 outputs are of order 0.1-0.3
-  return t;
+  return random_text_embeds(batch, text_tokens, config.text_dim, seed ^ 0x57a7ull, 0.2f);  // UMT5 outputs: 0.1-0.3
 }
 
 Shape wan_latent_shape(const WanConfig& config, int64_t batch, int64_t frames, int64_t height, int64_t width,
