@@ -286,6 +286,28 @@ std::string text_source(const GenerateArgs& args) {
                                          : args.embeddings;
 }
 
+// The options every loop takes alike from the flags (steps, size, seed, frames for video, the initial
+// latents) and its step callback: the step ends for the finite watch, then on the progress lines.
+template <class Options>
+void set_loop_options(Options& options, const GenerateArgs& args, const Tensor& initial, FiniteWatch& finite,
+                      Progress& progress) {
+  options.steps = args.steps;
+  if constexpr (requires { options.frames; }) options.frames = args.frames;
+  options.height = args.height;
+  options.width = args.width;
+  options.seed = args.seed;
+  options.initial_latents = initial;
+  options.on_step = [&finite, &progress](int i, int n, double s) {
+    finite.step_done();
+    progress.step(i, n, s);
+  };
+}
+
+// Why a --cfg 2 layout cannot split a loop's two guidance passes, when it cannot.
+const char* no_guidance_reason(bool has_negative, const char* scale_flag_at_most_1) {
+  return has_negative ? scale_flag_at_most_1 : "there are no negative prompt embeddings";
+}
+
 // `text`: the encode stage's output or the --embeddings file; empty: random embeddings.
 RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
   const models::flux::FluxConfig& config = pipeline::config_of<models::flux::FluxConfig>(source.model);
@@ -301,18 +323,10 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
     pipeline::FluxGenerateOptions options;
-    options.steps = args.steps;
-    options.height = args.height;
-    options.width = args.width;
-    options.seed = args.seed;
+    set_loop_options(options, args, *initial, finite, progress);
     options.guidance = std::isnan(args.guidance) ? 3.5f : args.guidance;  // FluxPipeline's default
     options.true_cfg_scale = std::isnan(args.true_cfg_scale) ? 1.0f : args.true_cfg_scale;  // FluxPipeline's default
     options.vae_scale_factor = source.vae_scale_factor;
-    options.initial_latents = *initial;
-    options.on_step = [&](int i, int n, double s) {
-      finite.step_done();
-      progress.step(i, n, s);
-    };
     pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, config, scheduler, *conditioning, options, group);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, true, r.gather_seconds, r.gather_bytes});
   };
@@ -336,27 +350,18 @@ RankLoop video_loop(const GenerateArgs& args, const Source& source, const RankLa
   auto initial = std::make_shared<Tensor>(initial_latents(args));
   const float guidance = std::isnan(args.guidance) ? default_guidance : args.guidance;
   parallel::validate_cfg(layout.config, pipeline::wan_runs_guidance(*negative, guidance),
-                         negative->defined() ? "--guidance is at most 1" : "there are no negative prompt embeddings");
+                         no_guidance_reason(negative->defined(), "--guidance is at most 1"));
   return [&args, &source, &layout, guidance, generate, embeds, negative, initial](comm::Communicator& world,
                                                                                   Progress& progress) {
     RankModel ranked = rank_model(world, args, source, layout);
     const auto& model = ranked.model;
     FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::WanGenerateOptions options;
+    set_loop_options(options, args, *initial, finite, progress);
     options.cfg = &ranked.mesh.cfg();
-    options.steps = args.steps;
-    options.frames = args.frames;
-    options.height = args.height;
-    options.width = args.width;
-    options.seed = args.seed;
     options.guidance_scale = guidance;
     options.negative_prompt_embeds = *negative;
-    options.initial_latents = *initial;
     options.vae = source.wan_vae;
-    options.on_step = [&](int i, int n, double s) {
-      finite.step_done();
-      progress.step(i, n, s);
-    };
     pipeline::WanGenerateResult r = generate(*model, *embeds, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
   };
@@ -371,8 +376,8 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
   auto initial = std::make_shared<Tensor>(initial_latents(args));
   const float true_cfg_scale = std::isnan(args.true_cfg_scale) ? 4.0f : args.true_cfg_scale;  // QwenImagePipeline's
   parallel::validate_cfg(layout.config, pipeline::qwenimage_runs_true_cfg(*conditioning, true_cfg_scale),
-                         conditioning->negative_prompt_embeds.defined() ? "--true-cfg-scale is at most 1"
-                                                                        : "there are no negative prompt embeddings");
+                         no_guidance_reason(conditioning->negative_prompt_embeds.defined(),
+                                            "--true-cfg-scale is at most 1"));
   return [&args, &source, &layout, &config, conditioning, initial, true_cfg_scale](comm::Communicator& world,
                                                                                    Progress& progress) {
     RankModel ranked = rank_model(world, args, source, layout);
@@ -380,15 +385,10 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
     FiniteWatch finite(*model, "denoise", args.check_finite);
     pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
     pipeline::QwenImageGenerateOptions options;
-    options.steps = args.steps;
-    options.height = args.height;
-    options.width = args.width;
-    options.seed = args.seed;
+    set_loop_options(options, args, *initial, finite, progress);
     options.true_cfg_scale = true_cfg_scale;
     options.cfg = &ranked.mesh.cfg();
     options.vae_scale_factor = source.vae_scale_factor;
-    options.initial_latents = *initial;
-    options.on_step = [&](int i, int n, double s) { progress.step(i, n, s); };
     pipeline::QwenImageGenerateResult r = pipeline::generate_qwenimage(*model, config, scheduler, *conditioning, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
   };
@@ -429,28 +429,18 @@ RankLoop ltx_loop(const GenerateArgs& args, const Source& source, const RankLayo
   auto initial = std::make_shared<Tensor>(initial_latents(args));
   const float guidance = std::isnan(args.guidance) ? 3.0f : args.guidance;  // LTXPipeline's default
   parallel::validate_cfg(layout.config, pipeline::ltx_runs_guidance(*conditioning, guidance),
-                         conditioning->negative_prompt_embeds.defined() ? "--guidance is at most 1"
-                                                                        : "there are no negative prompt embeddings");
+                         no_guidance_reason(conditioning->negative_prompt_embeds.defined(), "--guidance is at most 1"));
   return [&args, &source, &layout, &config, conditioning, initial, guidance](comm::Communicator& world,
                                                                              Progress& progress) {
     RankModel ranked = rank_model(world, args, source, layout);
     FiniteWatch finite(*ranked.model, "denoise", args.check_finite);
     pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
     pipeline::LtxGenerateOptions options;
-    options.steps = args.steps;
-    options.frames = args.frames;
-    options.height = args.height;
-    options.width = args.width;
-    options.seed = args.seed;
+    set_loop_options(options, args, *initial, finite, progress);
     options.frame_rate = double(ltx_frame_rate(args));
     options.guidance_scale = guidance;
     options.vae = source.ltx_vae;
     options.cfg = &ranked.mesh.cfg();
-    options.initial_latents = *initial;
-    options.on_step = [&](int i, int n, double s) {
-      finite.step_done();
-      progress.step(i, n, s);
-    };
     pipeline::LtxGenerateResult r = pipeline::generate_ltx(*ranked.model, config, scheduler, *conditioning, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
   };
