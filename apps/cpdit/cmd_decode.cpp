@@ -15,6 +15,7 @@
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
 #include <cpdit/models/vae/autoencoder_kl_ltx.hpp>
+#include <cpdit/pipeline/ltx_pipeline.hpp>
 #include <cpdit/pipeline/picture_files.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
@@ -54,7 +55,7 @@ void write_video(const std::string& path, const models::LoadedModel& vae, const 
   CPDIT_CHECK(sample.dim() == 5 && sample.size(0) == 1, invalid_argument, "--video writes one clip, but the decoded ",
               "sample is ", sample.describe(), "; write a batch to a .safetensors file");
   io::write_mp4(path, pipeline::postprocess_pixels(sample).select(0, 0),
-                fps > 0 ? fps : ltx ? 25 : pipeline::kWanFramesPerSecond);  // LTXPipeline's default frame rate: 25
+                fps > 0 ? fps : ltx ? pipeline::kLtxFramesPerSecond : pipeline::kWanFramesPerSecond);
 }
 
 void run_decode(const DecodeOptions& o) {

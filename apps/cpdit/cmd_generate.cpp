@@ -65,8 +65,7 @@ bool video_pipeline(pipeline::PipelineKind kind) {
   return wan_family(kind) || kind == pipeline::PipelineKind::ltx_video;
 }
 
-// LTX-Video's pipeline (LTXPipeline) makes 25 frames per second unless told otherwise.
-int64_t ltx_frame_rate(const GenerateArgs& args) { return args.fps.value_or(25); }
+int64_t ltx_frame_rate(const GenerateArgs& args) { return args.fps.value_or(pipeline::kLtxFramesPerSecond); }
 
 // The transformer, the pipeline that runs its class, its scheduler, and where they came from.
 struct Source {

@@ -63,13 +63,16 @@ std::array<double, 3> ltx_rope_interpolation_scale(const LtxVaeFactors& vae, dou
 // True when LTXPipeline runs classifier-free guidance: negative embeddings given and guidance_scale > 1.
 bool ltx_runs_guidance(const LtxConditioning& conditioning, float guidance_scale);
 
+// LTXPipeline makes 25 frames per second unless told otherwise (its frame_rate argument).
+inline constexpr int kLtxFramesPerSecond = 25;
+
 struct LtxGenerateOptions {
   int steps = 4;
   int64_t frames = 9;                 // t·k + 1
   int64_t height = 256, width = 256;  // pixels, multiples of the VAE's spatial factor
   uint64_t seed = 0;
-  double frame_rate = 25;             // LTXPipeline's default; only the RoPE scale reads it
-  float guidance_scale = 3.0f;        // LTXPipeline's default
+  double frame_rate = kLtxFramesPerSecond;  // only the RoPE scale reads it
+  float guidance_scale = 3.0f;              // LTXPipeline's default
   LtxVaeFactors vae;
   // CFG-parallel: this rank's comm::Mesh::cfg() when the two passes run on two rank groups (the model
   // is parallel over this rank's group); null: both passes here (pipeline/guidance.hpp).
