@@ -666,15 +666,17 @@ void add_generate(CLI::App& parent) {
   auto args = std::make_shared<GenerateArgs>();
   CLI::App* cmd = parent.add_subcommand(
       "generate", "A prompt to a FLUX.1 or Qwen-Image image or a Wan or LTX-Video video across ranks (the main job)");
-  cmd->footer("A prompt to a FLUX.1 image or a Wan video, in stages that each load their model when they start and "
+  cmd->footer("A prompt to an image (FLUX.1, Qwen-Image) or a video (Wan, SkyReels-V2, LTX-Video), in stages that "
+      "each load their model when they start and "
       "free it when they end: encode (the pipeline's tokenizers and text encoders, once: on rank 0 under mpirun), denoise "
-      "(seeded noise, the model's scheduler — flow-match Euler for FLUX.1, UniPC for Wan — and the transformer, "
+      "(seeded noise, the model's scheduler — flow-match Euler for FLUX.1, Qwen-Image and LTX-Video, UniPC for Wan "
+      "and SkyReels-V2 — and the transformer, "
       "with the tokens split across ranks: ring, Ulysses or both; FLUX.1 keeps its image tokens split for the "
       "whole loop and gathers them once at the end), decode (the VAE, its rows split over the same ranks). "
       "The summary prints each stage's time and memory.\n"
       "Runs on local ranks (threads of this process) or, when launched by mpirun, on the MPI processes. "
-      "Text comes from --prompt, from --embeddings (prompt_embeds and pooled_prompt_embeds, as encode-prompt "
-      "writes them) or, with neither, deterministic random embeddings.\n"
+      "Text comes from --prompt, from --embeddings (the tensors encode-prompt writes, see --embeddings) or, with "
+      "neither, deterministic random embeddings.\n"
       "Examples:\n"
       "  cpdit generate --preset flux-mini --prompt \"a red fox in the snow\" --image fox.png\n"
       "  cpdit generate --preset flux-mini --steps 4 --out latents.safetensors --preview preview.png\n"
@@ -693,9 +695,9 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--scheduler-config", args->scheduler_config,
                   "scheduler_config.json (default: DIR/scheduler/, else FLUX.1-dev's)");
   add_dtype_flag(*cmd, args->dtype);
-  cmd->add_option("--steps", args->steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for Wan)")->check(whole_number<int>());
-  cmd->add_option("--height", args->height, "height in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 480 for Wan)")->check(whole_number<int64_t>());
-  cmd->add_option("--width", args->width, "width in pixels, a multiple of 16 (default: 256 for presets, 1024 for FLUX.1, 832 for Wan)")->check(whole_number<int64_t>());
+  cmd->add_option("--steps", args->steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for the others)")->check(whole_number<int>());
+  cmd->add_option("--height", args->height, "height in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 480 for Wan, 512 for LTX-Video)")->check(whole_number<int64_t>());
+  cmd->add_option("--width", args->width, "width in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 832 for Wan, 704 for LTX-Video)")->check(whole_number<int64_t>());
   cmd->add_option("--frames,--num-frames", args->frames, "video: frames of the clip, 4k + 1 for Wan (default: 5 for presets, 81 "
                   "otherwise), 8k + 1 for LTX-Video (default: 9 for presets, 161 otherwise)")->check(whole_number<int64_t>());
   cmd->add_option("--seed", args->seed, "seed of the initial noise (and of the random embeddings)")
@@ -756,10 +758,10 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--out", args->out,
                   "write the final latents here (safetensors, atomically) and, with a VAE, the decoded `image` (B, H, W, 3) "
                   "or `video` (B, F, H, W, 3), f32 in [0, 1]");
-  cmd->add_option("--image", args->image, "FLUX.1: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
+  cmd->add_option("--image", args->image, "FLUX.1, Qwen-Image: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
   cmd->add_option("--frames-dir", args->frames_dir, "video: write the decoded frames into this folder as frame_00000.png, ...");
   cmd->add_option("--video", args->video, "video: write the decoded clip here as H.264 MP4 at --fps frames per second");
-  cmd->add_option("--preview", args->preview, "write a PNG preview of the latents here (linear latent-to-RGB projection)");
+  cmd->add_option("--preview", args->preview, "FLUX.1: write a PNG preview of the latents here (linear latent-to-RGB projection)");
   cmd->add_flag("--json", args->json, "print the closing summary as one JSON object and no progress");
   cmd->add_flag("--check-finite", args->check_finite,
                 "check every module's outputs for NaN/Inf and name the first module that made them (slower; "
