@@ -29,14 +29,14 @@ struct RankLayout {
   parallel::ContextParallelConfig config;
 };
 
-// Under mpirun the world size is the rank count. Otherwise --ranks, else cfg x ring x ulysses, else
-// `default_ranks` (rounded down to a multiple of cfg). Each CFG group gets ranks / cfg; degrees not
-// given are chosen for that count: Ulysses as large as divides both it and `heads` (all-to-all on
-// the fastest links), the ring takes the rest. Contradictions
-// (--ranks 3 with --ring 2) are refused with a message naming the fix.
 // Refuses a local rank count beyond what this machine can usefully run as threads.
 void check_local_ranks(int ranks);
 
+// Under mpirun the world size is the rank count. Otherwise --ranks, else cfg x ring x ulysses, else
+// `default_ranks` (rounded down to a multiple of cfg). Each CFG group gets ranks / cfg; degrees not
+// given are chosen for that count: Ulysses as large as divides both it and `heads` (all-to-all on
+// the fastest links), the ring takes the rest. Contradictions (--ranks 3 with --ring 2) are refused
+// with a message naming the fix.
 RankLayout resolve_layout(const ParallelFlags& flags, int64_t heads, int default_ranks);
 
 // "4 local ranks (ring 2 x ulysses 2, p2p), 1 thread each"; with cfg 2: "(cfg 2 x ring 2 x ...".
