@@ -1,4 +1,4 @@
-// Argument validation shared by every backend: one place that knows the layouts of §2.
+// Argument validation shared by every backend: one place that knows the layouts (attention.hpp).
 #include "attention/detail.hpp"
 
 #include <cpdit/core/error.hpp>

@@ -88,7 +88,7 @@ class NativeBackend final : public Backend {
           float sum = 0;
           if (mx != kNegInf)
             for (int64_t j = 0; j < d.Sk; ++j) sum += (row[j] = std::exp(row[j] - mx));
-          // A fully masked row: out = 0 and lse = -inf (spec §2).
+          // A fully masked row: out = 0 and lse = -inf.
           const float inv = sum > 0 ? 1.0f / sum : 0.0f;
           for (int64_t j = 0; j < d.Sk; ++j) row[j] = sum > 0 ? row[j] * inv : 0.0f;
           lp[(b * d.H + h) * d.Sq + i] = sum > 0 ? mx + std::log(sum) : kNegInf;

@@ -145,7 +145,7 @@ void check_supports(const Backend& b, const Requirements& needs) {
                        (needs.mode == Requirements::Mode::ulysses && c.ulysses) ||
                        (needs.mode == Requirements::Mode::unified && c.unified);
   refuse_unless(mode_ok, b, mode_name(needs.mode), others);
-  // Ring and unified merge partial results by LSE (spec §4).
+  // Ring and unified merge partial results by LSE.
   const bool merges = needs.mode == Requirements::Mode::ring || needs.mode == Requirements::Mode::unified;
   refuse_unless(!merges || c.returns_lse, b, std::string("returning the LSE, which ") +
                 mode_name(needs.mode) + " needs to merge chunks", others);

@@ -1,4 +1,4 @@
-// Setup-time validation of a context-parallel configuration (spec/context-parallel.md §13).
+// Setup-time validation of a context-parallel configuration.
 #include <cpdit/core/error.hpp>
 #include <cpdit/parallel/config.hpp>
 
@@ -51,7 +51,7 @@ void validate_call(const ContextParallelConfig& config, const attention::Backend
               "context parallel: query heads ", call.heads, " must be a multiple of key/value heads ",
               call.kv_heads);
   // Heads are dealt to Ulysses ranks by the tensor_split rule and padded with zero heads to the
-  // largest share (§6.4), and key/value heads are copied when there are fewer than ranks
+  // largest share, and key/value heads are copied when there are fewer than ranks
   // (ulysses.hpp), so any count works as long as every rank keeps a real query head.
   CPDIT_CHECK(call.heads >= U, invalid_argument, "context parallel: Ulysses degree ", U,
               " exceeds the ", call.heads, " query heads, so a rank would hold only padding; use ulysses_degree <= ",

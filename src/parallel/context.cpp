@@ -1,4 +1,4 @@
-// The router: Ulysses exchange in the row, ring over the column, inverse exchange (spec §7).
+// The router: Ulysses exchange in the row, ring over the column, inverse exchange.
 #include <cpdit/parallel/context.hpp>
 
 #include "parallel/ring.hpp"
@@ -59,8 +59,8 @@ class ExchangedKv {
 // The mask for the tokens this rank holds after the Ulysses exchange: the row's gathered key mask,
 // and a position rule moved to the row's place in the global sequence. Shards are contiguous ranges
 // in flat-rank order (shard.hpp) and a Ulysses row is the consecutive ranks rU .. rU+U-1, so row r
-// holds the contiguous block that starts after the tokens of ranks 0 .. rU-1 (spec §7). Lengths
-// are gathered on every call with a rule, on every rank alike (§9).
+// holds the contiguous block that starts after the tokens of ranks 0 .. rU-1. Lengths
+// are gathered on every call with a rule, on every rank alike.
 Mask exchanged_mask(comm::Mesh& mesh, const UlyssesExchange& exchange, const Mask& mask,
                     int64_t q_len, int64_t k_len, CommStats& stats) {
   Mask m = mask;

@@ -88,7 +88,7 @@ KvRotation::KvRotation(comm::Communicator& ring, RotateMethod method, const KvCh
       lengths_(size_t(ring.size())) {
   rule_.kind = attention::MaskKind::none;
   rule_.tensor = Tensor();
-  // Lengths are exchanged on every call, on every rank alike (§9: no rank-local caches in front of
+  // Lengths are exchanged on every call, on every rank alike (no rank-local caches in front of
   // a collective).
   const int64_t mine = own.length();
   {

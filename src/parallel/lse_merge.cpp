@@ -1,4 +1,4 @@
-// The LSE merge (spec §4) with the stable scalar forms and the -inf guard.
+// The LSE merge with the stable scalar forms and the -inf guard.
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/threads.hpp>
 #include <cpdit/parallel/lse_merge.hpp>

@@ -1,6 +1,6 @@
 // Ring attention: forward merges one partial result per KV chunk by LSE; backward accumulates dq
 // locally while each chunk's dK/dV accumulator travels with the chunk and comes home at the end
-// (spec §5.3, correct for any ring size). A chunk that is empty, or whose keys a position rule
+// (correct for any ring size). A chunk that is empty, or whose keys a position rule
 // hides from every local query (the future under a causal rule), is not computed: it would add
 // nothing to the output and nothing to any gradient.
 #include "parallel/ring.hpp"

@@ -1,5 +1,5 @@
 #pragma once
-// Ring attention over one ring group (spec §5), forward and backward. Internal to the parallel
+// Ring attention over one ring group, forward and backward. Internal to the parallel
 // layer; the unified path calls it on each Ulysses head share (a ring of one rank is a plain call).
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/comm/communicator.hpp>

@@ -1,10 +1,10 @@
 #pragma once
-// The Ulysses exchange (spec §6): tokens split across the group, all heads  <->  the group's whole
+// The Ulysses exchange: tokens split across the group, all heads  <->  the group's whole
 // sequence, a share of the heads. Internal to the parallel layer.
 //
 // Heads are dealt to ranks by the tensor_split rule (with GQA: the key/value heads, and each rank
 // takes the query heads of its key/value heads, so the ratio is kept) and every share is padded
-// with zero heads to the largest one (§6.4). Padding heads compute on zeros and are dropped on the
+// with zero heads to the largest one. Padding heads compute on zeros and are dropped on the
 // way back. When U divides the head count this is the plain layout, with no padding.
 //
 // With GQA and fewer key/value heads than ranks (8 query heads, 2 key/value heads, U = 4), each
@@ -34,7 +34,7 @@ int64_t kv_copies(int64_t heads, int64_t kv_heads, int ranks);
 
 class UlyssesExchange {
  public:
-  // Collective over `group`: exchanges every rank's query and key lengths (on every call, §9).
+  // Collective over `group`: exchanges every rank's query and key lengths (on every call).
   // With a group of one rank every exchange returns its input.
   UlyssesExchange(comm::Communicator& group, int64_t heads, int64_t kv_heads, int64_t q_len,
                   int64_t k_len, CommStats& stats);

@@ -79,7 +79,7 @@ TEST(AttentionBackward, FlashMatchesNative) {
   }
 }
 
-// LSE merge of spec §4, with the -inf guard.
+// LSE merge, with the -inf guard.
 void merge_into(std::vector<double>& o, std::vector<double>& lse, const Result& part, const RefDims& d) {
   const std::vector<double> ob = values(part.out), lb = values(part.lse);
   for (int64_t b = 0; b < d.B; ++b)

@@ -1,4 +1,4 @@
-// The LSE merge (spec §4): splitting the keys and merging equals attending to all of them, in any
+// The LSE merge: splitting the keys and merging equals attending to all of them, in any
 // order, without overflow, and with the -inf guard.
 #include "support/random_normal.hpp"
 

@@ -1,4 +1,4 @@
-// Impossible configurations are refused at setup with a message that names the fix (spec §13).
+// Impossible configurations are refused at setup with a message that names the fix.
 #include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/parallel/config.hpp>

@@ -1,7 +1,7 @@
 #pragma once
 // Attention: the backend contract, the backend registry, and the model-facing dispatcher.
 //
-// Layouts (spec/context-parallel.md §2): q, out (B, S_q, H, D); k, v (B, S_k, H_kv, D), row-major,
+// Layouts: q, out (B, S_q, H, D); k, v (B, S_k, H_kv, D), row-major,
 // H % H_kv == 0 (grouped-query attention). LSE is float32 (B, H, S_q), natural log of the softmax
 // denominator over the keys the call saw. A query row whose keys are all masked has out = 0 and
 // lse = -inf (never NaN), and zero gradients in backward.

@@ -1,5 +1,5 @@
 #pragma once
-// The one communicator contract (DESIGN.md invariant 3). Two engines implement it: `local` (ranks
+// The one communicator contract. Two engines implement it: `local` (ranks
 // are threads of one process, see local.hpp) and `mpi` (Open MPI processes, see mpi.hpp). The shape
 // follows MLX's `distributed` group: one small abstract class, one folder per transport.
 //

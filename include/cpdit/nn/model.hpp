@@ -1,6 +1,6 @@
 #pragma once
 // Model: the root of a module tree, with what diffusers puts on a model object: its attention
-// backend and its context parallelism. Model code stays single-device (DESIGN.md invariant 1):
+// backend and its context parallelism. Model code stays single-device:
 // enable_parallelism installs the model's plan as split/gather hooks and binds the parallel context
 // that attention::dispatch consults during this model's forward.
 #include <cpdit/attention/attention.hpp>
@@ -23,7 +23,7 @@ class Model : public Module {
   // an nn::Model (the registry, the command line) run it through this.
   virtual TensorMap forward(const TensorMap& inputs) const = 0;
 
-  // The plan declared beside the model (spec/context-parallel.md §12).
+  // The plan declared beside the model.
   virtual parallel::ContextParallelPlan context_parallel_plan() const = 0;
 
   // The backend this model's attention runs on (default: the process-wide one). Refused, with the

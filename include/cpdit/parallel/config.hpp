@@ -1,6 +1,6 @@
 #pragma once
 // Context-parallel configuration and the checks that refuse an impossible one at setup, each with a
-// message that names the fix (spec/context-parallel.md §13).
+// message that names the fix.
 #include <cpdit/attention/attention.hpp>
 
 #include <cstdint>
@@ -8,7 +8,7 @@
 
 namespace cpdit::parallel {
 
-// How ring attention moves the KV chunks around the ring (§5.1, §5.2).
+// How ring attention moves the KV chunks around the ring.
 enum class RotateMethod {
   p2p,        // double-buffered isend/irecv: own + one in-flight chunk per rank
   allgather,  // one all-gather of every chunk, then a local loop: whole K, V on every rank

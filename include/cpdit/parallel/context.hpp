@@ -1,12 +1,12 @@
 #pragma once
 // The context-parallel attention of one rank: a (ring, Ulysses) mesh, a configuration, and the
 // attention::Router that `attention::dispatch` sends sharded-KV calls to while it is bound
-// (attention::ScopedRouter). Every mode is one composition (spec §7): Ulysses exchange inside the
+// (attention::ScopedRouter). Every mode is one composition: Ulysses exchange inside the
 // row (contiguous ranks), ring over the column on the head share, inverse exchange. A degree of 1
 // turns its stage off, so ring (U = 1), Ulysses (R = 1) and unified (both > 1) share the code.
 //
 // Calls with replicated keys (KvPlacement::replicated: cross-attention to text) run locally with no
-// communication (§10). Inputs are this rank's tokens: q (B, s, H, D), k, v (B, s_k, H_kv, D), key
+// communication. Inputs are this rank's tokens: q (B, s, H, D), k, v (B, s_k, H_kv, D), key
 // mask (B, s_k); lengths may differ between ranks (tensor_split rule, see shard.hpp). The keys may
 // be another sequence than the queries, split on its own (LTX-Video's cross-attention to text that
 // its plan splits with the video tokens): every stage tracks query and key lengths apart.

@@ -1,9 +1,9 @@
 #pragma once
-// How ring attention makes every KV chunk visit every rank of the ring (spec §5.1, §5.2).
+// How ring attention makes every KV chunk visit every rank of the ring.
 //
 // A chunk is one rank's keys, values, key mask, length and global position, packed into one
-// contiguous message, so the mask always travels with its keys (§8), a position rule knows which
-// global keys the chunk holds, and uneven lengths need no padding on the wire (§9). At step
+// contiguous message, so the mask always travels with its keys, a position rule knows which
+// global keys the chunk holds, and uneven lengths need no padding on the wire. At step
 // i rank r holds chunk (r - i) mod W: with p2p the chunk just arrived from the previous rank; with
 // allgather every chunk was gathered up front and is indexed.
 #include <cpdit/attention/attention.hpp>

@@ -1,5 +1,5 @@
 #pragma once
-// Merging attention results over disjoint key sets by their log-sum-exp (spec §4), in f32.
+// Merging attention results over disjoint key sets by their log-sum-exp, in f32.
 #include <cpdit/core/tensor.hpp>
 
 namespace cpdit::parallel {

@@ -1,5 +1,5 @@
 #pragma once
-// Context-parallel plans as data (spec/context-parallel.md §11): which tensors a model splits across
+// Context-parallel plans as data: which tensors a model splits across
 // the ranks of its context-parallel group, and which it gathers back, named by module path. A plan
 // is declared next to its model; nn::enable_parallelism installs it as forward hooks.
 #include <map>

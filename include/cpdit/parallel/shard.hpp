@@ -1,6 +1,6 @@
 #pragma once
 // Splitting a full tensor across the ranks of a group and gathering it back, by the tensor_split
-// rule (spec §9): with n = q*W + m, ranks 0..m-1 hold q+1 elements along `dim`, the others q. Ranks
+// rule: with n = q*W + m, ranks 0..m-1 hold q+1 elements along `dim`, the others q. Ranks
 // may hold nothing when n < W.
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/core/tensor.hpp>

@@ -1,7 +1,7 @@
 #pragma once
 // Adaptive LayerNorm: the timestep conditioning of every DiT block, y = LN(x)(1 + scale) + shift with
 // the LayerNorm without affine. The variants differ only in where (shift, scale, gate) come from and
-// in which order (spec/models.md §1.5 is the usual porting bug). Modulation vectors are (B, D) (one per
+// in which order (the usual porting bug). Modulation vectors are (B, D) (one per
 // batch item), (B, 1, D), or (B, S, D) (one per token).
 #include <cpdit/core/weight.hpp>
 #include <cpdit/models/common/embeddings.hpp>

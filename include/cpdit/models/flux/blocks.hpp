@@ -1,5 +1,5 @@
 #pragma once
-// The modules of FluxTransformer2DModel, named as diffusers names them (spec/models.md §1.3-§1.5),
+// The modules of FluxTransformer2DModel, named as diffusers names them,
 // built from the shared DiT layers of models/common. Activations are (B, S, C) f32; modulation
 // vectors are (B, C).
 #include <cpdit/models/common/adaptive_norm.hpp>

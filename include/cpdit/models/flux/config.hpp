@@ -1,5 +1,5 @@
 #pragma once
-// FluxTransformer2DModel hyper-parameters (diffusers config.json names; spec/models.md §1.1).
+// FluxTransformer2DModel hyper-parameters (diffusers config.json names).
 #include <cpdit/models/common/config.hpp>
 
 #include <nlohmann/json.hpp>

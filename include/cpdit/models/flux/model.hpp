@@ -1,5 +1,5 @@
 #pragma once
-// FluxTransformer2DModel (FLUX.1), computing what diffusers computes (spec/models.md §1), with its
+// FluxTransformer2DModel (FLUX.1), computing what diffusers computes, with its
 // context-parallel plan. Parameters carry the diffusers key names; models/flux/checkpoint.hpp also
 // reads the original single-file layout.
 #include <cpdit/models/flux/blocks.hpp>

@@ -1,6 +1,6 @@
 #pragma once
-// WanTransformer3DModel (Wan 2.1 / 2.2 text-to-video), computing what diffusers computes
-// (spec/models.md §3), with its context-parallel plan. Parameters carry the diffusers key names.
+// WanTransformer3DModel (Wan 2.1 / 2.2 text-to-video), computing what diffusers computes, with its
+// context-parallel plan. Parameters carry the diffusers key names.
 #include <cpdit/models/common/wan_config.hpp>
 #include <cpdit/models/common/wan_layers.hpp>
 #include <cpdit/models/common/wan_network.hpp>
@@ -12,7 +12,7 @@ using common::wan::WanConfig;
 using common::wan::Block, common::wan::ConditionEmbedder, common::wan::PatchEmbedding, common::wan::RotaryPosEmbed,
     common::wan::unpatchify;
 
-// The plan diffusers declares (spec/context-parallel.md §12): the RoPE tables are computed for the
+// The plan diffusers declares: the RoPE tables are computed for the
 // whole grid and split on the token dim afterwards; hidden_states is split at blocks.0 (patch
 // embedding runs on the full latent); a per-token timestep (B, S) is split at the model input, a
 // (B,) one stays whole; proj_out's output is gathered. The text stays whole: cross-attention attends
