@@ -53,30 +53,40 @@ constexpr double kPixelsTolerance = 2e-4;
 constexpr double kSplitTolerance = 1e-4;
 
 // Runs generate under each split (the first is "--ranks 1") and compares its latents with the case's
-// `latents_name` of expected.safetensors and, unless `pixels` is empty, its decoded `pixels` ("image"
-// or "video") with the case's and with the first split's.
+// `latents_name` of expected.safetensors and with the first split's and, unless `pixels` is empty, its
+// decoded `pixels` ("image" or "video") with the case's and with the first split's.
 void expect_outputs_on_every_split(const fs::path& case_dir, const std::string& args, const std::string& pixels,
                                    const std::vector<std::string>& splits,
                                    const std::string& latents_name = "latents") {
   const auto expected = io::load_safetensors((case_dir / "expected.safetensors").string());
-  Tensor single;
+  nn::TensorMap single;
   for (const std::string& split : splits) {
     TempDir dir("pipeline_parity");
     const std::string out = dir.file("out.safetensors");
     const auto r = run_cli(args + " " + split + " --out " + out);
     ASSERT_EQ(r.code, 0) << split << "\n" << r.err;
     const auto got = io::load_safetensors(out);
+    if (single.empty()) single = got;
     EXPECT_LT(max_abs_diff(got.at("latents"), expected.at(latents_name)), kLatentsTolerance) << split;
+    EXPECT_LT(max_abs_diff(got.at("latents"), single.at("latents")), kSplitTolerance)
+        << split << " against one rank";
     if (pixels.empty()) continue;
     ASSERT_TRUE(got.count(pixels)) << split << ": no " << pixels << " in --out";
     EXPECT_EQ(got.at(pixels).shape(), expected.at(pixels).shape()) << split;
     EXPECT_LT(max_abs_diff(got.at(pixels), expected.at(pixels)), kPixelsTolerance) << split;
-    if (!single.defined()) {
-      single = got.at(pixels);
-    } else {
-      EXPECT_LT(max_abs_diff(got.at(pixels), single), kSplitTolerance) << split << " against one rank";
-    }
+    EXPECT_LT(max_abs_diff(got.at(pixels), single.at(pixels)), kSplitTolerance) << split << " against one rank";
   }
+}
+
+// The CFG exchange adds no rounding: with no split inside the two groups and one compute thread in
+// both runs (so the kernels sum in the same order), --cfg 2 makes one rank's latents bit for bit.
+void expect_cfg_parallel_is_one_rank_exactly(const std::string& args) {
+  TempDir dir("cfg_exact");
+  const std::string one = dir.file("one.safetensors"), two = dir.file("two.safetensors");
+  ASSERT_EQ(run_cli(args + " --ranks 1 --threads 1 --out " + one).code, 0);
+  const auto r = run_cli(args + " --cfg 2 --threads 1 --out " + two);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(max_abs_diff(io::load_safetensors(two).at("latents"), io::load_safetensors(one).at("latents")), 0.0);
 }
 
 // Each byte of `png` against round(255 x) of picture `index` of `pixels` (..., H, W, 3): the pixels
@@ -94,30 +104,32 @@ void expect_png_is_pixels(const std::string& png, const Tensor& pixels, int64_t 
   EXPECT_LE(worst, 1) << png;
 }
 
-std::string generate_args(const std::string& latents_file) {
-  const std::string inputs = (kCase / "inputs.safetensors").string();
-  return "generate --model " + (kCase / "pipeline").string() + " --embeddings " + inputs + " --latents " +
-         latents_file + " --steps 3 --guidance 3.5 --height 32 --width 32";
+// generate on a case's pipeline folder with diffusers' embeddings (its inputs.safetensors), initial
+// latents from `latents_file` (the same file unless given), and the run's own flags.
+std::string case_args(const fs::path& case_dir, const std::string& flags, const std::string& latents_file = "") {
+  const std::string inputs = (case_dir / "inputs.safetensors").string();
+  return "generate --model " + (case_dir / "pipeline").string() + " --embeddings " + inputs + " --latents " +
+         (latents_file.empty() ? inputs : latents_file) + " " + flags;
+}
+
+std::string flux_args(const std::string& latents_file = "") {
+  return case_args(kCase, "--steps 3 --guidance 3.5 --height 32 --width 32", latents_file);
 }
 
 TEST(FluxPipelineParity, FinalLatentsAndImageMatchDiffusersOnEverySplit) {
   // The transformer has 2 heads: Ulysses up to 2, ring any count; the decode splits 16 latent rows.
-  expect_outputs_on_every_split(kCase, generate_args((kCase / "inputs.safetensors").string()), "image",
+  expect_outputs_on_every_split(kCase, flux_args(), "image",
                                 {"--ranks 1", "--ring 2", "--ulysses 2", "--ring 3", "--ring 2 --ulysses 2"});
 }
 
 // FluxPipeline's true_cfg_scale: a second call on negative_prompt_embeds / negative_pooled_prompt_embeds,
 // combined without rescale; the guidance embedding still gets 3.5 in both calls.
 TEST(FluxPipelineParity, TrueCfgFinalLatentsMatchDiffusersOnEverySplit) {
-  expect_outputs_on_every_split(kCase, generate_args((kCase / "inputs.safetensors").string()) + " --true-cfg-scale 2.5",
-                                "", {"--ranks 1", "--ulysses 2", "--ring 3"}, "latents_true_cfg");
+  expect_outputs_on_every_split(kCase, flux_args() + " --true-cfg-scale 2.5", "", {"--ranks 1", "--ulysses 2", "--ring 3"},
+                                "latents_true_cfg");
 }
 
-std::string wan_args() {
-  const std::string inputs = (kWanCase / "inputs.safetensors").string();
-  return "generate --model " + (kWanCase / "pipeline").string() + " --embeddings " + inputs + " --latents " + inputs +
-         " --steps 3 --frames 5 --height 48 --width 32";
-}
+std::string wan_args() { return case_args(kWanCase, "--steps 3 --frames 5 --height 48 --width 32"); }
 
 TEST(WanPipelineParity, GuidedFinalLatentsAndVideoMatchDiffusersOnEverySplit) {
   // No --guidance: WanPipeline's default 5.0 must be the one applied. 2 heads, 12 video tokens; the
@@ -129,7 +141,7 @@ TEST(WanPipelineParity, GuidedFinalLatentsAndVideoMatchDiffusersOnEverySplit) {
 TEST(FluxPipelineParity, PngIsDiffusersImageInEightBits) {
   TempDir dir("flux_pipeline_png");
   const std::string png = dir.file("image.png");
-  const auto r = run_cli(generate_args((kCase / "inputs.safetensors").string()) + " --ring 2 --image " + png);
+  const auto r = run_cli(flux_args() + " --ring 2 --image " + png);
   ASSERT_EQ(r.code, 0) << r.err;
   const Tensor expected = io::load_safetensors((kCase / "expected.safetensors").string()).at("image");
   expect_png_is_pixels(png, expected, 0);
@@ -150,11 +162,7 @@ TEST(WanPipelineParity, FramesDirHoldsDiffusersFramesInEightBits) {
   EXPECT_FALSE(fs::exists(frames / "frame_00005.png")) << "5 frames, no more";
 }
 
-std::string qwenimage_args() {
-  const std::string inputs = (kQwenCase / "inputs.safetensors").string();
-  return "generate --model " + (kQwenCase / "pipeline").string() + " --embeddings " + inputs + " --latents " + inputs +
-         " --steps 3 --height 32 --width 32";
-}
+std::string qwenimage_args() { return case_args(kQwenCase, "--steps 3 --height 32 --width 32"); }
 
 // No --true-cfg-scale: QwenImagePipeline's default 4.0 must be the one applied. 2 heads, 64 image and 9
 // text tokens (3 of them padding), so ring 3 splits both streams unevenly.
@@ -172,13 +180,7 @@ TEST(QwenImagePipelineParity, WithoutCfgFinalLatentsMatchDiffusers) {
 // on 4 ranks) are diffusers' and one rank's; with no split inside the groups, one rank's bit for bit.
 TEST(QwenImagePipelineParity, CfgParallelMatchesDiffusersAndOneRank) {
   expect_outputs_on_every_split(kQwenCase, qwenimage_args(), "image", {"--ranks 1", "--cfg 2", "--cfg 2 --ring 2"});
-  TempDir dir("qwen_cfg_exact");
-  const std::string one = dir.file("one.safetensors"), two = dir.file("two.safetensors");
-  // One compute thread in both runs, so the kernels sum in the same order.
-  ASSERT_EQ(run_cli(qwenimage_args() + " --ranks 1 --threads 1 --out " + one).code, 0);
-  const auto r = run_cli(qwenimage_args() + " --cfg 2 --threads 1 --out " + two);
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(max_abs_diff(io::load_safetensors(two).at("latents"), io::load_safetensors(one).at("latents")), 0.0);
+  expect_cfg_parallel_is_one_rank_exactly(qwenimage_args());
 }
 
 TEST(QwenImagePipelineParity, GuidanceFlagsOfOtherPipelinesAreRefused) {
@@ -203,7 +205,7 @@ TEST(WanPipelineParity, VideoIsDiffusersVideoAsAnMp4) {
   EXPECT_EQ(same.code, 2) << same.err;
   EXPECT_NE(same.err.find("--video"), std::string::npos) << same.err;
   EXPECT_FALSE(fs::exists(dir.file("same.mp4")));
-  const auto flux = run_cli(generate_args((kCase / "inputs.safetensors").string()) + " --video " + dir.file("flux.mp4"));
+  const auto flux = run_cli(flux_args() + " --video " + dir.file("flux.mp4"));
   EXPECT_EQ(flux.code, 2) << flux.err;
   EXPECT_NE(flux.err.find("--video is for video"), std::string::npos) << flux.err;
   EXPECT_FALSE(fs::exists(dir.file("flux.mp4")));
@@ -212,34 +214,13 @@ TEST(WanPipelineParity, VideoIsDiffusersVideoAsAnMp4) {
 // CFG-parallel: the conditional and unconditional passes on two rank groups, each split ring x
 // Ulysses inside, on 2, 4, 6 and 8 ranks. The latents and video are diffusers' and one rank's.
 TEST(WanPipelineParity, CfgParallelMatchesDiffusersAndOneRank) {
-  const std::vector<std::string> splits = {"--cfg 2", "--cfg 2 --ring 2", "--cfg 2 --ulysses 2", "--cfg 2 --ring 3",
-                                           "--cfg 2 --ring 2 --ulysses 2"};
-  std::vector<std::string> with_one_rank = {"--ranks 1"};
-  with_one_rank.insert(with_one_rank.end(), splits.begin(), splits.end());
-  expect_outputs_on_every_split(kWanCase, wan_args(), "video", with_one_rank);
-  TempDir dir("wan_cfg_parallel");
-  const std::string one = dir.file("one.safetensors");
-  ASSERT_EQ(run_cli(wan_args() + " --ranks 1 --out " + one).code, 0);
-  const Tensor single = io::load_safetensors(one).at("latents");
-  for (const std::string& split : splits) {
-    const std::string out = dir.file("split.safetensors");
-    const auto r = run_cli(wan_args() + " " + split + " --out " + out);
-    ASSERT_EQ(r.code, 0) << split << "\n" << r.err;
-    // 1e-4: the ring and Ulysses splits inside each group change the attention's summation order
-    // (observed 1e-5 on latents of magnitude 5); the CFG exchange itself adds no rounding.
-    EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("latents"), single), kLatentsTolerance) << split;
-  }
+  expect_outputs_on_every_split(kWanCase, wan_args(), "video",
+                                {"--ranks 1", "--cfg 2", "--cfg 2 --ring 2", "--cfg 2 --ulysses 2", "--cfg 2 --ring 3",
+                                 "--cfg 2 --ring 2 --ulysses 2"});
 }
 
-// The CFG exchange adds nothing: with no split inside the groups, CFG-parallel is one rank bit for bit.
 TEST(WanPipelineParity, CfgParallelWithoutSplitsIsOneRankExactly) {
-  TempDir dir("wan_cfg_exact");
-  const std::string one = dir.file("one.safetensors"), two = dir.file("two.safetensors");
-  // One compute thread in both runs, so the kernels sum in the same order.
-  ASSERT_EQ(run_cli(wan_args() + " --ranks 1 --threads 1 --out " + one).code, 0);
-  const auto r = run_cli(wan_args() + " --cfg 2 --threads 1 --out " + two);
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(max_abs_diff(io::load_safetensors(two).at("latents"), io::load_safetensors(one).at("latents")), 0.0);
+  expect_cfg_parallel_is_one_rank_exactly(wan_args());
 }
 
 // Expects a one-line error naming `needle`, exit 2, and nothing written.
@@ -255,8 +236,7 @@ void expect_one_line_error(const std::string& args, const std::string& needle) {
 
 TEST(CfgParallel, RefusedWhereNoClassifierFreeGuidanceRuns) {
   // FLUX.1-dev's guidance is an embedding: there is no unconditional pass to put on a second group.
-  expect_one_line_error(generate_args((kCase / "inputs.safetensors").string()) + " --cfg 2",
-                        "FLUX.1's --guidance is an embedding");
+  expect_one_line_error(flux_args() + " --cfg 2", "FLUX.1's --guidance is an embedding");
   // Wan with guidance 1 runs one pass, as WanPipeline does.
   expect_one_line_error(wan_args() + " --cfg 2 --guidance 1", "--guidance is at most 1");
   // Qwen-Image at true_cfg_scale 1 runs one pass, as QwenImagePipeline does.
@@ -269,14 +249,14 @@ TEST(FluxPipelineParity, LatentsOfTheWrongLayoutAreOneLineAndNothingWritten) {
   TempDir dir("flux_pipeline_bad_latents");
   const std::string bad = dir.file("bad.safetensors"), out = dir.file("out.safetensors");
   io::save_safetensors(bad, {{"latents", Tensor::zeros({1, 4, 16, 16})}});  // unpacked, not (1, 64, 16)
-  const auto r = run_cli(generate_args(bad) + " --out " + out);
+  const auto r = run_cli(flux_args(bad) + " --out " + out);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("packed"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   EXPECT_FALSE(fs::exists(out));
 
   io::save_safetensors(bad, {{"noise", Tensor::zeros({1, 64, 16})}});
-  const auto missing = run_cli(generate_args(bad) + " --out " + out);
+  const auto missing = run_cli(flux_args(bad) + " --out " + out);
   EXPECT_EQ(missing.code, 2) << missing.err;
   EXPECT_NE(missing.err.find("no tensor 'latents'"), std::string::npos) << missing.err;
 }
@@ -308,13 +288,7 @@ TEST(LtxPipelineParity, FromEmbeddingsFinalLatentsMatchDiffusers) {
 TEST(LtxPipelineParity, CfgParallelMatchesDiffusersAndOneRank) {
   expect_outputs_on_every_split(kLtxCase, ltx_args(), "video",
                                 {"--ranks 1", "--cfg 2", "--cfg 2 --ring 2", "--cfg 2 --ulysses 2"});
-  TempDir dir("ltx_cfg_exact");
-  const std::string one = dir.file("one.safetensors"), two = dir.file("two.safetensors");
-  // One compute thread in both runs, so the kernels sum in the same order.
-  ASSERT_EQ(run_cli(ltx_args() + " --ranks 1 --threads 1 --out " + one).code, 0);
-  const auto r = run_cli(ltx_args() + " --cfg 2 --threads 1 --out " + two);
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_EQ(max_abs_diff(io::load_safetensors(two).at("latents"), io::load_safetensors(one).at("latents")), 0.0);
+  expect_cfg_parallel_is_one_rank_exactly(ltx_args());
 }
 
 // encode-prompt on the LTX folder: LTXPipeline.encode_prompt's embeddings (the T5 reads every
