@@ -1,4 +1,5 @@
 #include "pipeline/text_tensors.hpp"
+#include "pipeline/video_latents.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/pipeline/guidance.hpp>
@@ -7,7 +8,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -65,12 +65,8 @@ Shape ltx_latent_shape(const LtxVideoConfig& config, int64_t batch, int64_t fram
   CPDIT_CHECK(config.patch_size == 1 && config.patch_size_t == 1, unsupported,
               "the LTX-Video pipeline packs latents with patch 1x1x1; this model has patch_size ", config.patch_size,
               " and patch_size_t ", config.patch_size_t);
-  const int64_t s = vae.spatial, t = vae.temporal;
-  CPDIT_CHECK(height > 0 && width > 0 && height % s == 0 && width % s == 0, invalid_argument,
-              "height and width must be positive multiples of ", s, ", got ", height, "x", width);
-  CPDIT_CHECK(frames >= 1 && (frames - 1) % t == 0, invalid_argument, "frames must be ", t, "k + 1, got ", frames,
-              "; the nearest are ", std::max<int64_t>(1, (frames - 1) / t * t + 1), " and ", ((frames - 1) / t + 1) * t + 1);
-  return {batch, config.in_channels, (frames - 1) / t + 1, height / s, width / s};
+  // Patch 1x1x1: the VAE's spatial factor is the whole size unit.
+  return video_latent_shape(batch, config.in_channels, frames, height, width, vae.temporal, vae.spatial, vae.spatial);
 }
 
 Tensor ltx_pack(const Tensor& latents) {

@@ -1,4 +1,5 @@
 #include "pipeline/text_tensors.hpp"
+#include "pipeline/video_latents.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/pipeline/guidance.hpp>
@@ -38,12 +39,8 @@ Tensor random_wan_prompt_embeds(const WanConfig& config, int64_t batch, int64_t 
 
 Shape wan_latent_shape(const WanConfig& config, int64_t batch, int64_t frames, int64_t height, int64_t width,
                        const WanVaeFactors& vae) {
-  const int64_t size_unit = vae.spatial * config.patch_size[1], t = vae.temporal;
-  CPDIT_CHECK(height > 0 && width > 0 && height % size_unit == 0 && width % size_unit == 0, invalid_argument,
-              "height and width must be positive multiples of ", size_unit, ", got ", height, "x", width);
-  CPDIT_CHECK(frames >= 1 && (frames - 1) % t == 0, invalid_argument, "frames must be ", t, "k + 1, got ", frames,
-              "; the nearest are ", std::max<int64_t>(1, (frames - 1) / t * t + 1), " and ", ((frames - 1) / t + 1) * t + 1);
-  return {batch, config.in_channels, (frames - 1) / t + 1, height / vae.spatial, width / vae.spatial};
+  return video_latent_shape(batch, config.in_channels, frames, height, width, vae.temporal, vae.spatial,
+                            vae.spatial * config.patch_size[1]);
 }
 
 bool wan_runs_guidance(const Tensor& negative_prompt_embeds, float guidance_scale) {
