@@ -16,7 +16,7 @@ void clear_stop_request() { stop.store(false, std::memory_order_relaxed); }
 bool stop_requested() { return stop.load(std::memory_order_relaxed); }
 
 void throw_if_stop_requested() {
-  CPDIT_CHECK(!stop_requested(), internal, "generation interrupted");
+  CPDIT_CHECK(!stop_requested(), interrupted, "generation interrupted");
 }
 
 }  // namespace cpdit::app

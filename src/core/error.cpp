@@ -10,6 +10,7 @@ const char* error_kind_name(ErrorKind kind) {
     case ErrorKind::unsupported: return "unsupported";
     case ErrorKind::comm: return "communication";
     case ErrorKind::timeout: return "timeout";
+    case ErrorKind::interrupted: return "interrupted";
     case ErrorKind::internal: return "internal";
   }
   return "unknown";

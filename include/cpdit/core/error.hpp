@@ -14,6 +14,7 @@ enum class ErrorKind {
   unsupported,       // valid, but this backend / mode / dtype cannot serve it
   comm,              // a peer failed or a communication operation failed
   timeout,           // a blocking operation waited longer than allowed
+  interrupted,       // the user asked the run to stop (Ctrl-C)
   internal,          // a broken invariant inside cpdit
 };
 
