@@ -1,17 +1,20 @@
+// The flash tiles' f32 products (tile_gemm.hpp): an AVX-512 kernel compiled for it in every build,
+// picked per call by kernel_isa(), else oneDNN's sgemm.
 #include "kernels/cpu/tile_gemm.hpp"
+
+#include "kernels/cpu/isa_target.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
 
 #include <algorithm>
 
-#if defined(__AVX512F__)
+// g++ 12 reports its own _mm512_undefined_* placeholders as maybe-uninitialised (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
-#endif
 
 namespace cpdit::kernels::tile_gemm {
-
-#if defined(__AVX512F__)
 namespace {
 
 constexpr int kBlockRows = 6;     // rows of C per block: 6 x 4 accumulators + 4 B vectors + 1 A broadcast
@@ -22,7 +25,7 @@ constexpr int64_t kChunk = 128;
 
 // C block (MR x 16 NV, the last vector masked by `last`) over the whole inner dimension k.
 template <int MR, int NV>
-void block(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
+CPDIT_TARGET_AVX512 void register_block(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
            __mmask16 last, bool accumulate, float* c, int64_t ldc) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
@@ -57,22 +60,20 @@ void block(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col,
 }
 
 template <int NV>
-void rows_block(int64_t rows, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b,
+CPDIT_TARGET_AVX512 void register_blocks(int64_t rows, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b,
                 int64_t ldb, __mmask16 last, bool accumulate, float* c, int64_t ldc) {
   switch (rows) {
-    case 6: return block<6, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
-    case 5: return block<5, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
-    case 4: return block<4, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
-    case 3: return block<3, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
-    case 2: return block<2, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
-    default: return block<1, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    case 6: return register_block<6, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    case 5: return register_block<5, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    case 4: return register_block<4, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    case 3: return register_block<3, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    case 2: return register_block<2, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    default: return register_block<1, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
   }
 }
 
-}  // namespace
-
-void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
-              bool accumulate, float* c, int64_t ldc, Ahead ahead) {
+CPDIT_TARGET_AVX512 void multiply_avx512(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b,
+                                        int64_t ldb, bool accumulate, float* c, int64_t ldc, Ahead ahead) {
   const int64_t blocks = ((m + kBlockRows - 1) / kBlockRows) * ((n + 16 * kBlockVectors - 1) / (16 * kBlockVectors)) *
                         ((k + kChunk - 1) / kChunk);
   const int64_t ahead_per_block = blocks > 0 ? (ahead.rows + blocks - 1) / blocks : 0;
@@ -94,25 +95,24 @@ void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const flo
       float* ci = c + i0 * ldc + j0;
       const bool add = accumulate || p0 > 0;  // later chunks add to what the earlier ones wrote
       switch (vectors) {
-        case 4: rows_block<4>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
-        case 3: rows_block<3>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
-        case 2: rows_block<2>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
-        default: rows_block<1>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
+        case 4: register_blocks<4>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
+        case 3: register_blocks<3>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
+        case 2: register_blocks<2>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
+        default: register_blocks<1>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
       }
     }
   }
 }
 
-#else
+}  // namespace
 
 void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
-              bool accumulate, float* c, int64_t ldc, Ahead) {
+              bool accumulate, float* c, int64_t ldc, Ahead ahead) {
+  if (kernel_isa() >= Isa::avx512) return multiply_avx512(m, n, k, alpha, a, b, ldb, accumulate, c, ldc, ahead);
   CPDIT_CHECK(a.row == 1 || a.col == 1, internal, "tile_gemm: A needs a unit stride");
   const bool trans_a = a.col != 1;
   gemm(trans_a, false, m, n, k, alpha, a.data, trans_a ? a.col : a.row, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
 }
-
-#endif
 
 void transpose(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst) {
   // 16 x 16 blocks keep both the reads and the writes within a few cache lines at a time.
@@ -123,3 +123,5 @@ void transpose(const float* src, int64_t ld_src, int64_t rows, int64_t cols, flo
 }
 
 }  // namespace cpdit::kernels::tile_gemm
+
+#pragma GCC diagnostic pop

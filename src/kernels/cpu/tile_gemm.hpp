@@ -4,7 +4,8 @@
 // the inner dimension stream through, with no packing of A (read through two strides, so A^T costs
 // nothing). Measured against oneDNN's sgemm called per tile (bench attention, S 1024, H 24, one
 // thread): the backward about 1.2x faster, the forward about even before the allocator's huge pages.
-// Without AVX-512 it calls kernels::gemm.
+// The kernel is compiled for AVX-512 in every build and runs where kernel_isa() (kernels/isa.hpp)
+// allows it; otherwise (no AVX-512, or CPDIT_KERNEL_ISA=portable) multiply calls kernels::gemm.
 #include <cstdint>
 
 namespace cpdit::kernels::tile_gemm {
