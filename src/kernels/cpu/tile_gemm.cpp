@@ -9,9 +9,10 @@
 
 #include <algorithm>
 
-// g++ 12 reports its own _mm512_undefined_* placeholders as maybe-uninitialised (GCC bug 105593).
+// g++ 12 reports its own _mm512_undefined_* placeholders as (maybe-)uninitialised (GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <immintrin.h>
 
 namespace cpdit::kernels::tile_gemm {
@@ -104,6 +105,46 @@ CPDIT_TARGET_AVX512 void multiply_avx512(int64_t m, int64_t n, int64_t k, float 
   }
 }
 
+// One 16 x 16 block (rows x cols of it valid) through registers: rows in, three rounds of
+// interleaving (pairs of floats, of doubles, then 128-bit lanes twice), columns out.
+CPDIT_TARGET_AVX512 void transpose_block(const float* src, int64_t ld_src, int rows, int cols, float* dst,
+                                         int64_t ld_dst) {
+  const __mmask16 col_mask = cols == 16 ? __mmask16(0xffff) : __mmask16((1u << cols) - 1);
+  const __mmask16 row_mask = rows == 16 ? __mmask16(0xffff) : __mmask16((1u << rows) - 1);
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_maskz_loadu_ps(col_mask, src + i * ld_src) : _mm512_setzero_ps();
+  for (int i = 0; i < 16; i += 2) {  // t[i]: r[i], r[i+1] interleaved by float within each 128-bit lane
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4)  // 4 rows' floats j of each lane together, as doubles
+    for (int j = 0; j < 2; ++j) {
+      const __m512d a = _mm512_castps_pd(t[i + j]), b = _mm512_castps_pd(t[i + j + 2]);
+      r[i + 2 * j] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, b));
+      r[i + 2 * j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, b));
+    }
+  // r[4g + j] now holds, per 128-bit lane L, column 4L + j of rows 4g..4g+3. Gather the four lanes of
+  // one column from the four groups.
+  for (int j = 0; j < 4; ++j) {
+    const __m512 lo01 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0x44), hi01 = _mm512_shuffle_f32x4(r[j], r[4 + j], 0xee);
+    const __m512 lo23 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0x44),
+                 hi23 = _mm512_shuffle_f32x4(r[8 + j], r[12 + j], 0xee);
+    t[j] = _mm512_shuffle_f32x4(lo01, lo23, 0x88);       // column j (lane 0 of each group)
+    t[4 + j] = _mm512_shuffle_f32x4(lo01, lo23, 0xdd);   // column 4 + j
+    t[8 + j] = _mm512_shuffle_f32x4(hi01, hi23, 0x88);   // column 8 + j
+    t[12 + j] = _mm512_shuffle_f32x4(hi01, hi23, 0xdd);  // column 12 + j
+  }
+  for (int c = 0; c < cols; ++c) _mm512_mask_storeu_ps(dst + c * ld_dst, row_mask, t[c]);
+}
+
+CPDIT_TARGET_AVX512 void transpose_avx512(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst,
+                                          int64_t ld_dst) {
+  for (int64_t r0 = 0; r0 < rows; r0 += 16)
+    for (int64_t c0 = 0; c0 < cols; c0 += 16)
+      transpose_block(src + r0 * ld_src + c0, ld_src, int(std::min<int64_t>(16, rows - r0)),
+                      int(std::min<int64_t>(16, cols - c0)), dst + c0 * ld_dst + r0, ld_dst);
+}
+
 }  // namespace
 
 void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
@@ -115,6 +156,7 @@ void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const flo
 }
 
 void transpose(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst) {
+  if (kernel_isa() >= Isa::avx512) return transpose_avx512(src, ld_src, rows, cols, dst, ld_dst);
   // 16 x 16 blocks keep both the reads and the writes within a few cache lines at a time.
   for (int64_t r0 = 0; r0 < rows; r0 += 16)
     for (int64_t c0 = 0; c0 < cols; c0 += 16)
