@@ -46,10 +46,10 @@ Blocking forward_blocking(int64_t D) {
 }
 
 Blocking forward_f32_blocking(int64_t D) {
-  // Q^T and the output accumulator (rows x D), the V tile (cols x D), key-major scores (cols x rows).
-  // 256 query rows per tile halve the V-tile copies per FLOP against 128 (flash_forward.cpp).
+  // Q^T and O^T (D x rows), the K and V^T tiles (cols x D), key-major scores (cols x rows). 256 query
+  // rows per tile halve the reads of each key tile per FLOP against 128 (flash_forward.cpp).
   const int64_t rows = 256;
-  return {rows, widest_cols(256, [&](int64_t c) { return 2 * rows * D + c * D + rows * c; })};
+  return {rows, widest_cols(256, [&](int64_t c) { return 2 * rows * D + 2 * c * D + rows * c; })};
 }
 
 Blocking backward_blocking(int64_t D) {

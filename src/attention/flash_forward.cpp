@@ -29,74 +29,83 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The end of one query tile: out = O / l and lse = m + ln l for its rows of (b, h).
-void write_rows(const float* acc, const float* m, const float* l, const Dims& d, int64_t b, int64_t h, int64_t r0,
-                int64_t rows, Tensor& out, Tensor& lse) {
+// The end of one query tile: out = O / l and lse = m + ln l for its rows of (b, h), where O's element
+// (query r, dim e) is acc[r * row_stride + e * dim_stride].
+void write_rows(const float* acc, int64_t row_stride, int64_t dim_stride, const float* m, const float* l,
+                const Dims& d, int64_t b, int64_t h, int64_t r0, int64_t rows, Tensor& out, Tensor& lse) {
   for (int64_t r = 0; r < rows; ++r) {
     float* o = out.data<float>() + ((b * d.Sq + r0 + r) * d.H + h) * d.D;
     // A fully masked row keeps l = 0: out = 0, lse = -inf (spec §2).
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
-    for (int64_t e = 0; e < d.D; ++e) o[e] = acc[r * d.D + e] * inv;
+    for (int64_t e = 0; e < d.D; ++e) o[e] = acc[r * row_stride + e * dim_stride] * inv;
     lse.data<float>()[(b * d.H + h) * d.Sq + r0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
   }
 }
 
-// The f32 pass. Scores are kept key-major (St, key tile rows x query rows) so that both products run
-// on the register-blocked tile kernel with no transposed K: St = scale K Q^T reads K's rows in place
-// against Q^T (transposed once per query tile), and O += P V reads P^T's columns in place against a
-// contiguous copy of the V tile (V's rows lie H_kv D floats apart, a multiple of 4 KiB at usual
-// widths, so read in place they compete for the same few L1 sets and the product runs at half
-// speed). The online softmax then runs down St's columns, 16 queries per vector.
+// The f32 pass. Both products run on the register-blocked tile kernel with queries along C's rows,
+// so the online softmax runs down columns, 16 queries per vector:
+//   St (key tile x queries) = scale K Q^T   and   O^T (D x queries) += V^T St.
+// The kernel streams its A operand (K, V^T) row by row and wants its B operand (Q^T, St) in L1. Rows
+// of k and v lie H_kv D floats apart (a multiple of 4 KiB at usual widths), so read in place they
+// compete for the same few L1 sets and defeat the prefetcher; each task therefore first copies its KV
+// head's keys into contiguous rows and its values transposed, key tile by key tile, once for all
+// its query tiles (2 S_k D floats per thread).
 Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& tiling,
                        float scale) {
-  const int64_t br = tiling.br, bc = tiling.bc;
-  Tensor out = Tensor::empty({d.B, d.Sq, d.H, d.D});
+  const int64_t br = tiling.br, bc = tiling.bc, D = d.D;
+  Tensor out = Tensor::empty({d.B, d.Sq, d.H, D});
   Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
-  const int threads = int(std::clamp<int64_t>(d.B * d.H * tiling.q_tiles, 1, compute_threads()));
-  // Per thread: Q^T (D x br), St (bc x br), the V tile (bc x D), the output accumulator (br x D),
-  // m, l and alpha (br); the tiles the products read have padded rows.
-  const int64_t ld_q = tile_gemm::padded_ld(br), ld_s = tile_gemm::padded_ld(br), ld_v = tile_gemm::padded_ld(d.D);
-  const int64_t per_thread = d.D * ld_q + bc * ld_s + bc * ld_v + br * d.D + 3 * br;
+  // A task is one (batch, head) and a share of its query tiles: whole heads when there are enough,
+  // else about four tasks per thread so that dynamic scheduling evens out the ends.
+  const int64_t heads = d.B * d.H;
+  const int64_t parts = compute_threads() == 1
+                            ? 1
+                            : std::clamp<int64_t>((4 * compute_threads() + heads - 1) / heads, 1, tiling.q_tiles);
+  const int threads = int(std::clamp<int64_t>(heads * parts, 1, compute_threads()));
+  // Per thread: the KV head's keys (S_k x D) and values transposed per key tile (D x bc each); Q^T,
+  // O^T (D x br) and St (bc x br); m, l and alpha (br). Tile rows are padded (tile_gemm.hpp).
+  const int64_t ld_r = tile_gemm::padded_ld(br), ld_c = tile_gemm::padded_ld(bc);
+  const int64_t vt_tile = D * ld_c;
+  const int64_t per_thread = d.Sk * D + tiling.k_tiles * vt_tile + 2 * D * ld_r + bc * ld_r + 3 * br;
   Tensor scratch = Tensor::empty({threads, per_thread});
   const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
-  const int64_t qs = d.H * d.D, ks = d.Hkv * d.D;  // row strides of (B, S, H, D) and (B, S, H_kv, D)
+  const int64_t qs = d.H * D, ks = d.Hkv * D;  // row strides of (B, S, H, D) and (B, S, H_kv, D)
 
   TeamErrors errors;  // without AVX-512 the tile products are oneDNN's sgemm, which may throw
 #pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t h = 0; h < d.H; ++h)
-      for (int64_t qt = 0; qt < tiling.q_tiles; ++qt) errors.run([&] {
-        float* qt_tile = scratch.data<float>() + omp_get_thread_num() * per_thread;
-        float* st = qt_tile + d.D * ld_q;
-        float* v_tile = st + bc * ld_s;
-        float* acc = v_tile + bc * ld_v;
-        float* m = acc + br * d.D;
+      for (int64_t part = 0; part < parts; ++part) errors.run([&] {
+        float* k_rows = scratch.data<float>() + omp_get_thread_num() * per_thread;
+        float* v_t = k_rows + d.Sk * D;
+        float* q_t = v_t + tiling.k_tiles * vt_tile;
+        float* acc_t = q_t + D * ld_r;
+        float* st = acc_t + D * ld_r;
+        float* m = st + bc * ld_r;
         float* l = m + br;
         float* alpha = l + br;
-        const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
-        tile_gemm::transpose(qp + (b * d.Sq + r0) * qs + h * d.D, qs, rows, d.D, qt_tile, ld_q);
-        std::fill(acc, acc + rows * d.D, 0.0f);
-        std::fill(m, m + rows, kNegInf);
-        std::fill(l, l + rows, 0.0f);
-        for (int64_t kt = 0; kt < tiling.k_tiles; ++kt) {
-          const TileKeys state = tiling.state(b, qt, kt);
-          if (state == TileKeys::none) continue;
-          const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
-          const int64_t kv_at = (b * d.Sk + c0) * ks + h / d.group() * d.D;
-          // The next key tile of this query tile, or the first one for the next query tile of (b, h).
-          const int64_t next_c0 = kt + 1 < tiling.k_tiles ? c0 + bc : 0, next_cols = std::min(bc, d.Sk - next_c0);
-          const int64_t next_at = (b * d.Sk + next_c0) * ks + h / d.group() * d.D;
-          tile_gemm::multiply(cols, rows, d.D, scale, {kp + kv_at, ks, 1}, qt_tile, ld_q, false, st, ld_s,
-                              {kp + next_at, ks, next_cols, d.D});
-          if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, st, 1, ld_s);
-          rows_ops::online_softmax_columns(st, ld_s, cols, rows, m, l, alpha);
-          for (int64_t r = 0; r < rows; ++r)
-            if (alpha[r] != 1.0f) rows_ops::scale_row(acc + r * d.D, d.D, alpha[r]);
-          for (int64_t c = 0; c < cols; ++c) std::copy_n(vp + kv_at + c * ks, d.D, v_tile + c * ld_v);
-          tile_gemm::multiply(rows, d.D, cols, 1.0f, {st, 1, ld_s}, v_tile, ld_v, true, acc, d.D,
-                              {vp + next_at, ks, next_cols, d.D});
+        const int64_t kv_at = b * d.Sk * ks + h / d.group() * D;
+        for (int64_t c = 0; c < d.Sk; ++c) std::copy_n(kp + kv_at + c * ks, D, k_rows + c * D);
+        for (int64_t kt = 0; kt < tiling.k_tiles; ++kt)
+          tile_gemm::transpose(vp + kv_at + kt * bc * ks, ks, std::min(bc, d.Sk - kt * bc), D, v_t + kt * vt_tile, ld_c);
+        for (int64_t qt = part * tiling.q_tiles / parts; qt < (part + 1) * tiling.q_tiles / parts; ++qt) {
+          const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
+          tile_gemm::transpose(qp + (b * d.Sq + r0) * qs + h * D, qs, rows, D, q_t, ld_r);
+          for (int64_t e = 0; e < D; ++e) std::fill(acc_t + e * ld_r, acc_t + e * ld_r + rows, 0.0f);
+          std::fill(m, m + rows, kNegInf);
+          std::fill(l, l + rows, 0.0f);
+          for (int64_t kt = 0; kt < tiling.k_tiles; ++kt) {
+            const TileKeys state = tiling.state(b, qt, kt);
+            if (state == TileKeys::none) continue;
+            const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
+            tile_gemm::multiply(cols, rows, D, scale, {k_rows + c0 * D, D, 1}, q_t, ld_r, false, st, ld_r);
+            if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, st, 1, ld_r);
+            rows_ops::online_softmax_columns(st, ld_r, cols, rows, m, l, alpha);
+            rows_ops::scale_columns(acc_t, ld_r, D, rows, alpha);
+            tile_gemm::multiply(D, rows, cols, 1.0f, {v_t + kt * vt_tile, ld_c, 1}, st, ld_r, true, acc_t, ld_r);
+          }
+          write_rows(acc_t, 1, ld_r, m, l, d, b, h, r0, rows, out, lse);
         }
-        write_rows(acc, m, l, d, b, h, r0, rows, out, lse);
       });
   errors.rethrow();
   return {out, lse};
@@ -153,7 +162,7 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
           tiles.accumulate(products, s, bc, rows, tile, acc);
         }
 
-        write_rows(acc, m, l, d, b, h, r0, rows, out, lse);
+        write_rows(acc, d.D, 1, m, l, d, b, h, r0, rows, out, lse);
       });
   errors.rethrow();
   return {out, lse};

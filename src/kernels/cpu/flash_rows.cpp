@@ -18,9 +18,12 @@ namespace {
 bool use_avx512() { return kernel_isa() >= Isa::avx512; }
 
 // Cephes' exp: x = n ln2 + r, |r| <= ln2/2, degree-6 polynomial in r, times 2^n via scalef
-// (relative error ~2 ulp). Below -88 the result is flushed to 0; NaN propagates.
+// (relative error ~2 ulp). No upper clamp: a large n makes scalef return +inf, as exp overflows.
+// x is raised to at least -120 first, where 2^n (n <= -173) scales the polynomial (about 1) to
+// exactly 0, so exp(-inf) = 0 (masked scores) and denormal results in between stay correct; max
+// keeps a NaN x (its second operand) so NaN propagates.
 CPDIT_TARGET_AVX512 inline __m512 exp512(__m512 x) {
-  const __m512 xc = _mm512_min_ps(_mm512_set1_ps(88.0f), _mm512_max_ps(_mm512_set1_ps(-88.0f), x));
+  const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-120.0f), x);
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, _mm512_set1_ps(1.44269504088896341f)),
                                         _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), xc);
@@ -32,8 +35,7 @@ CPDIT_TARGET_AVX512 inline __m512 exp512(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-88.0f), _CMP_NLT_UQ);
-  return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
+  return _mm512_scalef_ps(p, n);
 }
 
 CPDIT_TARGET_AVX512 inline __mmask16 tail_mask(int64_t remaining) {
@@ -94,6 +96,17 @@ CPDIT_TARGET_AVX512 void online_softmax_columns_avx512(float* st, int64_t ld, in
   }
 }
 
+CPDIT_TARGET_AVX512 void scale_columns_avx512(float* x, int64_t ld, int64_t n_rows, int64_t n_cols,
+                                             const float* alpha) {
+  for (int64_t r = 0; r < n_cols; r += 16) {
+    const __mmask16 k = tail_mask(n_cols - r);
+    const __m512 a = _mm512_maskz_loadu_ps(k, alpha + r);
+    if (_mm512_mask_cmp_ps_mask(k, a, _mm512_set1_ps(1.0f), _CMP_NEQ_UQ) == 0) continue;
+    for (int64_t e = 0; e < n_rows; ++e)
+      _mm512_mask_storeu_ps(x + e * ld + r, k, _mm512_mul_ps(a, _mm512_maskz_loadu_ps(k, x + e * ld + r)));
+  }
+}
+
 }  // namespace
 
 float row_max(const float* x, int64_t n) {
@@ -113,6 +126,12 @@ float exp_shift_sum(float* x, int64_t n, float shift) {
 void softmax_grad(float* dp, const float* p, int64_t n, float dv) {
   if (use_avx512()) return softmax_grad_avx512(dp, p, n, dv);
   for (int64_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - dv);
+}
+
+void scale_columns(float* x, int64_t ld, int64_t n_rows, int64_t n_cols, const float* alpha) {
+  if (use_avx512()) return scale_columns_avx512(x, ld, n_rows, n_cols, alpha);
+  for (int64_t e = 0; e < n_rows; ++e)
+    for (int64_t r = 0; r < n_cols; ++r) x[e * ld + r] *= alpha[r];
 }
 
 void online_softmax_columns(float* st, int64_t ld, int64_t cols, int64_t rows, float* m, float* l, float* alpha) {
