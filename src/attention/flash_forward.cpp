@@ -98,11 +98,16 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
             const TileKeys state = tiling.state(b, qt, kt);
             if (state == TileKeys::none) continue;
             const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
-            tile_gemm::multiply(cols, rows, D, scale, {k_rows + c0 * D, D, 1}, q_t, ld_r, false, st, ld_r);
+            // This tile's V^T is brought into L2 during the score product, the next tile's keys (or
+            // the first ones again, for the next query tile) during P V.
+            const int64_t next_c0 = kt + 1 < tiling.k_tiles ? c0 + bc : 0;
+            tile_gemm::multiply(cols, rows, D, scale, {k_rows + c0 * D, D, 1}, q_t, ld_r, false, st, ld_r,
+                                {v_t + kt * vt_tile, ld_c, D, cols});
             if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, st, 1, ld_r);
             rows_ops::online_softmax_columns(st, ld_r, cols, rows, m, l, alpha);
             rows_ops::scale_columns(acc_t, ld_r, D, rows, alpha);
-            tile_gemm::multiply(D, rows, cols, 1.0f, {v_t + kt * vt_tile, ld_c, 1}, st, ld_r, true, acc_t, ld_r);
+            tile_gemm::multiply(D, rows, cols, 1.0f, {v_t + kt * vt_tile, ld_c, 1}, st, ld_r, true, acc_t, ld_r,
+                                {k_rows + next_c0 * D, D, std::min(bc, d.Sk - next_c0), D});
           }
           write_rows(acc_t, 1, ld_r, m, l, d, b, h, r0, rows, out, lse);
         }
