@@ -38,6 +38,40 @@ TEST(FlashKernelIsa, EveryIsaMatchesTheFloat64Reference) {
   }
 }
 
+// Scores far apart (scale 20: |s| up to ~500), so the online softmax's exp runs deep into underflow:
+// keys far below the running max give denormals or exactly 0, and a max that grows by more than 88
+// rescales the accumulator by 0. Both passes must still match the float64 reference. f32 scores
+// carry a rounding error of a few ulp of |s| (about sqrt(D) eps |s| for a D-term dot product), which
+// exp turns into that relative error of P: hence 8 eps max|s| on top of the 2e-5 of the test above.
+TEST(FlashKernelIsa, ScoresFarBelowTheMaxUnderflowCleanlyOnEveryIsa) {
+  Case c = make_case({1, 40, 300, 2, 2, 32}, MaskKind::none, 45);
+  c.scale = 20.0f, c.ref.scale = 20.0;
+  double max_score = 0;
+  for (int64_t i = 0; i < 40; ++i)
+    for (int64_t j = 0; j < 300; ++j)
+      for (int64_t h = 0; h < 2; ++h) {
+        double s = 0;
+        for (int64_t e = 0; e < 32; ++e) s += c.ref.q[size_t((i * 2 + h) * 32 + e)] * c.ref.k[size_t((j * 2 + h) * 32 + e)];
+        max_score = std::max(max_score, std::abs(s * c.ref.scale));
+      }
+  ASSERT_GT(max_score, 240.0);  // deep enough that exp(s - max) is exactly 0 for some keys
+  const std::vector<double> dout = random_values(c.ref.q.size(), 46);
+  const RefOutputs want = ref_forward(c.ref);
+  const RefGrads want_grads = ref_backward(c.ref, dout);
+  const double tol = 2e-5 + 8 * std::ldexp(1.0, -24) * max_score;
+  for (Isa isa : {Isa::portable, Isa::avx512}) {
+    const kernels::ScopedKernelIsa scoped(isa);
+    SCOPED_TRACE(kernels::isa_name(kernels::kernel_isa()));
+    const Result r = backend("flash").forward(c.q, c.k, c.v, c.mask, c.scale);
+    EXPECT_LE(max_abs_diff(values(r.out), want.out), tol);
+    EXPECT_LE(max_abs_diff(values(r.lse), want.lse), tol);
+    const Grads g = backend("flash").backward(to_tensor(dout, c.q.shape()), c.q, c.k, c.v, r.out, r.lse, c.mask, c.scale);
+    EXPECT_LE(max_abs_diff(values(g.dq), want_grads.dq), tol * std::max(1.0, max_abs(want_grads.dq)));
+    EXPECT_LE(max_abs_diff(values(g.dk), want_grads.dk), tol * std::max(1.0, max_abs(want_grads.dk)));
+    EXPECT_LE(max_abs_diff(values(g.dv), want_grads.dv), tol * std::max(1.0, max_abs(want_grads.dv)));
+  }
+}
+
 // Under MatmulPrecision::bf16 the tile products are bf16 (AMX, AVX512-BF16 or the portable loop):
 // on bf16-rounded q, k, v every product is exact in f32, so each path is within P's rounding
 // (2^-9 max|v|) and the f32 kernel's 2e-5 of the float64 reference, as forward_test.cpp argues.
