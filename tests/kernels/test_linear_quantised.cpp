@@ -6,13 +6,16 @@
 #include <cpdit/io/gguf.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/kernels/cpu.hpp>
+#include <cpdit/kernels/isa.hpp>
 
 #include "support/random_normal.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <utility>
+#include <vector>
 
 using namespace cpdit;
 
@@ -97,27 +100,33 @@ Weight repeated_blocks(const std::string& format, int64_t rows, int64_t cols) {
 }
 
 // Under bf16 precision a Q8_0 / Q4_0 Linear quantises each 32-block of x to int8 (scale max|x| / 127),
-// so each x value moves by at most half a step, max|x_block| / 254. The float64 bound on each output:
-// that step times sum |w| over the block, summed over the blocks, plus f32 rounding of the sums.
+// so each x value moves by at most half a step, max|x_block| / 254. Checked against x W^T + b in
+// float64: each output may be off by that step times sum |w| over the block, summed over the blocks,
+// plus the f32 rounding of the scaled block sums and their accumulation.
 void expect_within_activation_rounding(const Tensor& x, const Weight& w, const Tensor& bias, const Tensor& got) {
   const Tensor decoded = kernels::dequantise(w);
-  const Tensor want = kernels::linear(x, decoded, bias);  // exact f32 products: precision is exact_f32 here
   const int64_t k = x.size(-1), n = w.shape()[0], m = x.numel() / k;
+  const float* xv = x.data<float>();
+  const float* wv = decoded.data<float>();
   double worst_share = 0;  // the largest error as a share of its bound
   for (int64_t r = 0; r < m; ++r)
     for (int64_t c = 0; c < n; ++c) {
-      double bound = 0;
+      double want = bias.defined() ? double(bias.data<float>()[c]) : 0.0, rounding = 0, magnitude = std::abs(want);
       for (int64_t b = 0; b < k / 32; ++b) {
         double amax = 0, wsum = 0;
         for (int64_t j = b * 32; j < b * 32 + 32; ++j) {
-          amax = std::max(amax, double(std::abs(x.data<float>()[r * k + j])));
-          wsum += std::abs(double(decoded.data<float>()[c * k + j]));
+          want += double(xv[r * k + j]) * double(wv[c * k + j]);
+          magnitude += std::abs(double(xv[r * k + j]) * double(wv[c * k + j]));
+          amax = std::max(amax, std::abs(double(xv[r * k + j])));
+          wsum += std::abs(double(wv[c * k + j]));
         }
-        bound += amax / 254 * wsum;
+        rounding += amax / 254 * wsum;
       }
-      // f32 accumulation of k products and of the block sums: a few ulps of the output's size.
-      bound += 1e-5 * std::max(1.0, std::abs(double(want.data<float>()[r * n + c])));
-      const double error = std::abs(double(got.data<float>()[r * n + c]) - double(want.data<float>()[r * n + c]));
+      // f32: the int32 block sums are exact; each block's term takes a few roundings (2^-24 each) and
+      // the running sum one per block, all of at most the size of sum |x w| plus the rounding above.
+      const double f32 = (double(k) / 32 + 4) * 0x1p-24 * (magnitude + rounding);
+      const double bound = rounding + f32;
+      const double error = std::abs(double(got.data<float>()[r * n + c]) - want);
       ASSERT_LE(error, bound) << w.describe() << " row " << r << " column " << c;
       worst_share = std::max(worst_share, error / bound);
     }
@@ -126,29 +135,61 @@ void expect_within_activation_rounding(const Tensor& x, const Weight& w, const T
   EXPECT_GT(worst_share, 0.01) << w.describe();
 }
 
+struct Int8Kernel {
+  const char* name;
+  kernels::Isa isa;  // the AMX kernel runs at the top level only; one below it, the AVX512-VNNI kernel
+  bool available;
+};
+
+std::vector<Int8Kernel> int8_kernels() {
+  __builtin_cpu_init();
+  return {{"amx-int8", kernels::Isa::avx512_bf16,
+           kernels::detected_isa() == kernels::Isa::avx512_bf16 && __builtin_cpu_supports("amx-int8")},
+          {"avx512-vnni", kernels::Isa::avx512,
+           kernels::detected_isa() >= kernels::Isa::avx512 && __builtin_cpu_supports("avx512vnni")}};
+}
+
 }  // namespace
 
+// Shapes off every tile and panel size: 13 rows (two full 6-row VNNI kernels and a partial one; one
+// 32-token AMX block, partial) x 70 columns (two 32-feature blocks and a partial one), and 37 x 45 over
+// 3 blocks of k (an odd count: the AMX kernel scales each block's sums while the next one computes);
+// 150 x 140 (two 128-token and two 128-feature runs, partial); a single row. A row of zeros (a block
+// with max|x| = 0); a bias (beta = 1 onto it) and none; 1 and 2 threads; a narrowed weight keeps the
+// file's row stride.
 TEST(LinearInt8, Q8_0AndQ4_0UnderBf16AreWithinTheActivationRounding) {
-  if (!__builtin_cpu_supports("avx512vnni")) GTEST_SKIP() << "no AVX512-VNNI: the decode path serves both precisions";
-  // 13 rows (two full 6-row kernels and a partial one) x 70 columns (two 32-panels and a partial one);
-  // a row of zeros (a block with max|x| = 0); a bias (beta = 1 onto it) and none; 1 and 2 threads.
-  Tensor x = cpdit::testing::random_normal({13, 256}, 11);
-  for (int64_t j = 0; j < 256; ++j) x.data<float>()[4 * 256 + j] = 0;
-  Tensor bias = cpdit::testing::random_normal({70}, 12);
-  for (const char* format : {"Q8_0", "Q4_0"}) {
-    Weight w = repeated_blocks(format, 100, 256).narrow_rows(20, 70);  // a narrowed weight keeps its stride
-    for (int threads : {1, 2}) {
-      ScopedComputeThreads team(threads);
-      Tensor with_bias, without;
-      {
-        ScopedMatmulPrecision bf16(MatmulPrecision::bf16);
-        with_bias = kernels::linear(x, w, bias);
-        without = kernels::linear(x, w);
+  struct Case {
+    int64_t m, n, k;
+  };
+  int ran = 0;
+  for (const Int8Kernel& kernel : int8_kernels()) {
+    if (!kernel.available) continue;
+    ++ran;
+    const kernels::ScopedKernelIsa isa(kernel.isa);
+    for (const Case& shape : {Case{13, 70, 256}, Case{37, 45, 96}, Case{150, 140, 64}, Case{1, 33, 64}}) {
+      Tensor x = cpdit::testing::random_normal({shape.m, shape.k}, 11);
+      if (shape.m > 4)
+        for (int64_t j = 0; j < shape.k; ++j) x.data<float>()[4 * shape.k + j] = 0;
+      Tensor bias = cpdit::testing::random_normal({shape.n}, 12);
+      for (const char* format : {"Q8_0", "Q4_0"}) {
+        Weight w = repeated_blocks(format, shape.n + 30, shape.k).narrow_rows(20, shape.n);
+        for (int threads : {1, 2}) {
+          SCOPED_TRACE(std::string(kernel.name) + " " + format + " " + std::to_string(shape.m) + "x" +
+                       std::to_string(shape.n) + "x" + std::to_string(shape.k) + " threads " + std::to_string(threads));
+          ScopedComputeThreads team(threads);
+          Tensor with_bias, without;
+          {
+            ScopedMatmulPrecision bf16(MatmulPrecision::bf16);
+            with_bias = kernels::linear(x, w, bias);
+            without = kernels::linear(x, w);
+          }
+          expect_within_activation_rounding(x, w, bias, with_bias);
+          expect_within_activation_rounding(x, w, {}, without);
+        }
       }
-      expect_within_activation_rounding(x, w, bias, with_bias);
-      expect_within_activation_rounding(x, w, {}, without);
     }
   }
+  if (ran == 0) GTEST_SKIP() << "neither AMX-INT8 nor AVX512-VNNI: the decode path serves both precisions";
 }
 
 TEST(Quantise, Q8_0AndQ4_KGiveTheReferenceBytes) {

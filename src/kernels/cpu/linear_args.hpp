@@ -52,7 +52,12 @@ void amx_linear_into(const LinearArgs& a, float* y);
 void linear_quantised(const LinearArgs& a, float beta, float* y);
 
 // The same for a Q8_0 or Q4_0 W by int8 dot products, the activations quantised per 32-block
-// (linear_int8.cpp). False, with nothing done, for another format or a CPU without AVX512-VNNI.
+// (linear_int8.cpp). False, with nothing done, for another format or a CPU (or kernel_isa()) without
+// AVX512-VNNI.
 bool linear_int8(const LinearArgs& a, float beta, float* y);
+
+// The same on AMX-INT8 tiles (linear_amx_int8.cpp); call only where amx::int8_granted(), for Q8_0 or
+// Q4_0.
+void amx_int8_linear(const LinearArgs& a, float beta, float* y);
 
 }  // namespace cpdit::kernels::detail
