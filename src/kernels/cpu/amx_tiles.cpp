@@ -24,13 +24,6 @@ constexpr TileConfig full_tiles() {
   return c;
 }
 
-constexpr TileConfig int8_block_tiles() {
-  TileConfig c = full_tiles();
-  c.bytes_per_row[4] = c.bytes_per_row[5] = 32;  // 16 rows of one block's 32 codes
-  c.rows[6] = c.rows[7] = 8;                     // 32 codes = 8 rows of 4 per column
-  return c;
-}
-
 // The CPU has the tile instructions and Linux lets this process use them (ARCH_REQ_XCOMP_PERM for
 // XFEATURE_XTILEDATA; without it the first tile instruction faults).
 bool tiles_permitted() {
@@ -48,18 +41,8 @@ bool granted() {
   return cpu && top_isa();
 }
 
-bool int8_granted() {
-  static const bool cpu = __builtin_cpu_supports("amx-int8") && tiles_permitted();
-  return cpu && top_isa();
-}
-
 CPDIT_TARGET_AMX void configure_tiles() {
   static constexpr TileConfig config = full_tiles();
-  _tile_loadconfig(&config);
-}
-
-CPDIT_TARGET_AMX_INT8 void configure_int8_tiles() {
-  static constexpr TileConfig config = int8_block_tiles();
   _tile_loadconfig(&config);
 }
 

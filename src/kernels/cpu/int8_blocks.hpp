@@ -1,7 +1,7 @@
 #pragma once
-// What the int8 Linear kernels (linear_int8.cpp on AVX512-VNNI, linear_amx_int8.cpp on AMX tiles)
-// share: a Q8_0 or Q4_0 block's 32 codes as signed bytes, and an activation block quantised the way
-// Q8_0 quantises weights (scale = max|x| / 127, codes rounded to the nearest), so that a block of
+// Q8_0 and Q4_0 blocks for the kernels that compute on them (linear_int8.cpp, linear_amx.cpp): a
+// block's scale and its 32 codes as signed bytes, and an activation block quantised the way Q8_0
+// quantises weights (scale = max|x| / 127, codes rounded to the nearest), so that a block of
 // y = x W^T is dx * dw * (the integer dot product of 32 codes).
 #include "kernels/cpu/isa_target.hpp"
 
@@ -12,8 +12,9 @@
 #include <cstring>
 #include <string>
 
-// g++ 12 reports its own _mm512_undefined_* placeholders as maybe-uninitialised (GCC bug 105593).
+// g++ 12 reports its own _mm512_undefined_* placeholders as (maybe-)uninitialised (GCC bug 105593).
 #pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 

@@ -9,4 +9,3 @@
 #define CPDIT_TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512bf16")))
 #define CPDIT_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define CPDIT_TARGET_AMX __attribute__((target("avx512f,avx512bf16,amx-tile,amx-bf16")))
-#define CPDIT_TARGET_AMX_INT8 __attribute__((target("avx512f,avx512bw,avx512vl,amx-tile,amx-int8")))

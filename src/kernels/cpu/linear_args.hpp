@@ -43,6 +43,7 @@ inline LinearArgs linear_args(const Tensor& x, const Weight& w, const Tensor& bi
 void bf16_matmul_into(const LinearArgs& a, Tensor& out, Bf16Matmul how = Bf16Matmul::fastest);
 
 // The same product on AMX tiles into y (m, n) (linear_amx.cpp); available only where amx::granted().
+// A block-quantised weight (a.blocks) is decoded to bf16 a run of rows at a time.
 bool amx_linear_available();
 void amx_linear_into(const LinearArgs& a, float* y);
 
@@ -56,8 +57,5 @@ void linear_quantised(const LinearArgs& a, float beta, float* y);
 // AVX512-VNNI.
 bool linear_int8(const LinearArgs& a, float beta, float* y);
 
-// The same on AMX-INT8 tiles (linear_amx_int8.cpp); call only where amx::int8_granted(), for Q8_0 or
-// Q4_0.
-void amx_int8_linear(const LinearArgs& a, float beta, float* y);
 
 }  // namespace cpdit::kernels::detail

@@ -1,6 +1,5 @@
-// Linear over Q8_0 / Q4_0 weights by int8 dot products, used under MatmulPrecision::bf16, where a
-// Linear may round its activations: on AMX-INT8 tiles (linear_amx_int8.cpp) where the CPU has them,
-// else by AVX512-VNNI, here. Each activation row is quantised per 32-block as int8_blocks.hpp says,
+// Linear over Q8_0 / Q4_0 weights by AVX512-VNNI int8 dot products, used under MatmulPrecision::bf16
+// (where a Linear may round its activations) on CPUs without AMX. Each activation row is quantised per 32-block as int8_blocks.hpp says,
 // so a block of y = x W^T is dx * dw * (integer dot product of 32 codes), accumulated in f32.
 //
 // vpdpbusd multiplies unsigned by signed bytes. The weights are repacked as unsigned, code + 128
@@ -11,7 +10,6 @@
 // consecutive values for each of the 32 rows (the operand order of vpdpbusd: one 32-bit lane holds 4
 // values of one row), with the rows' 32 scales beside; the kernel multiplies up to 6 activation rows
 // by a panel at a time, 12 int32 and 12 f32 accumulators in registers.
-#include "kernels/cpu/amx_tiles.hpp"
 #include "kernels/cpu/int8_blocks.hpp"
 #include "kernels/cpu/linear_args.hpp"
 
@@ -155,10 +153,6 @@ void run_vnni(const LinearArgs& a, int8_blocks::BlockCodes codes_of, int64_t blo
 bool linear_int8(const LinearArgs& a, float beta, float* y) {
   const int8_blocks::BlockCodes codes_of = int8_blocks::codes_of(a.blocks.format());
   if (codes_of == nullptr) return false;
-  if (amx::int8_granted()) {
-    amx_int8_linear(a, beta, y);
-    return true;
-  }
   static const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
                            __builtin_cpu_supports("avx512vl");
   if (!vnni || kernel_isa() < Isa::avx512) return false;
