@@ -11,6 +11,7 @@
 #include <cpdit/core/precision.hpp>
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
+#include <cpdit/kernels/isa.hpp>
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -126,14 +127,20 @@ void run(const GemmBenchArgs& args) {
         linear_line("linear_bf16_amx_bias", [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::amx); });
       linear_line("linear_bf16_onednn_bias",
                   [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::onednn); });
-      // GGUF blocks: decoded one tile at a time for the sgemm (exact products), and Q8_0 by int8 dot
-      // products on activations quantised per 32 values (what --dtype bf16 / q8_0 runs).
+      // GGUF blocks: decoded one tile at a time for the sgemm (exact products); under bf16 precision
+      // (what --dtype q8_0 / q4_k runs) decoded to bf16 runs for the AMX tile product, and on CPUs
+      // without AMX Q8_0 by AVX512-VNNI int8 dot products on activations quantised per 32 values.
       if (s.k % 256 == 0) {
         const Weight w_q8 = kernels::quantise(w, "Q8_0"), w_q4k = kernels::quantise(w, "Q4_K");
         linear_line("linear_q8_0_decode_bias", [&] { kernels::linear_into(x, w_q8, b, y); });
         linear_line("linear_q4_k_decode_bias", [&] { kernels::linear_into(x, w_q4k, b, y); });
         const ScopedMatmulPrecision reduced(MatmulPrecision::bf16);
-        linear_line("linear_q8_0_int8_bias", [&] { kernels::linear_into(x, w_q8, b, y); });
+        if (kernels::amx_available()) {
+          linear_line("linear_q8_0_amx_bias", [&] { kernels::linear_into(x, w_q8, b, y); });
+          linear_line("linear_q4_k_amx_bias", [&] { kernels::linear_into(x, w_q4k, b, y); });
+        }
+        const kernels::ScopedKernelIsa no_amx(kernels::Isa::avx512);  // AMX runs at the top level only
+        linear_line("linear_q8_0_int8_vnni_bias", [&] { kernels::linear_into(x, w_q8, b, y); });
       }
     }
   }

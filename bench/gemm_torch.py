@@ -20,9 +20,11 @@ from attention_torch import time_min_median  # this folder's timing rule: warm-u
 # Which torch precision each cpdit Linear variant is compared with.
 CPDIT_VARIANT_PRECISION = {"linear_f32_bias": "float32", "linear_bf16_weights_bias": "float32",
                            "linear_bf16_amx_bias": "bfloat16", "linear_bf16_onednn_bias": "bfloat16",
-                           # GGUF blocks: decoded per tile for the f32 sgemm, or Q8_0 by int8 dot products
+                           # GGUF blocks: decoded per tile for the f32 sgemm, or under bf16 decoded to bf16
+                           # runs for AMX, or Q8_0 by VNNI int8 dot products
                            "linear_q8_0_decode_bias": "float32", "linear_q4_k_decode_bias": "float32",
-                           "linear_q8_0_int8_bias": "bfloat16"}
+                           "linear_q8_0_amx_bias": "bfloat16", "linear_q4_k_amx_bias": "bfloat16",
+                           "linear_q8_0_int8_vnni_bias": "bfloat16"}
 
 
 def main():

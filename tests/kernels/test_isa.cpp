@@ -1,6 +1,7 @@
 // The kernels' run-time instruction-set choice (kernels/isa.hpp): it picks what CPUID reports, a
 // test can lower it and gets the old choice back, and CPDIT_KERNEL_ISA lowers it for a whole
 // process (checked in a child process: the variable is read once, before main).
+#include <cpdit/kernels/cpu.hpp>
 #include <cpdit/kernels/isa.hpp>
 
 #include <gtest/gtest.h>
@@ -77,6 +78,18 @@ TEST(KernelIsa, UnknownEnvironmentValueIsAOneLineError) {
   const Child child = run_self("CPDIT_KERNEL_ISA=sse9", "--gtest_list_tests");
   EXPECT_EQ(child.exit_code, 2);
   EXPECT_EQ(child.output, "cpdit: error: CPDIT_KERNEL_ISA=sse9 is not a choice; use portable or auto\n");
+}
+
+// The AMX tile kernels (bf16 and block-quantised Linear) are chosen at run time like the others: in
+// a portable build too where the CPU has AMX, and never below the top kernel_isa() level.
+TEST(KernelIsa, AmxFollowsTheRunTimeChoice) {
+  __builtin_cpu_init();
+  const bool cpu_has_amx = __builtin_cpu_supports("amx-tile") && __builtin_cpu_supports("amx-bf16");
+  // Linux may still refuse the tile state; where it grants it, the CPU has AMX.
+  if (!cpu_has_amx || kernel_isa() != Isa::avx512_bf16) EXPECT_FALSE(amx_available());
+  if (cpu_has_amx && kernel_isa() == Isa::avx512_bf16) EXPECT_TRUE(amx_available()) << "Linux refused the AMX tile state";
+  const ScopedKernelIsa below(Isa::avx512);
+  EXPECT_FALSE(amx_available());
 }
 
 }  // namespace

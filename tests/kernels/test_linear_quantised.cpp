@@ -6,13 +6,16 @@
 #include <cpdit/io/gguf.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/kernels/cpu.hpp>
+#include <cpdit/kernels/isa.hpp>
 
 #include "support/random_normal.hpp"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <utility>
+#include <vector>
 
 using namespace cpdit;
 
@@ -96,59 +99,94 @@ Weight repeated_blocks(const std::string& format, int64_t rows, int64_t cols) {
   return Weight::blocks({rows, cols}, format, bytes);
 }
 
-// Under bf16 precision a Q8_0 / Q4_0 Linear quantises each 32-block of x to int8 (scale max|x| / 127),
-// so each x value moves by at most half a step, max|x_block| / 254. The float64 bound on each output:
-// that step times sum |w| over the block, summed over the blocks, plus f32 rounding of the sums.
-void expect_within_activation_rounding(const Tensor& x, const Weight& w, const Tensor& bias, const Tensor& got) {
+// How a Linear under bf16 precision may round: AVX512-VNNI quantises each 32-block of x to int8
+// (scale max|x| / 127); AMX rounds x and the decoded weight to bf16.
+enum class Rounding { int8_activations, bf16_operands };
+
+// got against x W^T + b in float64. int8: each x value moves by at most half a step, max|x_block| /
+// 254, so an output by that times sum |w| over the block, summed over the blocks; the int32 block sums
+// are exact, and each block's f32 term takes a few roundings (2^-24 each) plus one in the running sum.
+// bf16: x and w each move by at most 2^-9 relative, so a product by 2^-8 + 2^-18; the products are
+// exact in f32 and k of them are summed in f32 (at most k roundings of the running sum).
+void expect_within(Rounding rounding, const Tensor& x, const Weight& w, const Tensor& bias, const Tensor& got) {
   const Tensor decoded = kernels::dequantise(w);
-  const Tensor want = kernels::linear(x, decoded, bias);  // exact f32 products: precision is exact_f32 here
   const int64_t k = x.size(-1), n = w.shape()[0], m = x.numel() / k;
+  const float* xv = x.data<float>();
+  const float* wv = decoded.data<float>();
   double worst_share = 0;  // the largest error as a share of its bound
   for (int64_t r = 0; r < m; ++r)
     for (int64_t c = 0; c < n; ++c) {
-      double bound = 0;
+      double want = bias.defined() ? double(bias.data<float>()[c]) : 0.0, int8 = 0, magnitude = std::abs(want);
       for (int64_t b = 0; b < k / 32; ++b) {
         double amax = 0, wsum = 0;
         for (int64_t j = b * 32; j < b * 32 + 32; ++j) {
-          amax = std::max(amax, double(std::abs(x.data<float>()[r * k + j])));
-          wsum += std::abs(double(decoded.data<float>()[c * k + j]));
+          want += double(xv[r * k + j]) * double(wv[c * k + j]);
+          magnitude += std::abs(double(xv[r * k + j]) * double(wv[c * k + j]));
+          amax = std::max(amax, std::abs(double(xv[r * k + j])));
+          wsum += std::abs(double(wv[c * k + j]));
         }
-        bound += amax / 254 * wsum;
+        int8 += amax / 254 * wsum;
       }
-      // f32 accumulation of k products and of the block sums: a few ulps of the output's size.
-      bound += 1e-5 * std::max(1.0, std::abs(double(want.data<float>()[r * n + c])));
-      const double error = std::abs(double(got.data<float>()[r * n + c]) - double(want.data<float>()[r * n + c]));
+      const double bound = rounding == Rounding::int8_activations
+                               ? int8 + (double(k) / 32 + 4) * 0x1p-24 * (magnitude + int8)
+                               : (0x1p-8 + 0x1p-18) * magnitude + double(k + 2) * 0x1p-24 * (1 + 0x1p-8) * magnitude;
+      const double error = std::abs(double(got.data<float>()[r * n + c]) - want);
       ASSERT_LE(error, bound) << w.describe() << " row " << r << " column " << c;
       worst_share = std::max(worst_share, error / bound);
     }
-  // Rounding 8-bit activations moves outputs by a visible share of the bound (else the int8 path
-  // did not run, or not on these weights).
+  // The rounding moves outputs by a visible share of the bound (else the exact f32 path ran instead).
   EXPECT_GT(worst_share, 0.01) << w.describe();
+}
+
+// Shapes off every tile and panel size: 13 rows (two full 6-row VNNI kernels and a partial one; one
+// 32-token AMX block, partial) x 70 columns (two 32-feature blocks and a partial one); 37 x 45 over
+// 3 blocks of k; 150 x 140 (two 128-row runs of the AMX weight decoding, the second partial); a single
+// row. A row of zeros (a block with max|x| = 0); a bias (beta = 1 onto it) and none; 1 and 2 threads;
+// a narrowed weight keeps the file's row stride. Q4_K's blocks are 256 values long.
+void expect_every_shape_within(Rounding rounding, const std::vector<std::string>& formats) {
+  struct Case {
+    int64_t m, n, k;
+  };
+  for (const std::string& format : formats)
+    for (Case shape : {Case{13, 70, 256}, Case{37, 45, 96}, Case{150, 140, 64}, Case{1, 33, 64}}) {
+      if (format == "Q4_K") shape.k = 256;
+      Tensor x = cpdit::testing::random_normal({shape.m, shape.k}, 11);
+      if (shape.m > 4)
+        for (int64_t j = 0; j < shape.k; ++j) x.data<float>()[4 * shape.k + j] = 0;
+      Tensor bias = cpdit::testing::random_normal({shape.n}, 12);
+      const Weight w =
+          (format == "Q4_K" ? kernels::quantise(cpdit::testing::random_normal({shape.n + 30, shape.k}, 13), format)
+                            : repeated_blocks(format, shape.n + 30, shape.k))
+              .narrow_rows(20, shape.n);
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(format + " " + std::to_string(shape.m) + "x" + std::to_string(shape.n) + "x" +
+                     std::to_string(shape.k) + " threads " + std::to_string(threads));
+        ScopedComputeThreads team(threads);
+        Tensor with_bias, without;
+        {
+          ScopedMatmulPrecision bf16(MatmulPrecision::bf16);
+          with_bias = kernels::linear(x, w, bias);
+          without = kernels::linear(x, w);
+        }
+        expect_within(rounding, x, w, bias, with_bias);
+        expect_within(rounding, x, w, {}, without);
+      }
+    }
 }
 
 }  // namespace
 
-TEST(LinearInt8, Q8_0AndQ4_0UnderBf16AreWithinTheActivationRounding) {
-  if (!__builtin_cpu_supports("avx512vnni")) GTEST_SKIP() << "no AVX512-VNNI: the decode path serves both precisions";
-  // 13 rows (two full 6-row kernels and a partial one) x 70 columns (two 32-panels and a partial one);
-  // a row of zeros (a block with max|x| = 0); a bias (beta = 1 onto it) and none; 1 and 2 threads.
-  Tensor x = cpdit::testing::random_normal({13, 256}, 11);
-  for (int64_t j = 0; j < 256; ++j) x.data<float>()[4 * 256 + j] = 0;
-  Tensor bias = cpdit::testing::random_normal({70}, 12);
-  for (const char* format : {"Q8_0", "Q4_0"}) {
-    Weight w = repeated_blocks(format, 100, 256).narrow_rows(20, 70);  // a narrowed weight keeps its stride
-    for (int threads : {1, 2}) {
-      ScopedComputeThreads team(threads);
-      Tensor with_bias, without;
-      {
-        ScopedMatmulPrecision bf16(MatmulPrecision::bf16);
-        with_bias = kernels::linear(x, w, bias);
-        without = kernels::linear(x, w);
-      }
-      expect_within_activation_rounding(x, w, bias, with_bias);
-      expect_within_activation_rounding(x, w, {}, without);
-    }
-  }
+TEST(LinearInt8, Q8_0AndQ4_0OnAvx512VnniAreWithinTheActivationRounding) {
+  __builtin_cpu_init();
+  if (kernels::detected_isa() < kernels::Isa::avx512 || !__builtin_cpu_supports("avx512vnni"))
+    GTEST_SKIP() << "no AVX512-VNNI: the decode path serves both precisions";
+  const kernels::ScopedKernelIsa below_amx(kernels::Isa::avx512);  // AMX runs at the top level only
+  expect_every_shape_within(Rounding::int8_activations, {"Q8_0", "Q4_0"});
+}
+
+TEST(LinearQuantisedAmx, BlockFormatsUnderBf16AreWithinBf16Rounding) {
+  if (!kernels::amx_available()) GTEST_SKIP() << "no AMX tiles on this CPU";
+  expect_every_shape_within(Rounding::bf16_operands, {"Q8_0", "Q4_0", "Q4_K"});
 }
 
 TEST(Quantise, Q8_0AndQ4_KGiveTheReferenceBytes) {

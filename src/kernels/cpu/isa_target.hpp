@@ -7,4 +7,5 @@
 
 #define CPDIT_TARGET_AVX512 __attribute__((target("avx512f")))
 #define CPDIT_TARGET_AVX512_BF16 __attribute__((target("avx512f,avx512bf16")))
+#define CPDIT_TARGET_AVX512_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
 #define CPDIT_TARGET_AMX __attribute__((target("avx512f,avx512bf16,amx-tile,amx-bf16")))

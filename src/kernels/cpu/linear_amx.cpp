@@ -13,20 +13,22 @@
 // A weight whose n or k is not a multiple of 32 is copied once per call into a zero-padded one (no
 // model here has one on a large layer); tokens are padded with zeros in the packed activations.
 #include "kernels/cpu/amx_tiles.hpp"
+#include "kernels/cpu/bf16_pairs.hpp"
+#include "kernels/cpu/block_decode.hpp"
+#include "kernels/cpu/int8_blocks.hpp"
 #include "kernels/cpu/linear_args.hpp"
+#include "kernels/cpu/tile_rows.hpp"
 
 #include <cpdit/core/threads.hpp>
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
-#if defined(__AMX_BF16__)
 #include <immintrin.h>
-#endif
 
 namespace cpdit::kernels::detail {
 
-#if defined(__AMX_BF16__)
 namespace {
 
 constexpr int64_t kBlock = 32;               // features and tokens of one accumulator block (2 x 2 tiles)
@@ -38,43 +40,13 @@ constexpr int64_t kTileValues = 16 * kStep;  // bf16 values of one 16-row tile (
 constexpr int64_t kFeatureRun = 128;
 constexpr int64_t kTokenRun = 128;
 
-int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
-
-__mmask16 lanes(int64_t remaining) {
-  return remaining >= 16 ? __mmask16(0xffff) : remaining <= 0 ? __mmask16(0) : __mmask16((1u << remaining) - 1);
-}
-
-// In place: r[i] element j becomes r[j] element i (a 16 x 16 matrix of 32-bit values).
-// GCC 12's unpack intrinsics start from _mm512_undefined_epi32(), which -Wuninitialized mistakes for a
-// read of an uninitialised value.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-void transpose16(__m512i r[16]) {
-  __m512i t[16], u[16];
-  for (int i = 0; i < 16; i += 2) {  // lane l of t[i]: a[i][4l], a[i+1][4l], a[i][4l+1], a[i+1][4l+1]
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {  // lane l of u[i + c]: column 4l + c, rows i .. i + 3
-    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int c = 0; c < 4; ++c) {  // gather lane l of the four row groups into output row 4l + c
-    const __m512i low01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0x44), low23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0x44);
-    const __m512i high01 = _mm512_shuffle_i32x4(u[c], u[4 + c], 0xee), high23 = _mm512_shuffle_i32x4(u[8 + c], u[12 + c], 0xee);
-    r[c] = _mm512_shuffle_i32x4(low01, low23, 0x88);
-    r[4 + c] = _mm512_shuffle_i32x4(low01, low23, 0xdd);
-    r[8 + c] = _mm512_shuffle_i32x4(high01, high23, 0x88);
-    r[12 + c] = _mm512_shuffle_i32x4(high01, high23, 0xdd);
-  }
-}
-#pragma GCC diagnostic pop
+using tile_rows::lanes;
+using tile_rows::round_up;
+using tile_rows::transpose16;
 
 // The activations (m, k) f32 as right-operand tiles: for each block of 32 tokens, each step of 32 k
 // values, two tiles (tokens 0-15, 16-31) of 16 rows (pairs) x 16 tokens x 2 values. Zeros beyond m and k.
-Tensor pack_activations(const float* x, int64_t m, int64_t k) {
+CPDIT_TARGET_AMX Tensor pack_activations(const float* x, int64_t m, int64_t k) {
   const int64_t blocks = round_up(m, kBlock) / kBlock, steps = round_up(k, kStep) / kStep;
   Tensor packed = Tensor::empty({blocks * steps * 2 * kTileValues}, DType::bf16);
   bf16* out = packed.data<bf16>();
@@ -116,8 +88,45 @@ WeightRows weight_rows(const Tensor& w, int64_t n, int64_t k) {
   return {padded, padded.data<bf16>(), ld};
 }
 
+// n values of Q8_0 blocks (f16 d, 32 int8 codes) as bf16(d * code); d * code is exact in f32.
+CPDIT_TARGET_AMX void decode_q8_0(const uint8_t* blocks, int64_t n, bf16* out) {
+  for (int64_t b = 0; b < n / 32; ++b) {
+    const uint8_t* block = blocks + b * 34;
+    const __m512 d = _mm512_set1_ps(int8_blocks::half_at(block));
+    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2))));
+    const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18))));
+    _mm512_storeu_si512(out + b * 32, (__m512i)_mm512_cvtne2ps_pbh(_mm512_mul_ps(hi, d), _mm512_mul_ps(lo, d)));
+  }
+}
+
+// Rows [first, first + kFeatureRun) of a block-quantised weight (k a multiple of 32), decoded and
+// rounded to bf16 into the calling thread's buffer; zeros past n.
+const bf16* decoded_run(const LinearArgs& a, int64_t first) {
+  // At least 2 MiB, so that the allocator maps it on huge pages as it does the weights (on 4 KiB pages
+  // the tile loads, 16 rows a weight row apart, missed the TLB: 0.75x the in-place rate).
+  thread_local Tensor rows;
+  const int64_t size = std::max<int64_t>(kFeatureRun * a.k, int64_t(1) << 20);
+  if (!rows.defined() || rows.numel() < size) rows = Tensor::empty({size}, DType::bf16);
+  std::fill_n(rows.data<bf16>(), kFeatureRun * a.k, bf16{0});
+  thread_local std::vector<float> values;
+  values.resize(size_t(a.k));
+  const BlockDecoder decode = block_decoder(*find_block_format(a.blocks.format()));
+  const auto* blocks = static_cast<const uint8_t*>(a.blocks.codes().raw());
+  const int64_t row_stride = a.blocks.codes().strides()[0];  // a narrowed weight's rows keep the file's stride
+  const bool q8_0 = a.blocks.format() == "Q8_0";
+  for (int64_t r = 0; r < std::min(kFeatureRun, a.n - first); ++r) {
+    if (q8_0) {
+      decode_q8_0(blocks + (first + r) * row_stride, a.k, rows.data<bf16>() + r * a.k);
+      continue;
+    }
+    decode(blocks + (first + r) * row_stride, a.k, values.data());
+    bf16_pairs::round_rows(values.data(), a.k, 1, a.k, rows.data<bf16>() + r * a.k, a.k);
+  }
+  return rows.data<bf16>();
+}
+
 // y rows [token, token + 32) x columns [feature, feature + 32) = the four accumulators + bias.
-void store_block(int64_t token, int64_t feature, int64_t m, int64_t n, const float* bias, float* y) {
+CPDIT_TARGET_AMX void store_block(int64_t token, int64_t feature, int64_t m, int64_t n, const float* bias, float* y) {
   alignas(64) float acc[4][16 * 16];
   _tile_stored(0, acc[0], 64);
   _tile_stored(1, acc[1], 64);
@@ -137,7 +146,7 @@ void store_block(int64_t token, int64_t feature, int64_t m, int64_t n, const flo
 }
 
 // The four accumulators = 32 weight rows (stride ld elements) x one packed block of 32 tokens.
-void multiply_block(const bf16* w, int64_t ld, const bf16* x, int64_t steps) {
+CPDIT_TARGET_AMX void multiply_block(const bf16* w, int64_t ld, const bf16* x, int64_t steps) {
   const int64_t w_bytes = ld * int64_t(sizeof(bf16));
   _tile_zero(0);
   _tile_zero(1);
@@ -166,11 +175,13 @@ void multiply_block(const bf16* w, int64_t ld, const bf16* x, int64_t steps) {
 bool amx_linear_available() { return amx::granted(); }
 
 void amx_linear_into(const LinearArgs& a, float* y) {
-  CPDIT_CHECK(amx::granted(), unsupported, "linear: AMX tiles are not available on this CPU or build");
+  CPDIT_CHECK(amx::granted(), unsupported, "linear: AMX tiles are not available on this CPU (or CPDIT_KERNEL_ISA)");
   if (a.m == 0 || a.n == 0) return;
   const int64_t steps = round_up(a.k, kStep) / kStep;
   const Tensor packed = pack_activations(a.x.data<float>(), a.m, a.k);
-  const WeightRows w = weight_rows(a.weight, a.n, a.k);
+  const WeightRows w = a.blocks.defined() ? WeightRows{Tensor(), nullptr, a.k} : weight_rows(a.weight, a.n, a.k);
+  // Decoding a run of weight rows pays off over every token, not a run of them.
+  const int64_t token_run = a.blocks.defined() ? round_up(a.m, kBlock) : kTokenRun;
   const bf16* x = packed.data<bf16>();
   const float* bias = a.bias.defined() ? a.bias.data<float>() : nullptr;
   const int64_t features = round_up(a.n, kBlock), tokens = round_up(a.m, kBlock);
@@ -179,24 +190,19 @@ void amx_linear_into(const LinearArgs& a, float* y) {
     amx::configure_tiles();
 #pragma omp for collapse(2) schedule(dynamic)
     for (int64_t f_run = 0; f_run < features; f_run += kFeatureRun)
-      for (int64_t t_run = 0; t_run < tokens; t_run += kTokenRun)
+      for (int64_t t_run = 0; t_run < tokens; t_run += token_run) {
+        const bf16* run = a.blocks.defined() ? decoded_run(a, f_run) : w.rows + f_run * w.stride;
         // Features innermost: consecutive blocks write neighbouring lines of the same 32 rows of y, which
         // the cache's prefetcher follows (features outermost wrote 64 scattered lines a block, and ran
         // 1.2-1.6x slower at 1024 x 3072 x 3072, bench gemm).
-        for (int64_t t = t_run; t < std::min(tokens, t_run + kTokenRun); t += kBlock)
+        for (int64_t t = t_run; t < std::min(tokens, t_run + token_run); t += kBlock)
           for (int64_t f = f_run; f < std::min(features, f_run + kFeatureRun); f += kBlock) {
-            multiply_block(w.rows + f * w.stride, w.stride, x + (t / kBlock) * steps * 2 * kTileValues, steps);
+            multiply_block(run + (f - f_run) * w.stride, w.stride, x + (t / kBlock) * steps * 2 * kTileValues, steps);
             store_block(t, f, a.m, a.n, bias, y);
           }
+      }
     amx::release_tiles();
   }
 }
-#else
-bool amx_linear_available() { return false; }
-
-void amx_linear_into(const LinearArgs&, float*) {
-  fail(ErrorKind::unsupported, "linear: this build has no AMX kernels (compile with -march for an AMX-BF16 CPU)");
-}
-#endif
 
 }  // namespace cpdit::kernels::detail

@@ -43,6 +43,7 @@ inline LinearArgs linear_args(const Tensor& x, const Weight& w, const Tensor& bi
 void bf16_matmul_into(const LinearArgs& a, Tensor& out, Bf16Matmul how = Bf16Matmul::fastest);
 
 // The same product on AMX tiles into y (m, n) (linear_amx.cpp); available only where amx::granted().
+// A block-quantised weight (a.blocks) is decoded to bf16 a run of rows at a time.
 bool amx_linear_available();
 void amx_linear_into(const LinearArgs& a, float* y);
 
@@ -52,7 +53,9 @@ void amx_linear_into(const LinearArgs& a, float* y);
 void linear_quantised(const LinearArgs& a, float beta, float* y);
 
 // The same for a Q8_0 or Q4_0 W by int8 dot products, the activations quantised per 32-block
-// (linear_int8.cpp). False, with nothing done, for another format or a CPU without AVX512-VNNI.
+// (linear_int8.cpp). False, with nothing done, for another format or a CPU (or kernel_isa()) without
+// AVX512-VNNI.
 bool linear_int8(const LinearArgs& a, float beta, float* y);
+
 
 }  // namespace cpdit::kernels::detail

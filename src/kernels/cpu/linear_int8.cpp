@@ -1,7 +1,6 @@
-// Linear over Q8_0 / Q4_0 weights by int8 dot products (AVX512-VNNI), used under
-// MatmulPrecision::bf16, where a Linear may round its activations. Each activation row is quantised
-// per 32-block as Q8_0 quantises weights (scale = max|x| / 127, codes rounded to the nearest), so a
-// block of y = x W^T is dx * dw * (integer dot product of 32 codes), accumulated in f32.
+// Linear over Q8_0 / Q4_0 weights by AVX512-VNNI int8 dot products, used under MatmulPrecision::bf16
+// (where a Linear may round its activations) on CPUs without AMX. Each activation row is quantised per 32-block as int8_blocks.hpp says,
+// so a block of y = x W^T is dx * dw * (integer dot product of 32 codes), accumulated in f32.
 //
 // vpdpbusd multiplies unsigned by signed bytes. The weights are repacked as unsigned, code + 128
 // (exact: codes are in [-128, 127]); the extra 128 * sum(activation codes) of each block is taken off
@@ -11,10 +10,10 @@
 // consecutive values for each of the 32 rows (the operand order of vpdpbusd: one 32-bit lane holds 4
 // values of one row), with the rows' 32 scales beside; the kernel multiplies up to 6 activation rows
 // by a panel at a time, 12 int32 and 12 f32 accumulators in registers.
+#include "kernels/cpu/int8_blocks.hpp"
 #include "kernels/cpu/linear_args.hpp"
 
 #include <cpdit/core/block_format.hpp>
-#include <cpdit/core/dtype.hpp>
 #include <cpdit/core/threads.hpp>
 
 #include <algorithm>
@@ -22,43 +21,13 @@
 #include <string>
 #include <vector>
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#define CPDIT_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni")))
-#endif
-
 namespace cpdit::kernels::detail {
 
-#if defined(__x86_64__)
 namespace {
 
-constexpr int64_t kInt8Block = 32;  // values per Q8_0 / Q4_0 block and per activation block
-constexpr int64_t kPanel = 32;  // weight rows per repacked panel (two 16-lane vectors)
-constexpr int64_t kKernelRows = 6;    // activation rows per kernel call
-
-float half_at(const uint8_t* p) {
-  f16 h;
-  std::memcpy(&h.bits, p, 2);
-  return f16_to_f32(h);
-}
-
-// One block's 32 codes as unsigned bytes (code + 128), and its scale.
-using BlockCodes = float (*)(const uint8_t* block, uint8_t out[kInt8Block]);
-
-// Q8_0: f16 d, 32 int8 codes.
-float q8_0_codes(const uint8_t* b, uint8_t out[kInt8Block]) {
-  for (int j = 0; j < kInt8Block; ++j) out[j] = uint8_t(b[2 + j] ^ 0x80);
-  return half_at(b);
-}
-
-// Q4_0: f16 d, 16 bytes; value j the low nibble of byte j, value j + 16 its high nibble; code nibble - 8.
-float q4_0_codes(const uint8_t* b, uint8_t out[kInt8Block]) {
-  for (int j = 0; j < 16; ++j) {
-    out[j] = uint8_t((b[2 + j] & 0x0F) + 120);
-    out[j + 16] = uint8_t((b[2 + j] >> 4) + 120);
-  }
-  return half_at(b);
-}
+using int8_blocks::kValues;
+constexpr int64_t kPanel = 32;      // weight rows per repacked panel (two 16-lane vectors)
+constexpr int64_t kKernelRows = 6;  // activation rows per kernel call
 
 // The activations, quantised: codes (m, k) int8, and per (row, block) the scale and the int32 start
 // of the block's sum (-128 times the sum of its codes).
@@ -68,68 +37,55 @@ struct QuantisedRows {
   std::vector<int32_t> start;
 };
 
-CPDIT_VNNI void quantise_row(const float* x, int64_t k, int8_t* codes, float* scale, int32_t* start) {
-  for (int64_t b = 0; b < k / kInt8Block; ++b) {
-    const __m512 lo = _mm512_loadu_ps(x + b * kInt8Block), hi = _mm512_loadu_ps(x + b * kInt8Block + 16);
-    // Reduced through memory: GCC 12's _mm512_reduce_* warn of an uninitialised temporary of their own.
-    alignas(64) float magnitudes[16];
-    _mm512_store_ps(magnitudes, _mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
-    const float amax = *std::max_element(magnitudes, magnitudes + 16);
-    const float d = amax / 127.0f, inverse = amax > 0 ? 127.0f / amax : 0.0f;
-    // |x| * 127 / amax <= 127 (rounded, still <= 127): the int8 narrowing never saturates.
-    const __m512i qlo = _mm512_cvtps_epi32(_mm512_mul_ps(lo, _mm512_set1_ps(inverse)));
-    const __m512i qhi = _mm512_cvtps_epi32(_mm512_mul_ps(hi, _mm512_set1_ps(inverse)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + b * kInt8Block), _mm512_cvtepi32_epi8(qlo));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + b * kInt8Block + 16), _mm512_cvtepi32_epi8(qhi));
-    scale[b] = d;
-    alignas(64) int32_t sums[16];
-    _mm512_store_si512(sums, _mm512_add_epi32(qlo, qhi));
+void quantise_row(const float* x, int64_t k, int8_t* codes, float* scale, int32_t* start) {
+  for (int64_t b = 0; b < k / kValues; ++b) {
+    scale[b] = int8_blocks::quantise(x + b * kValues, codes + b * kValues);
     int32_t sum = 0;
-    for (int32_t v : sums) sum += v;
+    for (int j = 0; j < kValues; ++j) sum += codes[b * kValues + j];
     start[b] = -128 * sum;
   }
 }
 
 // Rows [n0, n0 + kPanel) of the weight (zeros past n), repacked as the file comment says: per block,
 // 8 x 32 x 4 bytes of codes, then nothing else; scales (blocks, 32) apart.
-void repack_panel(const LinearArgs& a, BlockCodes codes_of, int64_t block_bytes, int64_t n0, uint8_t* packed,
-                  float* scales) {
+void repack_panel(const LinearArgs& a, int8_blocks::BlockCodes codes_of, int64_t block_bytes, int64_t n0,
+                  uint8_t* packed, float* scales) {
   const auto* blocks = static_cast<const uint8_t*>(a.blocks.codes().raw());
   const int64_t row_stride = a.blocks.codes().strides()[0];
-  const int64_t n_blocks = a.k / kInt8Block;
-  uint8_t codes[kInt8Block];
+  const int64_t n_blocks = a.k / kValues;
+  int8_t codes[kValues];
   for (int64_t c = 0; c < kPanel; ++c) {
     const bool real = n0 + c < a.n;
     const uint8_t* row = blocks + (n0 + c) * row_stride;
     for (int64_t b = 0; b < n_blocks; ++b) {
       float d = 0;
       if (real) d = codes_of(row + b * block_bytes, codes);
-      else std::memset(codes, 0x80, kInt8Block);  // code 0
+      else std::memset(codes, 0, kValues);
       scales[b * kPanel + c] = d;
-      uint8_t* dst = packed + b * kInt8Block * kPanel;
-      for (int g = 0; g < kInt8Block / 4; ++g) std::memcpy(dst + (g * kPanel + c) * 4, codes + g * 4, 4);
+      uint8_t* dst = packed + b * kValues * kPanel;
+      for (int g = 0; g < kValues; ++g) dst[((g / 4) * kPanel + c) * 4 + g % 4] = uint8_t(codes[g] ^ 0x80);  // code + 128
     }
   }
 }
 
 // y[r, n0 .. n0 + 32) (masked to `columns`) = the rows' products with the panel, + beta * y.
 template <int R>
-CPDIT_VNNI void panel_kernel(const QuantisedRows& q, int64_t row0, int64_t k, const uint8_t* packed,
+CPDIT_TARGET_AVX512_VNNI void panel_kernel(const QuantisedRows& q, int64_t row0, int64_t k, const uint8_t* packed,
                              const float* scales, float beta, float* y, int64_t ldy, __mmask16 mask0,
                              __mmask16 mask1) {
-  const int64_t n_blocks = k / kInt8Block;
+  const int64_t n_blocks = k / kValues;
   __m512 acc[R][2];
   for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     __m512i sum[R][2];
     for (int r = 0; r < R; ++r)
       sum[r][0] = sum[r][1] = _mm512_set1_epi32(q.start[size_t((row0 + r) * n_blocks + b)]);
-    const uint8_t* w = packed + b * kInt8Block * kPanel;
-    for (int g = 0; g < kInt8Block / 4; ++g) {
+    const uint8_t* w = packed + b * kValues * kPanel;
+    for (int g = 0; g < kValues / 4; ++g) {
       const __m512i w0 = _mm512_loadu_si512(w + g * kPanel * 4), w1 = _mm512_loadu_si512(w + g * kPanel * 4 + 64);
       for (int r = 0; r < R; ++r) {
         int32_t four;
-        std::memcpy(&four, q.codes.data() + (row0 + r) * k + b * kInt8Block + g * 4, 4);
+        std::memcpy(&four, q.codes.data() + (row0 + r) * k + b * kValues + g * 4, 4);
         const __m512i x = _mm512_set1_epi32(four);
         sum[r][0] = _mm512_dpbusd_epi32(sum[r][0], w0, x);
         sum[r][1] = _mm512_dpbusd_epi32(sum[r][1], w1, x);
@@ -161,8 +117,8 @@ constexpr PanelKernel kKernels[kKernelRows + 1] = {nullptr,          panel_kerne
 
 __mmask16 panel_lanes(int64_t count) { return count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << std::max<int64_t>(count, 0)) - 1); }
 
-CPDIT_VNNI void run_int8(const LinearArgs& a, BlockCodes codes_of, int64_t block_bytes, float beta, float* y) {
-  const int64_t n_blocks = a.k / kInt8Block;
+void run_vnni(const LinearArgs& a, int8_blocks::BlockCodes codes_of, int64_t block_bytes, float beta, float* y) {
+  const int64_t n_blocks = a.k / kValues;
   // The calling thread's buffers, kept between calls (fresh pages are slow here).
   thread_local QuantisedRows mine;
   QuantisedRows& q = mine;  // the team reads the caller's buffers, not their own thread_local ones
@@ -195,18 +151,13 @@ CPDIT_VNNI void run_int8(const LinearArgs& a, BlockCodes codes_of, int64_t block
 }  // namespace
 
 bool linear_int8(const LinearArgs& a, float beta, float* y) {
-  static const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw");
-  const std::string format = a.blocks.format();
-  if (!vnni || (format != "Q8_0" && format != "Q4_0")) return false;
-  const BlockFormat* f = find_block_format(format);
-  run_int8(a, format == "Q8_0" ? q8_0_codes : q4_0_codes, f->block_bytes, beta, y);
+  const int8_blocks::BlockCodes codes_of = int8_blocks::codes_of(a.blocks.format());
+  if (codes_of == nullptr) return false;
+  static const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+                           __builtin_cpu_supports("avx512vl");
+  if (!vnni || kernel_isa() < Isa::avx512) return false;
+  run_vnni(a, codes_of, find_block_format(a.blocks.format())->block_bytes, beta, y);
   return true;
 }
-
-#else
-
-bool linear_int8(const LinearArgs&, float, float*) { return false; }
-
-#endif
 
 }  // namespace cpdit::kernels::detail

@@ -1,10 +1,14 @@
 // Linear over a block-quantised weight: the weight's rows are decoded to f32 one tile at a time, into a
 // buffer each thread keeps between calls (fresh pages are slow here), and each tile is multiplied by
 // the sgemm while it is still in cache. The weight is never decoded whole, so a Q8_0 or Q4_K model
-// holds its blocks only. Under MatmulPrecision::bf16, where a Linear may round its activations,
-// Q8_0 and Q4_0 weights run int8 dot products instead (linear_int8.cpp): at 1536x3072x3072 on one
-// thread, 218 GFLOP/s of CPU time against this path's 49 (bench gemm; the f32 sgemm 134, the bf16
-// matmul on AMX 442).
+// holds its blocks only. Under MatmulPrecision::bf16, where a Linear may round its activations and
+// weights: on AMX, runs of 128 weight rows decoded to bf16 for the bf16 tile product
+// (linear_amx.cpp); elsewhere Q8_0 and Q4_0 by AVX512-VNNI int8 dot products (linear_int8.cpp).
+// Measured at 1536x3072x3072, one thread, GFLOP per CPU-second (bench gemm, loaded machine): Q8_0
+// decoded to bf16 on AMX 750, int8 on AMX-INT8 tiles 490 (a kernel tried and removed: Q8_0's
+// per-32 scales limit a tile product to one 32-byte block, half of TDPBSSD's depth, so its rate is
+// the bf16 product's, and scaling the int32 sums of every block costs more than decoding), VNNI
+// 330, this f32 path 120; the bf16 weight on AMX 960.
 #include "kernels/cpu/block_decode.hpp"
 #include "kernels/cpu/linear_args.hpp"
 
@@ -30,7 +34,11 @@ const BlockFormat& format_of(const Weight& w) {
 }  // namespace
 
 void detail::linear_quantised(const LinearArgs& a, float beta, float* y) {
-  if (matmul_precision() == MatmulPrecision::bf16 && linear_int8(a, beta, y)) return;
+  if (matmul_precision() == MatmulPrecision::bf16) {
+    // y holds the bias (beta = 1) or is written whole (beta = 0): the AMX product adds the bias itself.
+    if (amx_linear_available()) return amx_linear_into(a, y);
+    if (linear_int8(a, beta, y)) return;
+  }
   const BlockFormat& format = format_of(a.blocks);
   const detail::BlockDecoder decode = detail::block_decoder(format);
   const auto* blocks = static_cast<const uint8_t*>(a.blocks.codes().raw());
