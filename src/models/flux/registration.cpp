@@ -2,6 +2,7 @@
 #include "models/entries.hpp"
 
 #include <cpdit/models/flux/checkpoint.hpp>
+#include <cpdit/nn/key_layout.hpp>
 
 namespace cpdit::models::flux {
 
@@ -12,8 +13,7 @@ LoadedModel share_flux(FluxCheckpoint checkpoint, const nn::LoadOptions& options
 ModelEntry registry_entry() {
   return {"FluxTransformer2DModel",
           [](const io::Checkpoint& c) {
-            return c.contains("x_embedder.weight") || c.contains("img_in.weight") ||
-                   c.contains("model.diffusion_model.img_in.weight");
+            return c.contains("x_embedder.weight") || nn::contains_key(c, "img_in.weight");
           },
           [](const std::string& weights, const std::optional<std::string>& config, const nn::LoadOptions& load) {
             return share_flux(read_flux_checkpoint(weights, config), load);

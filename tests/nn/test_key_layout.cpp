@@ -1,0 +1,69 @@
+// The shared mechanics of reading other checkpoint layouts (nn/key_layout.hpp): the prefix, the rename
+// tables, the cut of fused rows.
+#include <cpdit/core/error.hpp>
+#include <cpdit/nn/key_layout.hpp>
+
+#include <gtest/gtest.h>
+
+namespace cpdit::nn {
+namespace {
+
+Weight rows_of(int64_t rows) {
+  std::vector<float> v(size_t(rows) * 2);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = float(i);
+  return Tensor::from_vector(v, {rows, 2});
+}
+
+std::vector<std::string> keys(const StateDict& state) {
+  std::vector<std::string> out;
+  for (const auto& [name, w] : state) out.push_back(name);
+  return out;
+}
+
+TEST(KeyLayout, ThePrefixKeepsOnlyTheDiffusionModel) {
+  // A whole-pipeline file: the diffusion model behind the prefix, a VAE and a text encoder beside it.
+  const StateDict file = {{"model.diffusion_model.a.weight", rows_of(1)},
+                          {"first_stage_model.decoder.weight", rows_of(1)},
+                          {"text_encoders.t5.weight", rows_of(1)}};
+  EXPECT_EQ(keys(without_prefix(file)), std::vector<std::string>{"a.weight"});
+  EXPECT_TRUE(contains_key(file, "a.weight"));
+  const StateDict bare = {{"a.weight", rows_of(1)}, {"b.bias", rows_of(1)}};
+  EXPECT_EQ(keys(without_prefix(bare)), keys(bare));
+  EXPECT_TRUE(contains_key(bare, "b.bias"));
+  EXPECT_FALSE(contains_key(bare, "c.bias"));
+}
+
+TEST(KeyLayout, StemsRenameWithTheirSuffixInsideAndOutsideBlocks) {
+  const KeyLayout layout = {{{"head.head", "proj_out"}, {"head.modulation", "scale_shift_table"}},
+                            {{"blocks", "transformer_blocks", {{"self_attn.q", "attn1.to_q"}, {"modulation", "table"}}}}};
+  EXPECT_EQ(renamed_key("head.head.weight", layout), "proj_out.weight");
+  EXPECT_EQ(renamed_key("head.head.bias", layout), "proj_out.bias");
+  EXPECT_EQ(renamed_key("head.modulation", layout), "scale_shift_table");
+  EXPECT_EQ(renamed_key("blocks.12.self_attn.q.weight", layout), "transformer_blocks.12.attn1.to_q.weight");
+  EXPECT_EQ(renamed_key("blocks.3.modulation", layout), "transformer_blocks.3.table");
+  // a stem only starting like a listed one, another suffix, or a name no table lists: not renamed
+  EXPECT_EQ(renamed_key("blocks.3.self_attn.q_norm.weight", layout), std::nullopt);
+  EXPECT_EQ(renamed_key("head.head.scale", layout), std::nullopt);
+  EXPECT_EQ(renamed_key("modulation", layout), std::nullopt);
+  const StateDict renamed = renamed_keys({{"head.head.weight", rows_of(1)}, {"other.weight", rows_of(1)}}, layout);
+  EXPECT_EQ(keys(renamed), (std::vector<std::string>{"other.weight", "proj_out.weight"}));
+}
+
+TEST(KeyLayout, FusedRowsAreCutIntoViewsOrRefused) {
+  const Weight fused = rows_of(5);
+  StateDict out;
+  cut_rows(out, fused, {"q", "kv"}, {2, 3}, "qkv");
+  EXPECT_EQ(out.at("q").shape(), (Shape{2, 2}));
+  EXPECT_EQ(out.at("kv").values().data<float>()[0], 4.0f);  // row 2's first value
+  EXPECT_EQ(out.at("q").values().data<float>(), fused.values().data<float>());  // a view, not a copy
+  try {
+    cut_rows(out, fused, {"q", "kv"}, {2, 2}, "blocks.0.qkv");
+    FAIL() << "4 rows of 5 were accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks.0.qkv has 5 rows, expected 4"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cut_rows(out, fused, {"q", "kv"}, {6, -1}, "qkv"), Error);  // adds up, but a part is negative
+}
+
+}  // namespace
+}  // namespace cpdit::nn
