@@ -13,7 +13,9 @@ namespace {
 
 constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as a little-endian u32
 constexpr int kMaxArrayDepth = 2;        // arrays of arrays (a tokenizer's merges) and no deeper
-constexpr uint32_t kMaxDimsGguf = 4;     // ggml's GGML_MAX_DIMS
+// ggml's GGML_MAX_DIMS is 4, but ComfyUI-GGUF writes 3-D convolution weights (Wan's patch embedding)
+// back with their 5 dims (its fix_5d_tensors step), as the gguf Python package allows.
+constexpr uint32_t kMaxDimsGguf = 5;
 
 // The ggml tensor types whose storage size is known here: values per block, bytes per block.
 struct GgmlType {
@@ -159,7 +161,7 @@ GgufTensorInfo read_tensor_info(Reader& r, const std::string& label) {
   info.name = r.string("a tensor name");
   const uint32_t dims = r.scalar<uint32_t>("a tensor's dim count");
   CPDIT_CHECK(dims >= 1 && dims <= kMaxDimsGguf, format, label, ": tensor '", info.name, "' has ", dims,
-              " dims (GGUF allows 1 to ", kMaxDimsGguf, ")");
+              " dims (cpdit reads 1 to ", kMaxDimsGguf, ")");
   std::vector<uint64_t> ne(dims);
   uint64_t numel = 1;
   for (uint64_t& d : ne) {

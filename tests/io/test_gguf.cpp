@@ -148,7 +148,7 @@ TEST_F(GgufCorrupt, TensorInfos) {
     return b.file();
   };
   expect_refused(with("t", {}, 0, 0, 0), {"'t' has 0 dims"});
-  expect_refused(with("t", {1, 1, 1, 1, 1}, 0, 0, 4), {"5 dims"});
+  expect_refused(with("t", {1, 1, 1, 1, 1, 1}, 0, 0, 4), {"6 dims"});
   expect_refused(with("t", {0}, 0, 0, 0), {"a dim of 0"});
   expect_refused(with("t", {8}, 77, 0, 32), {"ggml type 77"});
   expect_refused(with("t", {48}, 8, 0, 64), {"not a multiple of its block size 32"});
