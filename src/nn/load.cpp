@@ -30,10 +30,12 @@ DType target_dtype(const Parameter& p, DType stored, const LoadOptions& options)
   return p.matrix ? DType::bf16 : stored;
 }
 
-// The weight as `options` asks: quantised blocks stay blocks unless f32 is asked (then decoded).
+// The weight as `options` asks: quantised blocks stay blocks unless f32 is asked (then decoded). A
+// quantised tensor that no Linear computes with (a GGUF converter may quantise any 2-D tensor of whole
+// blocks, e.g. LTX-Video's scale_shift_table) is decoded to f32 once, here.
 Weight converted(const Parameter& p, const Weight& stored, const LoadOptions& options) {
   if (stored.is_quantised())
-    return options.dtype == DType::f32 ? Weight(kernels::dequantise(stored)) : stored;
+    return options.dtype == DType::f32 || !p.matrix ? Weight(kernels::dequantise(stored)) : stored;
   if (!options.blocks.empty() && p.matrix && stored.shape().size() == 2 &&
       stored.shape()[1] % find_block_format(options.blocks)->block_size == 0)
     return kernels::quantise(stored.values(), options.blocks);
@@ -70,7 +72,7 @@ void load_state_dict(Module& root, const StateDict& state, const LoadOptions& op
       missing.push_back(name);
     } else if (it->second.shape() != p->shape) {
       misshaped.push_back(name + ": expected " + shape_string(p->shape) + ", got " + shape_string(it->second.shape()));
-    } else if (it->second.is_quantised() ? !p->matrix : !is_float(it->second.dtype())) {
+    } else if (!it->second.is_quantised() && !is_float(it->second.dtype())) {
       mistyped.push_back(name + ": " + it->second.format());
     }
   }
@@ -81,7 +83,7 @@ void load_state_dict(Module& root, const StateDict& state, const LoadOptions& op
   report(problems, "missing", missing);
   report(problems, "unexpected", unexpected);
   report(problems, "wrongly shaped", misshaped);
-  report(problems, "not f32/bf16/f16 (or quantised where a Linear computes from blocks)", mistyped);
+  report(problems, "not f32/bf16/f16 or quantised", mistyped);
   CPDIT_CHECK(problems.tellp() == 0, invalid_argument, "checkpoint does not match the model: ", problems.str(),
               " (check the model config against the weights)");
 

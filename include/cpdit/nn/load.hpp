@@ -40,8 +40,9 @@ struct LoadOptions {
 // is refused.
 LoadOptions load_options(const std::string& dtype);
 
-// Accepts f32, bf16 and f16 tensors, and block-quantised ones for Linear weights (Parameter::matrix). Missing, unexpected, wrongly shaped and wrongly typed keys are
-// all reported together in one Error(invalid_argument). The bound weights are counted on
+// Accepts f32, bf16 and f16 tensors, and block-quantised ones: kept as blocks for Linear weights
+// (Parameter::matrix), decoded to f32 for any other. Missing, unexpected, wrongly shaped and wrongly
+// typed keys are all reported together in one Error(invalid_argument). The bound weights are counted on
 // weight_memory_counter (each storage once, however many models share it), not on the rank's counter.
 void load_state_dict(Module& root, const StateDict& state, const LoadOptions& options = {});
 
