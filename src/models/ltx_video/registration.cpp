@@ -2,6 +2,7 @@
 #include "models/entries.hpp"
 
 #include <cpdit/models/ltx_video/checkpoint.hpp>
+#include <cpdit/nn/key_layout.hpp>
 
 namespace cpdit::models::ltx_video {
 
@@ -12,8 +13,10 @@ LoadedModel share_ltx_video(LtxVideoCheckpoint checkpoint, const nn::LoadOptions
 ModelEntry registry_entry() {
   return {"LTXVideoTransformer3DModel",
           [](const io::Checkpoint& c) {
-            return c.contains("time_embed.emb.timestep_embedder.linear_1.weight") &&
-                   c.contains("caption_projection.linear_1.weight") && c.contains("proj_in.weight");
+            const bool diffusers = c.contains("time_embed.emb.timestep_embedder.linear_1.weight") && c.contains("proj_in.weight");
+            const bool original = nn::contains_key(c, "adaln_single.emb.timestep_embedder.linear_1.weight") &&
+                                  nn::contains_key(c, "patchify_proj.weight");
+            return (diffusers || original) && nn::contains_key(c, "caption_projection.linear_1.weight");
           },
           [](const std::string& weights, const std::optional<std::string>& config, const nn::LoadOptions& load) {
             return share_ltx_video(read_ltx_video_checkpoint(weights, config), load);

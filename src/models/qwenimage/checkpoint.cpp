@@ -2,6 +2,7 @@
 #include <cpdit/io/json.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/qwenimage/checkpoint.hpp>
+#include <cpdit/nn/key_layout.hpp>
 
 #include <filesystem>
 
@@ -9,7 +10,8 @@ namespace cpdit::models::qwenimage {
 
 QwenImageCheckpoint read_qwenimage_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
   QwenImageCheckpoint result;
-  result.state = nn::read_state_dict(io::Checkpoint::open(path));
+  // Qwen-Image was released in diffusers' names: its GGUF conversions differ only by the prefix.
+  result.state = nn::without_prefix(nn::read_state_dict(io::Checkpoint::open(path)));
   std::optional<std::string> config_file = config_path;
   namespace fs = std::filesystem;
   if (!config_file && fs::is_directory(path) && fs::exists(fs::path(path) / "config.json"))

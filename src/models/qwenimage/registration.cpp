@@ -2,6 +2,7 @@
 #include "models/entries.hpp"
 
 #include <cpdit/models/qwenimage/checkpoint.hpp>
+#include <cpdit/nn/key_layout.hpp>
 
 namespace cpdit::models::qwenimage {
 
@@ -11,7 +12,10 @@ LoadedModel share_qwenimage(QwenImageCheckpoint checkpoint, const nn::LoadOption
 
 ModelEntry registry_entry() {
   return {"QwenImageTransformer2DModel",
-          [](const io::Checkpoint& c) { return c.contains("txt_norm.weight") && c.contains("img_in.weight"); },
+          [](const io::Checkpoint& c) {
+            // diffusers' names, which the original release and its GGUF conversions use too (maybe prefixed)
+            return nn::contains_key(c, "txt_norm.weight") && nn::contains_key(c, "img_in.weight");
+          },
           [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
             return share_qwenimage(read_qwenimage_checkpoint(path, config), load);
           }};

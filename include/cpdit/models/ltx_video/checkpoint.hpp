@@ -1,7 +1,8 @@
 #pragma once
 // Reading LTX-Video transformer weights in the diffusers layout: a folder with config.json and
 // diffusion_pytorch_model[-0000k-of-0000n].safetensors [+ index], an index json, one file, or the
-// `transformer` of a pipeline folder.
+// `transformer` of a pipeline folder; or in the original release's names (a single file or its GGUF
+// conversion), renamed to diffusers' on reading.
 #include <cpdit/models/ltx_video/model.hpp>
 #include <cpdit/models/registry.hpp>
 

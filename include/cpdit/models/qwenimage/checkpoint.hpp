@@ -1,6 +1,7 @@
 #pragma once
 // Reading Qwen-Image transformer weights in the diffusers layout: a folder with config.json and
-// diffusion_pytorch_model[-0000k-of-0000n].safetensors [+ index], an index json, or one file.
+// diffusion_pytorch_model[-0000k-of-0000n].safetensors [+ index], an index json, or one file (a GGUF
+// file too, its names maybe behind ComfyUI's model.diffusion_model. prefix).
 #include <cpdit/models/qwenimage/model.hpp>
 #include <cpdit/models/registry.hpp>
 

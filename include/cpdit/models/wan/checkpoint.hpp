@@ -1,6 +1,7 @@
 #pragma once
 // Reading Wan transformer weights in the diffusers layout: a folder with config.json and
-// diffusion_pytorch_model[-0000k-of-0000n].safetensors [+ index], an index json, or one file.
+// diffusion_pytorch_model[-0000k-of-0000n].safetensors [+ index], an index json, or one file; or in
+// Wan 2.1's original names (a single file or its GGUF conversion), renamed to diffusers' on reading.
 #include <cpdit/models/wan/model.hpp>
 #include <cpdit/models/registry.hpp>
 
