@@ -74,9 +74,9 @@ def quantize_q4_k(x):
     return blocks.reshape(rows, -1)
 
 
-def write_gguf(path, tensors, alignment=None, metadata=None):
+def write_gguf(path, tensors, alignment=None, metadata=None, arch="flux"):
     """tensors: name -> (array, qtype); quantised arrays are (rows, row_bytes) uint8."""
-    w = gguf.GGUFWriter(path, "flux")
+    w = gguf.GGUFWriter(path, arch)
     if alignment:
         w.add_custom_alignment(alignment)
     for add in metadata or []:
@@ -167,21 +167,27 @@ def to_original(state, config, names_only=False):
     return out
 
 
-def quantised_checkpoint(state, config, qtype, quantize):
-    """The original-layout GGUF tensors (2-D weights with whole blocks quantised) and the dequantised
-    diffusers state dict that gives the same model."""
+def quantised(tensors_by_name, qtype, quantize):
+    """GGUF tensors (2-D weights whose rows are whole blocks quantised, the rest F32) and their values
+    as the `gguf` package dequantises them."""
     block = gguf.GGML_QUANT_SIZES[qtype][0]
-    original = to_original(dict(state), config)
-    tensors, dequantised = {}, {}
-    for name, t in original.items():
+    tensors, values = {}, {}
+    for name, t in tensors_by_name.items():
         x = t.float().numpy()
         if x.ndim == 2 and x.shape[1] % block == 0:
             blocks = quantize(x)
             tensors[name] = (blocks, qtype)
-            dequantised[name] = torch.from_numpy(gguf.dequantize(blocks, qtype).reshape(x.shape).copy())
+            values[name] = torch.from_numpy(gguf.dequantize(blocks, qtype).reshape(x.shape).copy())
         else:
             tensors[name] = (x, Q.F32)
-            dequantised[name] = t.float()
+            values[name] = t.float()
+    return tensors, values
+
+
+def quantised_checkpoint(state, config, qtype, quantize):
+    """The original-layout GGUF tensors (2-D weights with whole blocks quantised) and the dequantised
+    diffusers state dict that gives the same model."""
+    tensors, dequantised = quantised(to_original(dict(state), config), qtype, quantize)
     return tensors, back_to_diffusers(dequantised, state, config)
 
 

@@ -1,0 +1,103 @@
+// Wan 2.1, Qwen-Image and LTX-Video from GGUF files in the names people download them in (the
+// original releases' names, as ComfyUI-GGUF and stable-diffusion.cpp convert them; made by
+// tools/reference/gguf_family_fixtures.py, which checks those names against diffusers' own single-file
+// conversion). Each family has a tiny Q8_0 file (its tiny fixture's weights, run with its config) and a
+// wide Q4_K one (inner width 256, read without a config: the family from the tensor names, the sizes
+// from their shapes). The reference `sample` is diffusers' model on the dequantised weights.
+#include "support/relative_error.hpp"
+#include "support/run_cli.hpp"
+
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/registry.hpp>
+
+#include <gtest/gtest.h>
+
+#include <regex>
+#include <string>
+
+namespace cpdit::models {
+namespace {
+
+using cpdit::testing::relative_error;
+using cpdit::testing::run_cli;
+
+struct Family {
+  std::string name;        // the fixtures' file prefix
+  std::string class_name;  // what the tensor names must tell
+  std::string q4_k_tensor; // a Q4_K tensor of the wide file, as `inspect` lists it (original name)
+};
+
+std::ostream& operator<<(std::ostream& out, const Family& f) { return out << f.name; }
+
+const std::string kData = std::string(CPDIT_TEST_DATA) + "/fixtures/";
+
+std::string gguf(const Family& f, const std::string& kind) { return kData + "gguf/" + f.name + "_" + kind + ".gguf"; }
+std::string tiny_dir(const Family& f) { return kData + f.name + "_tiny"; }
+Tensor expected(const Family& f, const std::string& kind, const std::string& key = "sample") {
+  return io::load_safetensors(kData + "gguf/" + f.name + "_" + kind + "_expected.safetensors").at(key);
+}
+
+// How many of a model's parameters are bound in `format` (kept as blocks, not decoded).
+int count_in(nn::Model& model, const std::string& format) {
+  int n = 0;
+  for (auto& [name, p] : model.named_parameters()) n += p->value.format() == format;
+  return n;
+}
+
+class GgufFamilies : public ::testing::TestWithParam<Family> {};
+
+// The Q8_0 blocks are bound as they are mapped and the sample is diffusers' on the decoded weights.
+TEST_P(GgufFamilies, Q8_0GivesDiffusersSampleOnTheDecodedWeights) {
+  const Family& f = GetParam();
+  const LoadedModel loaded = open_model(gguf(f, "tiny_q8_0"), tiny_dir(f) + "/config.json", {});
+  EXPECT_EQ(loaded.class_name, f.class_name);
+  auto model = loaded.replica();
+  // only the weights whose rows are whole 32-blocks are Q8_0 (in wan_tiny and ltx_tiny only a few)
+  EXPECT_GE(count_in(*model, "Q8_0"), 3);
+  const nn::TensorMap inputs = io::load_safetensors(tiny_dir(f) + "/inputs.safetensors");
+  const Tensor sample = model->forward(inputs).at("sample");
+  // Against diffusers on the same values: f32 rounding only, as the tiny fixtures' own f32 runs
+  // (their float32 and float64 runs differ by ~2e-6 of the range).
+  EXPECT_LT(relative_error(sample, expected(f, "tiny_q8_0")), 1e-5);
+  // The same checkpoint decoded to f32 on load multiplies the same values through the f32 GEMM.
+  auto decoded = open_model(gguf(f, "tiny_q8_0"), tiny_dir(f) + "/config.json", nn::load_options("f32")).replica();
+  EXPECT_EQ(count_in(*decoded, "Q8_0"), 0);
+  EXPECT_LT(relative_error(decoded->forward(inputs).at("sample"), sample), 1e-5);
+}
+
+// No config: the family and its sizes come from the tensors (the built-in widths: 128 per head for
+// Wan and Qwen-Image, 64 for LTX-Video); forward on 1 rank and under ring 2 and Ulysses 2 gives
+// diffusers' sample on the decoded Q4_K weights, and inspect lists the file.
+TEST_P(GgufFamilies, Q4_KThroughTheCliWithTheBuiltInConfig) {
+  const Family& f = GetParam();
+  cpdit::testing::TempDir dir("gguf_families");
+  const Tensor want = expected(f, "wide_q4_k");
+  for (std::string layout : {"", " --ring 2", " --ulysses 2"}) {
+    const std::string out = dir.file("sample.safetensors");
+    auto r = run_cli("forward --model " + gguf(f, "wide_q4_k") + " --inputs " + tiny_dir(f) +
+                     "/inputs.safetensors --threads 1 --output " + out + layout);
+    ASSERT_EQ(r.code, 0) << layout << "\n" << r.err;
+    // f32 sums over up to 512 products per output through one block: 1e-5 of the output's range.
+    EXPECT_LT(relative_error(io::load_safetensors(out).at("sample"), want), 1e-5) << layout;
+  }
+  // The comparison tells the quantised values from the f32 ones: Q4_K moves diffusers' own sample by
+  // a few % of its range, far beyond the tolerance above.
+  EXPECT_GT(relative_error(want, expected(f, "wide_q4_k", "sample_f32")), 1e-3);
+
+  auto listed = run_cli("inspect " + gguf(f, "wide_q4_k"));
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("class: " + f.class_name + " (from tensor names)"), std::string::npos) << listed.out;
+  EXPECT_TRUE(std::regex_search(listed.out, std::regex(std::regex_replace(f.q4_k_tensor, std::regex(R"(\.)"), R"(\.)") +
+                                                       R"( +Q4_K +\()")))
+      << listed.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Families, GgufFamilies,
+    ::testing::Values(Family{"wan", "WanTransformer3DModel", "model.diffusion_model.blocks.0.self_attn.q.weight"},
+                      Family{"qwenimage", "QwenImageTransformer2DModel", "transformer_blocks.0.attn.to_q.weight"},
+                      Family{"ltx", "LTXVideoTransformer3DModel", "model.diffusion_model.transformer_blocks.0.attn1.to_q.weight"}),
+    [](const ::testing::TestParamInfo<Family>& info) { return info.param.name; });
+
+}  // namespace
+}  // namespace cpdit::models
