@@ -45,10 +45,10 @@ Weight converted(const Parameter& p, const Weight& stored, const LoadOptions& op
 
 LoadOptions load_options(const std::string& dtype) {
   if (dtype == "auto") return {};
-  if (dtype == "f32") return {DType::f32};
-  if (dtype == "bf16") return {DType::bf16};
-  if (dtype == "q8_0") return {std::nullopt, "Q8_0"};
-  if (dtype == "q4_k") return {std::nullopt, "Q4_K"};
+  if (dtype == "f32") return {.dtype = DType::f32};
+  if (dtype == "bf16") return {.dtype = DType::bf16};
+  if (dtype == "q8_0") return {.blocks = "Q8_0"};
+  if (dtype == "q4_k") return {.blocks = "Q4_K"};
   fail(ErrorKind::invalid_argument,
        "--dtype must be auto (as the checkpoint stores them), f32, bf16, q8_0 or q4_k, got '", dtype, "'");
 }

@@ -29,11 +29,11 @@ struct LoadOptions {
   // (quantised ones stay quantised: Linear computes from their blocks).
   // Tensors already in their target dtype are shared, not copied: convert once (load one model and
   // take parameters_of), then every replica loaded from the result shares every weight.
-  std::optional<DType> dtype;
+  std::optional<DType> dtype = std::nullopt;
   // "Q8_0" or "Q4_K": the dense Linear weights whose rows are whole blocks are encoded in that GGUF
   // block format on load (kernels::quantise), as a model with no GGUF file of its own would be;
   // every other tensor as stored. Empty: no encoding.
-  std::string blocks;
+  std::string blocks = {};
 };
 
 // "auto" (as stored), "f32", "bf16", "q8_0" or "q4_k", as the command line names them; anything else
