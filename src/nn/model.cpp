@@ -2,7 +2,6 @@
 #include <cpdit/nn/model.hpp>
 #include <cpdit/nn/plan_hooks.hpp>
 #include <cpdit/parallel/context.hpp>
-#include <cpdit/parallel/shard.hpp>
 
 namespace cpdit::nn {
 
@@ -30,15 +29,17 @@ void Model::enable_parallelism(std::shared_ptr<comm::Communicator> group, const 
   CPDIT_CHECK(group != nullptr, invalid_argument, "enable_parallelism needs a communicator");
   parallel::validate_degrees(config, group->size());
   check_backend_serves(backend(), config);
-  auto context = std::make_shared<parallel::ParallelContext>(group, config);
-  // Tokens are split over the flattened group in mesh order, the order attention assumes.
+  parallel::ContextParallelConfig laid_out = config;
+  laid_out.token_layout = token_layout();
+  auto context = std::make_shared<parallel::ParallelContext>(group, laid_out);
+  // Tokens are split in the layout the context's attention reads their positions from.
   TokenExchange exchange{
-      [context](const Tensor& t, int dim) { return parallel::shard(t, dim, context->mesh().flat()); },
-      [context](const Tensor& t, int dim) { return parallel::gather(t, dim, context->mesh().flat()); },
+      [context](const Tensor& t, int dim) { return context->shard(t, dim); },
+      [context](const Tensor& t, int dim) { return context->gather(t, dim); },
   };
   install_plan(*this, plan ? *plan : context_parallel_plan(), exchange);
   router_ = std::move(context);
-  config_ = config;
+  config_ = laid_out;
 }
 
 void Model::disable_parallelism() {

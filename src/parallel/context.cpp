@@ -4,6 +4,8 @@
 #include "parallel/ring.hpp"
 #include "parallel/ulysses.hpp"
 
+#include <cpdit/parallel/shard.hpp>
+
 #include <cpdit/core/error.hpp>
 
 #include <vector>
@@ -56,27 +58,51 @@ class ExchangedKv {
   CommStats& stats_;
 };
 
-// The mask for the tokens this rank holds after the Ulysses exchange: the row's gathered key mask,
-// and a position rule moved to the row's place in the global sequence. Shards are contiguous ranges
-// in flat-rank order (shard.hpp) and a Ulysses row is the consecutive ranks rU .. rU+U-1, so row r
-// holds the contiguous block that starts after the tokens of ranks 0 .. rU-1. Lengths
-// are gathered on every call with a rule, on every rank alike.
-Mask exchanged_mask(comm::Mesh& mesh, const UlyssesExchange& exchange, const Mask& mask,
-                    int64_t q_len, int64_t k_len, CommStats& stats) {
+// The mask for the tokens this rank holds after the Ulysses exchange: the row's gathered key mask
+// and the position rule as the model states it (the ring sets its offsets per call).
+Mask exchanged_mask(const UlyssesExchange& exchange, const Mask& mask) {
   Mask m = mask;
   if (mask.kind == MaskKind::key_padding) m.tensor = exchange.gather_key_mask(mask.tensor);
-  if (!mask.has_rule()) return m;
+  return m;
+}
+
+// Where, for a position rule, the queries of this rank's Ulysses row and the keys of every row sit
+// in the global sequence (what a row holds after the exchange: its ranks' tokens in rank order).
+// Every rank's lengths are gathered on every call with a rule, on every rank alike. Contiguous
+// shards may have any lengths; zigzag ones must be what the layout gives, since tokens split
+// another way would put the rule on wrong positions.
+RingPositions rule_positions(comm::Mesh& mesh, TokenLayout layout, const Mask& mask, int64_t q_len, int64_t k_len,
+                             CommStats& stats) {
+  if (!mask.has_rule()) return {};
   comm::Communicator& flat = mesh.flat();
   const int64_t mine[2] = {q_len, k_len};
   std::vector<int64_t> all(2 * size_t(flat.size()));
   flat.all_gather(mine, sizeof mine, all.data());
   stats.bytes_sent += int64_t(sizeof mine) * (flat.size() - 1);
-  const int row_start = mesh.ring_rank() * mesh.ulysses_degree();
-  for (int g = 0; g < row_start; ++g) {
-    m.q_offset += all[2 * size_t(g)];
-    m.k_offset += all[2 * size_t(g) + 1];
-  }
-  return m;
+  const int R = mesh.ring_degree(), U = mesh.ulysses_degree();
+  auto length = [&](int rank, int which) { return all[2 * size_t(rank) + size_t(which)]; };
+  // Row r's ranges of the queries (which = 0) or keys (1).
+  auto row = [&](int r, int which) {
+    int64_t before = 0, n = 0, held = 0;
+    for (int g = 0; g < flat.size(); ++g) {
+      n += length(g, which);
+      if (g < r * U) before += length(g, which);
+      if (g / U == r) held += length(g, which);
+    }
+    if (layout == TokenLayout::contiguous) return std::vector<TokenRange>{{before, held}};
+    for (int g = 0; g < flat.size(); ++g) {
+      const int64_t expected = total_length(rank_ranges(n, R, U, g, layout));
+      CPDIT_CHECK(length(g, which) == expected, invalid_argument, "context parallel attention: rank ", g, " holds ",
+                  length(g, which), which == 0 ? " queries" : " keys", " but the ", token_layout_name(layout),
+                  " layout of ", n, " tokens over ", R, " x ", U, " ranks gives it ", expected,
+                  "; split the tokens with parallel::shard in that layout");
+    }
+    return row_ranges(n, R, U, r, layout);
+  };
+  RingPositions positions;
+  positions.queries = row(mesh.ring_rank(), 0);
+  for (int r = 0; r < R; ++r) positions.keys.push_back(row(r, 1));
+  return positions;
 }
 
 // Under context parallelism a rule needs the global positions of its keys: sharded keys have them,
@@ -93,6 +119,14 @@ ParallelContext::ParallelContext(std::shared_ptr<comm::Communicator> world,
                                  ContextParallelConfig config)
     : config_(config),
       mesh_(checked(std::move(world), config), config.ring_degree, config.ulysses_degree) {}
+
+Tensor ParallelContext::shard(const Tensor& full, int dim) {
+  return parallel::shard(full, dim, mesh_, config_.token_layout);
+}
+
+Tensor ParallelContext::gather(const Tensor& part, int dim) {
+  return parallel::gather(part, dim, mesh_, config_.token_layout);
+}
 
 void ParallelContext::validate(const attention::Backend& backend, const CallShape& call) const {
   validate_call(config_, backend, call);
@@ -111,10 +145,12 @@ attention::Result ParallelContext::forward(const attention::Backend& backend, co
   UlyssesExchange exchange(mesh_.ulysses(), q.size(2), k.size(2), q.size(1), k.size(1), stats_);
   const RingSetup ring{backend, mesh_.ring(), config_.rotate_method, config_.convert_to_fp32, scale,
                        stats_};
-  const Mask mask = exchanged_mask(mesh_, exchange, opts.mask, q.size(1), k.size(1), stats_);
+  const Mask mask = exchanged_mask(exchange, opts.mask);
+  const RingPositions positions =
+      rule_positions(mesh_, config_.token_layout, opts.mask, q.size(1), k.size(1), stats_);
   const Tensor kh = exchange.keys_to_heads(k), vh = exchange.keys_to_heads(v);
   const ExchangedKv held(stats_, kh, vh, k);
-  const attention::Result part = ring_forward(ring, exchange.queries_to_heads(q), kh, vh, mask);
+  const attention::Result part = ring_forward(ring, exchange.queries_to_heads(q), kh, vh, mask, positions);
   // The output is cast to the model dtype once, before the (value-preserving) inverse exchange.
   return {exchange.queries_to_tokens(part.out.to(q.dtype())), exchange.lse_to_tokens(part.lse)};
 }
@@ -134,13 +170,15 @@ attention::Grads ParallelContext::backward(const attention::Backend& backend, co
   UlyssesExchange exchange(mesh_.ulysses(), q.size(2), k.size(2), q.size(1), k.size(1), stats_);
   const RingSetup ring{backend, mesh_.ring(), config_.rotate_method, config_.convert_to_fp32, scale,
                        stats_};
-  const Mask mask = exchanged_mask(mesh_, exchange, opts.mask, q.size(1), k.size(1), stats_);
+  const Mask mask = exchanged_mask(exchange, opts.mask);
+  const RingPositions positions =
+      rule_positions(mesh_, config_.token_layout, opts.mask, q.size(1), k.size(1), stats_);
   // The router keeps no state between calls, so the forward's head-split tensors are exchanged
   // again here (q, k, v, out, lse as well as dout).
   const attention::Grads part = ring_backward(
       ring, exchange.queries_to_heads(dout), exchange.queries_to_heads(q), exchange.keys_to_heads(k),
       exchange.keys_to_heads(v), exchange.queries_to_heads(fwd.out), exchange.lse_to_heads(fwd.lse),
-      mask);
+      mask, positions);
   return {exchange.queries_to_tokens(part.dq), exchange.keys_to_tokens(part.dk),
           exchange.keys_to_tokens(part.dv)};
 }

@@ -27,7 +27,6 @@ Tensor region(const Tensor& buffer, size_t offset, const Shape& shape, DType dty
 struct Header {
   int64_t owner;
   int64_t length;
-  int64_t first_key;  // global position of the chunk's first key (position rules)
 };
 
 class WaitClock {
@@ -62,7 +61,6 @@ KvChunk KvRotation::view(const Tensor& buffer, size_t offset, int owner) const {
   KvChunk chunk;
   chunk.owner = owner;
   chunk.mask = rule_;
-  chunk.mask.k_offset = header.first_key;
   chunk.k = region(buffer, offset + kHeaderBytes, {batch_, len, heads_, dim_}, dtype_);
   chunk.v = region(buffer, offset + kHeaderBytes + tensor, {batch_, len, heads_, dim_}, dtype_);
   if (masked_) {
@@ -102,7 +100,7 @@ KvRotation::KvRotation(comm::Communicator& ring, RotateMethod method, const KvCh
   Tensor packed = byte_buffer(
       method_ == RotateMethod::p2p ? message_bytes(*std::max_element(lengths_.begin(), lengths_.end()))
                                    : own_bytes);
-  const Header header{rank_, mine, own.mask.k_offset};
+  const Header header{rank_, mine};
   std::memcpy(packed.raw(), &header, sizeof header);
   const size_t tensor = round_up(size_t(batch_ * mine * heads_ * dim_) * dtype_size(dtype_));
   region(packed, kHeaderBytes, own.k.shape(), dtype_).copy_(own.k);

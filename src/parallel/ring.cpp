@@ -1,8 +1,10 @@
 // Ring attention: forward merges one partial result per KV chunk by LSE; backward accumulates dq
 // locally while each chunk's dK/dV accumulator travels with the chunk and comes home at the end
-// (correct for any ring size). A chunk that is empty, or whose keys a position rule
-// hides from every local query (the future under a causal rule), is not computed: it would add
-// nothing to the output and nothing to any gradient.
+// (correct for any ring size). Under a position rule each step is one call per pair of
+// a query range and a key range (a zigzag layout holds two ranges per rank), each with contiguous
+// global positions; a pair that is empty, or whose keys the rule hides from every query of the pair
+// (the future under a causal rule), is not computed: it would add nothing to the output and nothing
+// to any gradient.
 #include "parallel/ring.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -11,6 +13,7 @@
 
 #include <chrono>
 #include <memory>
+#include <vector>
 
 namespace cpdit::parallel {
 namespace {
@@ -100,33 +103,107 @@ class TravellingGrads {
   std::unique_ptr<comm::Request> recv_, send_[2];
 };
 
+// One contiguous run of a call's query rows or of a chunk's keys: where it starts in the local
+// tensor, where in the global sequence, and how long.
+struct Run {
+  int64_t local = 0, global = 0, length = 0;
+};
+
+// The runs of `length` local tokens held as `ranges`, in order; without a rule one run of all.
+std::vector<Run> runs_of(const std::vector<TokenRange>& ranges, int64_t length, bool rule) {
+  if (!rule) return {{0, 0, length}};
+  std::vector<Run> runs;
+  int64_t local = 0;
+  for (const TokenRange& r : ranges) {
+    runs.push_back({local, r.start, r.length});
+    local += r.length;
+  }
+  CPDIT_CHECK(local == length, internal, "ring attention: ", length, " tokens held, but their layout gives ", local);
+  return runs;
+}
+
+// Rows [run.local, run.local + run.length) of t (B, S, ...) as a contiguous tensor; t itself when
+// the run is all of it.
+Tensor rows(const Tensor& t, const Run& run) {
+  if (run.local == 0 && run.length == t.size(1)) return t;
+  return t.narrow(1, run.local, run.length).contiguous();
+}
+
+// The chunk's mask for the call on one query run and one key run.
+attention::Mask call_mask(const attention::Mask& chunk_mask, const Run& queries, const Run& keys) {
+  attention::Mask m = chunk_mask;
+  m.q_offset = queries.global;
+  m.k_offset = keys.global;
+  if (m.kind == attention::MaskKind::key_padding) m.tensor = rows(m.tensor, keys);
+  return m;
+}
+
+// Whether the call on these runs has anything to compute.
+bool visible(const Run& queries, const Run& keys, const attention::Mask& mask) {
+  return queries.length > 0 && keys.length > 0 && !mask.rule_hides_all(queries.length);
+}
+
+// dst rows [run.local, run.local + run.length) += src, for f32 dst (B, S, ...), src (B, length, ...).
+void add_rows(Tensor& dst, const Run& run, const Tensor& src) {
+  const Tensor s = src.contiguous();
+  const int64_t batch = dst.size(0), seq = dst.size(1);
+  int64_t width = 1;
+  for (int d = 2; d < dst.dim(); ++d) width *= dst.size(d);
+  for (int64_t b = 0; b < batch; ++b) {
+    float* out = dst.data<float>() + (b * seq + run.local) * width;
+    sum_into(out, out, s.data<float>() + b * run.length * width, run.length * width);
+  }
+}
+
+// Joins the partial results of consecutive query runs along the tokens.
+attention::Result joined(const std::vector<PartialAttention>& parts) {
+  if (parts.size() == 1) return {parts[0].out, parts[0].lse};
+  std::vector<Tensor> outs, lses;
+  for (const PartialAttention& p : parts) {
+    outs.push_back(p.out);
+    lses.push_back(p.lse);
+  }
+  return {cat(outs, 1), cat(lses, 2)};
+}
+
 }  // namespace
 
 attention::Result ring_forward(const RingSetup& setup, const Tensor& q, const Tensor& k,
-                               const Tensor& v, const attention::Mask& mask) {
+                               const Tensor& v, const attention::Mask& mask, const RingPositions& positions) {
   const Tensor qc = compute_dtype(q, setup.convert_to_fp32);
-  if (setup.ring.size() == 1)
+  if (setup.ring.size() == 1)  // one row holds the whole sequence: positions start at 0
     return setup.backend.forward(qc, compute_dtype(k, setup.convert_to_fp32),
                                  compute_dtype(v, setup.convert_to_fp32), mask, setup.scale);
   const int64_t B = q.size(0), S = q.size(1), H = q.size(2), D = q.size(3);
-  PartialAttention acc = PartialAttention::empty(B, S, H, D);
+  const std::vector<Run> query_runs = runs_of(positions.queries, S, mask.has_rule());
+  std::vector<PartialAttention> acc;
+  for (const Run& run : query_runs) acc.push_back(PartialAttention::empty(B, run.length, H, D));
   KvRotation rotation(setup.ring, setup.method, {setup.ring.rank(), k, v, mask}, setup.stats);
   for (int i = 0; i < rotation.steps(); ++i) {
     const KvChunk chunk = rotation.begin_step(i);
-    if (chunk.length() > 0 && S > 0 && !chunk.mask.rule_hides_all(S)) {
-      const attention::Result part =
-          setup.backend.forward(qc, compute_dtype(chunk.k, setup.convert_to_fp32),
-                                compute_dtype(chunk.v, setup.convert_to_fp32), chunk.mask, setup.scale);
-      merge_into(acc, part.out, part.lse);
-    }
+    const Tensor kc = compute_dtype(chunk.k, setup.convert_to_fp32);
+    const Tensor vc = compute_dtype(chunk.v, setup.convert_to_fp32);
+    const std::vector<Run> key_runs =
+        runs_of(mask.has_rule() ? positions.keys[size_t(chunk.owner)] : std::vector<TokenRange>{}, chunk.length(),
+                mask.has_rule());
+    for (size_t a = 0; a < query_runs.size(); ++a)
+      for (const Run& keys : key_runs) {
+        const attention::Mask m = call_mask(chunk.mask, query_runs[a], keys);
+        if (!visible(query_runs[a], keys, m)) continue;
+        const attention::Result part =
+            setup.backend.forward(rows(qc, query_runs[a]), rows(kc, keys), rows(vc, keys), m, setup.scale);
+        merge_into(acc[a], part.out, part.lse);
+      }
     rotation.end_step(i);
   }
-  return {setup.convert_to_fp32 ? acc.out : acc.out.to(q.dtype()), acc.lse};
+  const attention::Result all = joined(acc);
+  return {setup.convert_to_fp32 ? all.out : all.out.to(q.dtype()), all.lse};
 }
 
 attention::Grads ring_backward(const RingSetup& setup, const Tensor& dout, const Tensor& q,
                                const Tensor& k, const Tensor& v, const Tensor& out,
-                               const Tensor& lse, const attention::Mask& mask) {
+                               const Tensor& lse, const attention::Mask& mask,
+                               const RingPositions& positions) {
   const bool fp32 = setup.convert_to_fp32;
   const Tensor qc = compute_dtype(q, fp32), doutc = compute_dtype(dout, fp32);
   const Tensor outc = compute_dtype(out, fp32);
@@ -134,21 +211,44 @@ attention::Grads ring_backward(const RingSetup& setup, const Tensor& dout, const
     return setup.backend.backward(doutc, qc, compute_dtype(k, fp32), compute_dtype(v, fp32), outc,
                                   lse, mask, setup.scale);
   const int64_t B = q.size(0), S = q.size(1);
+  const std::vector<Run> query_runs = runs_of(positions.queries, S, mask.has_rule());
+  // Each query run's rows of what the backward reads per query: q, dout, out and lse (B, H, s).
+  std::vector<Tensor> run_q, run_dout, run_out, run_lse;
+  for (const Run& run : query_runs) {
+    run_q.push_back(rows(qc, run));
+    run_dout.push_back(rows(doutc, run));
+    run_out.push_back(rows(outc, run));
+    run_lse.push_back(run.length == S ? lse : lse.narrow(2, run.local, run.length).contiguous());
+  }
   Tensor dq = Tensor::zeros(q.shape());
   KvRotation rotation(setup.ring, setup.method, {setup.ring.rank(), k, v, mask}, setup.stats);
   TravellingGrads travelling(setup, rotation, B, k.size(2), k.size(3));
   for (int i = 0; i < rotation.steps(); ++i) {
     const KvChunk chunk = rotation.begin_step(i);
     travelling.expect(i, chunk.owner);
-    if (chunk.length() > 0 && S > 0 && !chunk.mask.rule_hides_all(S)) {
-      const attention::Grads part =
-          setup.backend.backward(doutc, qc, compute_dtype(chunk.k, fp32),
-                                 compute_dtype(chunk.v, fp32), outc, lse, chunk.mask, setup.scale);
-      sum_into(dq.data<float>(), dq.data<float>(), part.dq.contiguous().data<float>(), dq.numel());
-      travelling.add_and_pass(i, chunk.owner, &part);
-    } else {
-      travelling.add_and_pass(i, chunk.owner, nullptr);
-    }
+    const Tensor kc = compute_dtype(chunk.k, fp32), vc = compute_dtype(chunk.v, fp32);
+    const std::vector<Run> key_runs =
+        runs_of(mask.has_rule() ? positions.keys[size_t(chunk.owner)] : std::vector<TokenRange>{}, chunk.length(),
+                mask.has_rule());
+    // The chunk's dK and dV from every call on it; zero where no call saw its keys.
+    attention::Grads chunk_grads;
+    bool computed = false;
+    for (size_t a = 0; a < query_runs.size(); ++a)
+      for (const Run& keys : key_runs) {
+        const attention::Mask m = call_mask(chunk.mask, query_runs[a], keys);
+        if (!visible(query_runs[a], keys, m)) continue;
+        const attention::Grads part = setup.backend.backward(run_dout[a], run_q[a], rows(kc, keys), rows(vc, keys),
+                                                             run_out[a], run_lse[a], m, setup.scale);
+        add_rows(dq, query_runs[a], part.dq);
+        if (!computed) {
+          chunk_grads.dk = Tensor::zeros(chunk.k.shape());
+          chunk_grads.dv = Tensor::zeros(chunk.v.shape());
+          computed = true;
+        }
+        add_rows(chunk_grads.dk, keys, part.dk);
+        add_rows(chunk_grads.dv, keys, part.dv);
+      }
+    travelling.add_and_pass(i, chunk.owner, computed ? &chunk_grads : nullptr);
     rotation.end_step(i);
   }
   Tensor dk = Tensor::empty(k.shape()), dv = Tensor::empty(v.shape());

@@ -148,6 +148,7 @@ std::string CpCase::name() const {
   if (rule == attention::MaskRule::causal) n << "_causal";
   if (rule == attention::MaskRule::block_causal) n << "_block" << block;
   n << "_" << dtype_name(dtype) << (backward ? "" : "_fwd");
+  if (layout == TokenLayout::zigzag) n << "_zigzag";
   return n.str();
 }
 
@@ -166,23 +167,23 @@ CpErrors check_case(std::shared_ptr<comm::Communicator> world, const CpCase& c) 
   config.ring_degree = c.ring;
   config.ulysses_degree = c.ulysses;
   config.rotate_method = c.rotate;
+  config.token_layout = c.layout;
   ParallelContext context(world, config);
-  comm::Communicator& flat = context.mesh().flat();
   attention::Options opts;
   opts.scale = scale_of(c);
   opts.mask = ref.mask;  // a position rule stays as the model states it, on global positions
-  if (ref.mask.kind != attention::MaskKind::none) opts.mask.tensor = shard(ref.mask.tensor, 1, flat);
-  const Tensor q = shard(ref.q, 1, flat), k = shard(ref.k, 1, flat), v = shard(ref.v, 1, flat);
+  if (ref.mask.kind != attention::MaskKind::none) opts.mask.tensor = context.shard(ref.mask.tensor, 1);
+  const Tensor q = context.shard(ref.q, 1), k = context.shard(ref.k, 1), v = context.shard(ref.v, 1);
   const attention::Result mine = context.forward(flash, q, k, v, opts);
 
   CpErrors errors;
-  errors.out = max_abs_diff(gather(mine.out, 1, flat), ref.fwd.out);
-  errors.lse = lse_error(gather(mine.lse, 2, flat), ref.fwd.lse);
+  errors.out = max_abs_diff(context.gather(mine.out, 1), ref.fwd.out);
+  errors.lse = lse_error(context.gather(mine.lse, 2), ref.fwd.lse);
   if (!c.backward) return errors;
-  const attention::Grads grads = context.backward(flash, shard(ref.dout, 1, flat), q, k, v, mine, opts);
-  errors.dq = relative(gather(grads.dq, 1, flat), ref.grads.dq);
-  errors.dk = relative(gather(grads.dk, 1, flat), ref.grads.dk);
-  errors.dv = relative(gather(grads.dv, 1, flat), ref.grads.dv);
+  const attention::Grads grads = context.backward(flash, context.shard(ref.dout, 1), q, k, v, mine, opts);
+  errors.dq = relative(context.gather(grads.dq, 1), ref.grads.dq);
+  errors.dk = relative(context.gather(grads.dk, 1), ref.grads.dk);
+  errors.dv = relative(context.gather(grads.dv, 1), ref.grads.dv);
   return errors;
 }
 
@@ -231,8 +232,11 @@ std::vector<CpCase> rule_matrix() {
       for (auto [rule, block] : {std::pair{attention::MaskRule::causal, int64_t(1)},
                                  std::pair{attention::MaskRule::block_causal, int64_t(10)}})
         for (MaskCase mask : {MaskCase::none, MaskCase::padded})
-          cases.push_back({.ring = R, .ulysses = U, .rotate = rotate, .seq = 97, .mask = mask,
-                           .rule = rule, .block = block});
+          for (TokenLayout layout : {TokenLayout::contiguous, TokenLayout::zigzag}) {
+            if (R == 1 && layout == TokenLayout::zigzag) continue;  // the same layout without a ring
+            cases.push_back({.ring = R, .ulysses = U, .rotate = rotate, .seq = 97, .mask = mask,
+                             .rule = rule, .block = block, .layout = layout});
+          }
     }
   return cases;
 }

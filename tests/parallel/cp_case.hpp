@@ -31,6 +31,8 @@ struct CpCase {
   int64_t block = 1;
   DType dtype = DType::f32;
   bool backward = true;
+  // How the ranks split the tokens (and the router reads their positions).
+  TokenLayout layout = TokenLayout::contiguous;
 
   int64_t keys() const { return kv_seq > 0 ? kv_seq : seq; }
   std::string name() const;  // usable as a gtest parameter name
@@ -55,7 +57,7 @@ double grad_tolerance(const CpCase& c);
 // The cases run in full with the local engine, and the subset run under mpirun (4 ranks).
 std::vector<CpCase> local_matrix();
 // Causal and block-causal, alone and with key padding, on an uneven length, for every mesh of up
-// to 4 ranks and both rotations.
+// to 4 ranks and both rotations; in the zigzag layout too where there is a ring.
 std::vector<CpCase> rule_matrix();
 std::vector<CpCase> mpi_subset();
 

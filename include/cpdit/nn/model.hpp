@@ -25,13 +25,17 @@ class Model : public Module {
 
   // The plan declared beside the model.
   virtual parallel::ContextParallelPlan context_parallel_plan() const = 0;
+  // Which tokens each rank holds under the plan (parallel/layout.hpp): contiguous unless a model's
+  // attention rule makes another layout balance the ranks' work (a causal mask: zigzag).
+  virtual parallel::TokenLayout token_layout() const { return parallel::TokenLayout::contiguous; }
 
   // The backend this model's attention runs on (default: the process-wide one). Refused, with the
   // model unchanged, when parallelism is enabled and the backend cannot serve its mode.
   void set_attention_backend(const std::string& name);
 
   // Collective over `group` (every rank calls it). Checks the degrees against the group size and
-  // the attention backend against the mode, then installs `plan` (default: the model's own).
+  // the attention backend against the mode, then installs `plan` (default: the model's own), which
+  // splits the tokens in the model's token_layout() (config.token_layout is set to it).
   void enable_parallelism(std::shared_ptr<comm::Communicator> group, const parallel::ContextParallelConfig& config,
                           std::optional<parallel::ContextParallelPlan> plan = std::nullopt);
   void disable_parallelism();

@@ -2,6 +2,7 @@
 // Context-parallel configuration and the checks that refuse an impossible one at setup, each with a
 // message that names the fix.
 #include <cpdit/attention/attention.hpp>
+#include <cpdit/parallel/layout.hpp>
 
 #include <cstdint>
 #include <string>
@@ -28,6 +29,9 @@ struct ContextParallelConfig {
   // LSE merge. false: the backend sees the model dtype. Merges always run in f32 and the output is
   // cast to the model dtype once, at the end.
   bool convert_to_fp32 = true;
+  // Which tokens each rank holds (layout.hpp). The splits of the tokens and the router's position
+  // rules must agree on it: a model's enable_parallelism sets it to the model's choice.
+  TokenLayout token_layout = TokenLayout::contiguous;
 
   int group_size() const { return ring_degree * ulysses_degree; }  // the ranks of one CFG group
   int world_size() const { return cfg_degree * group_size(); }

@@ -29,6 +29,11 @@ class ParallelContext : public attention::Router {
   // Communication cost of this rank since the last stats().reset().
   CommStats& stats() { return stats_; }
 
+  // This rank's part of `full` along `dim` in the configured token layout, and the whole sequence
+  // back from every rank's part (collective): how tokens must be split for this context's attention.
+  Tensor shard(const Tensor& full, int dim);
+  Tensor gather(const Tensor& part, int dim);
+
   // Setup-time check of a call shape against this configuration and a backend (validate_call).
   void validate(const attention::Backend& backend, const CallShape& call) const;
 

@@ -1,9 +1,9 @@
 #pragma once
 // How ring attention makes every KV chunk visit every rank of the ring.
 //
-// A chunk is one rank's keys, values, key mask, length and global position, packed into one
-// contiguous message, so the mask always travels with its keys, a position rule knows which
-// global keys the chunk holds, and uneven lengths need no padding on the wire. At step
+// A chunk is one rank's keys, values, key mask and length, packed into one contiguous message, so
+// the mask always travels with its keys and uneven lengths need no padding on the wire;
+// where the keys sit in the global sequence follows from the owner and the token layout. At step
 // i rank r holds chunk (r - i) mod W: with p2p the chunk just arrived from the previous rank; with
 // allgather every chunk was gathered up front and is indexed.
 #include <cpdit/attention/attention.hpp>
@@ -32,8 +32,8 @@ struct CommStats {
 struct KvChunk {
   int owner = 0;          // ring rank whose keys these are
   Tensor k, v;            // (B, len, H_kv, D), dtype of the inputs
-  // The call's mask for these keys: key_padding (B, len) or none, and the position rule with
-  // k_offset = the global position of the chunk's first key.
+  // The call's mask for these keys: key_padding (B, len) or none, and the position rule (its
+  // offsets are set per call by the ring, from the layout).
   attention::Mask mask;
 
   int64_t length() const { return k.size(1); }
@@ -68,7 +68,7 @@ class KvRotation {
   int64_t batch_, heads_, dim_;
   DType dtype_;
   bool masked_;                      // the chunks carry key padding
-  attention::Mask rule_;             // the position rule of every chunk (offsets from the headers)
+  attention::Mask rule_;             // the position rule of every chunk
   std::vector<int64_t> lengths_;
   Tensor cur_, nxt_;                // p2p: the chunk held now and the one arriving
   Tensor gathered_;                 // allgather: every chunk, back to back in ring order
