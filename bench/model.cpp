@@ -81,18 +81,19 @@ LayoutRun time_layout(const BlockBench& bench, int ring, int ulysses, int64_t to
   run.stats = comm::run_local(ring * ulysses, [&](comm::Communicator& world) {
     std::optional<parallel::ParallelContext> context;
     std::optional<attention::ScopedRouter> bind;
-    comm::Communicator* flat = nullptr;
+    parallel::ParallelContext* split = nullptr;
     if (ring * ulysses > 1) {
       parallel::ContextParallelConfig config;
       config.ring_degree = ring;
       config.ulysses_degree = ulysses;
+      config.token_layout = bench.layout;
       context.emplace(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}), config);
       bind.emplace(&*context);
-      flat = &context->mesh().flat();
+      split = &*context;
     }
     std::vector<std::string> names;
     std::vector<Timing> timings;
-    for (const TimedBlock& block : bench.blocks(tokens, flat)) {
+    for (const TimedBlock& block : bench.blocks(tokens, split)) {
       names.push_back(block.block);
       timings.push_back(measure(block.forward, repeats));
     }

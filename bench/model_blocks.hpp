@@ -4,6 +4,7 @@
 // (layouts, token counts, JSON lines) over whichever family is asked for.
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/nn/load.hpp>
+#include <cpdit/parallel/context.hpp>
 
 #include <functional>
 #include <string>
@@ -25,11 +26,14 @@ struct BlockBench {
   int64_t weight_bytes = 0;  // the blocks' weights, one copy shared by every thread rank
   std::function<double(int64_t tokens)> block_gflop;
   // Builds the blocks on the calling rank (sharing the weights) with its inputs for `tokens`;
-  // `flat` is the rank's context-parallel group, or nullptr on one rank (nothing to split).
-  std::function<std::vector<TimedBlock>(int64_t tokens, comm::Communicator* flat)> blocks;
+  // `context` is the rank's context-parallel attention, whose shard() splits the tokens in its
+  // layout, or nullptr on one rank (nothing to split).
+  std::function<std::vector<TimedBlock>(int64_t tokens, parallel::ParallelContext* context)> blocks;
   // Optional: each block's output on one rank, its seeded weights loaded as `load` asks (the same
   // values whatever the dtype), for the accuracy of a dtype against f32.
-  std::function<std::vector<Tensor>(int64_t tokens, const nn::LoadOptions& load)> block_outputs;
+  std::function<std::vector<Tensor>(int64_t tokens, const nn::LoadOptions& load)> block_outputs{};
+  // The token layout of the multi-rank runs (zigzag where a causal mask would unbalance a ring).
+  parallel::TokenLayout layout = parallel::TokenLayout::contiguous;
 };
 
 // A FLUX.1 double- and single-stream block (3072 = 24 heads x 128, 512 text tokens).

@@ -5,7 +5,7 @@
 #include "model_blocks.hpp"
 
 #include <cpdit/models/flux/blocks.hpp>
-#include <cpdit/parallel/shard.hpp>
+#include <cpdit/parallel/context.hpp>
 
 #include <cmath>
 #include <memory>
@@ -15,22 +15,22 @@ namespace cpdit::bench {
 namespace {
 constexpr int64_t kDim = 3072, kHeads = 24, kHeadDim = 128, kText = 512;
 
-// Seeded block inputs for `image` tokens (this rank's share of them when `flat` splits them).
+// Seeded block inputs for `image` tokens (this rank's share of them when `context` splits them).
 struct Inputs {
   Tensor x, c, temb, cos, sin;
 };
 
-Inputs inputs(int64_t image, comm::Communicator* flat) {
+Inputs inputs(int64_t image, parallel::ParallelContext* context) {
   const int64_t side = int64_t(std::lround(std::sqrt(double(image))));
   std::vector<float> ids;
   for (int64_t i = 0; i < image; ++i) ids.insert(ids.end(), {0.0f, float(i / side), float(i % side)});
   Tensor x = random_tensor({1, image, kDim}, 11), c = random_tensor({1, kText, kDim}, 12);
   Tensor img = Tensor::from_vector(ids, {image, 3}), txt = Tensor::zeros({kText, 3});
-  if (flat) {
-    x = parallel::shard(x, 1, *flat);
-    c = parallel::shard(c, 1, *flat);
-    txt = parallel::shard(txt, 0, *flat);
-    img = parallel::shard(img, 0, *flat);
+  if (context) {
+    x = context->shard(x, 1);
+    c = context->shard(c, 1);
+    txt = context->shard(txt, 0);
+    img = context->shard(img, 0);
   }
   const std::vector<Tensor> rope = models::flux::PosEmbed({16, 56, 56}).forward(cat({txt, img}, 0));
   return {x, c, random_tensor({1, kDim}, 13), rope[0], rope[1]};
@@ -50,12 +50,12 @@ BlockBench flux_blocks(const nn::LoadOptions& load) {
     const double tokens = double(image + kText);
     return (24.0 * kDim * kDim * tokens + 4.0 * tokens * tokens * kDim) / 1e9;
   };
-  auto blocks = [dbl_weights, single_weights, load](int64_t image, comm::Communicator* flat) {
+  auto blocks = [dbl_weights, single_weights, load](int64_t image, parallel::ParallelContext* context) {
     auto dbl = std::make_shared<DoubleBlock>(kDim, kHeads, kHeadDim);
     auto single = std::make_shared<SingleBlock>(kDim, kHeads, kHeadDim);
     nn::load_state_dict(*dbl, *dbl_weights, load);
     nn::load_state_dict(*single, *single_weights, load);
-    const Inputs in = inputs(image, flat);
+    const Inputs in = inputs(image, context);
     return std::vector<TimedBlock>{{"double", [dbl, in] { dbl->forward(in.x, in.c, in.temb, in.cos, in.sin); }},
                                    {"single", [single, in] { single->forward(in.x, in.c, in.temb, in.cos, in.sin); }}};
   };

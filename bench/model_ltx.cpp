@@ -9,7 +9,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/ltx_video/blocks.hpp>
-#include <cpdit/parallel/shard.hpp>
+#include <cpdit/parallel/context.hpp>
 
 #include <memory>
 
@@ -38,7 +38,7 @@ BlockBench ltx_blocks(const nn::LoadOptions& load) {
     const double d = kDim;
     return (2.0 * s * (6 * d * d + 8 * d * d) + 2.0 * kText * 2 * d * d + 4.0 * s * s * d + 4.0 * s * kText * d) / 1e9;
   };
-  auto blocks = [weights, load](int64_t tokens, comm::Communicator* flat) {
+  auto blocks = [weights, load](int64_t tokens, parallel::ParallelContext* context) {
     std::shared_ptr<models::ltx_video::TransformerBlock> block = make_block();
     nn::load_state_dict(*block, *weights, load);
     std::vector<Tensor> rope =
@@ -48,12 +48,12 @@ BlockBench ltx_blocks(const nn::LoadOptions& load) {
     Tensor mask = Tensor::empty({1, kText}, DType::boolean);
     for (int64_t j = 0; j < kText; ++j) mask.data<bool>()[j] = j < kRealText;
     const Tensor temb = kernels::mul(random_tensor({1, 6, kDim}, 13), Tensor::full({1}, 0.1));  // modulation-sized
-    if (flat) {
-      x = parallel::shard(x, 1, *flat);
-      cos = parallel::shard(cos, 1, *flat);
-      sin = parallel::shard(sin, 1, *flat);
-      text = parallel::shard(text, 1, *flat);
-      mask = parallel::shard(mask, 1, *flat);
+    if (context) {
+      x = context->shard(x, 1);
+      cos = context->shard(cos, 1);
+      sin = context->shard(sin, 1);
+      text = context->shard(text, 1);
+      mask = context->shard(mask, 1);
     }
     return std::vector<TimedBlock>{
         {"ltx-2b", [block, x, text, temb, cos, sin, mask] { block->forward(x, text, temb, cos, sin, mask); }}};

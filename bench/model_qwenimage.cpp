@@ -6,7 +6,7 @@
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/models/qwenimage/blocks.hpp>
-#include <cpdit/parallel/shard.hpp>
+#include <cpdit/parallel/context.hpp>
 
 #include <cmath>
 #include <memory>
@@ -28,7 +28,7 @@ BlockBench qwenimage_blocks(const nn::LoadOptions& load) {
     const double tokens = double(image + kText);
     return (24.0 * kDim * kDim * tokens + 4.0 * tokens * tokens * kDim) / 1e9;
   };
-  auto blocks = [weights, load](int64_t image, comm::Communicator* flat) {
+  auto blocks = [weights, load](int64_t image, parallel::ParallelContext* context) {
     auto b = std::make_shared<TransformerBlock>(kDim, kHeads, kHeadDim);
     nn::load_state_dict(*b, *weights, load);
     // A square image of `image` tokens as one segment (1, side, side).
@@ -40,10 +40,10 @@ BlockBench qwenimage_blocks(const nn::LoadOptions& load) {
     std::vector<Tensor> rope = models::qwenimage::PosEmbed({16, 56, 56}).forward(img_shapes, kText);
     Tensor x = random_tensor({1, image, kDim}, 21), c = random_tensor({1, kText, kDim}, 22);
     const Tensor temb = random_tensor({1, kDim}, 23);
-    if (flat) {
-      x = parallel::shard(x, 1, *flat);
-      c = parallel::shard(c, 1, *flat);
-      for (Tensor& table : rope) table = parallel::shard(table, 0, *flat);
+    if (context) {
+      x = context->shard(x, 1);
+      c = context->shard(c, 1);
+      for (Tensor& table : rope) table = context->shard(table, 0);
     }
     const Tensor cos = cat({rope[2], rope[0]}, 0), sin = cat({rope[3], rope[1]}, 0);
     return std::vector<TimedBlock>{

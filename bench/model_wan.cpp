@@ -6,14 +6,15 @@
 //             quarter-size clip 5 x 15 x 26 = 1950 tokens; one timestep for the clip.
 //   skyreels  a 544x960 17-frame clip is 5 x 34 x 60 = 10,200 tokens (quick: 5 x 17 x 30 = 2550), one
 //             timestep per latent frame (diffusion forcing), timed twice: block-causal over blocks of
-//             one frame (a frame sees itself and the frames before it: 60% of the scores) and full.
+//             one frame (a frame sees itself and the frames before it: 60% of the scores) and full;
+//             split in SkyReels-V2's zigzag layout, so each ring rank sees as many keys.
 #include "measure.hpp"
 #include "model_blocks.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/common/wan_layers.hpp>
-#include <cpdit/parallel/shard.hpp>
+#include <cpdit/parallel/context.hpp>
 
 #include <memory>
 
@@ -37,9 +38,11 @@ std::unique_ptr<models::common::wan::Block> make_block() {
 }
 
 // The block at the clips' token counts: `grids` the clips (the first is --quick's), `per_token_temb`
-// one timestep projection per token (expanded from one per frame) instead of one for the clip.
+// one timestep projection per token (expanded from one per frame) instead of one for the clip,
+// `layout` how the ranks split the tokens.
 BlockBench wan21_block_bench(const nn::LoadOptions& load, std::string class_name, std::vector<Grid> grids,
-                             std::vector<Variant> variants, bool per_token_temb) {
+                             std::vector<Variant> variants, bool per_token_temb,
+                             parallel::TokenLayout layout = parallel::TokenLayout::contiguous) {
   auto weights = std::make_shared<const nn::StateDict>(shared_random_weights(*make_block(), 1, load));
   // 2 FLOP per multiply-add: projections of the video tokens (self q k v o, cross q o, FFN), the
   // text keys and values, and the two attentions (self-attention counted in full, mask or not).
@@ -58,7 +61,7 @@ BlockBench wan21_block_bench(const nn::LoadOptions& load, std::string class_name
       if (tokens[i] == n) return grids[i];
     fail(ErrorKind::invalid_argument, "bench model: --image-tokens must be ", sizes, " for this model, got ", n);
   };
-  auto blocks = [weights, load, grid_for, variants, per_token_temb](int64_t n, comm::Communicator* flat) {
+  auto blocks = [weights, load, grid_for, variants, per_token_temb](int64_t n, parallel::ParallelContext* context) {
     const Grid grid = grid_for(n);
     std::shared_ptr<models::common::wan::Block> block = make_block();
     nn::load_state_dict(*block, *weights, load);
@@ -69,11 +72,11 @@ BlockBench wan21_block_bench(const nn::LoadOptions& load, std::string class_name
     // Modulation-sized; the same per token (the values do not change the cost).
     Tensor temb = kernels::mul(random_tensor({1, 6, kDim}, 13), Tensor::full({1}, 0.1));
     if (per_token_temb) temb = kernels::add(Tensor::zeros({1, n, 6, kDim}), temb.reshape({1, 1, 6, kDim}));
-    if (flat) {
-      x = parallel::shard(x, 1, *flat);
-      cos = parallel::shard(cos, 1, *flat);
-      sin = parallel::shard(sin, 1, *flat);
-      if (per_token_temb) temb = parallel::shard(temb, 1, *flat);
+    if (context) {
+      x = context->shard(x, 1);
+      cos = context->shard(cos, 1);
+      sin = context->shard(sin, 1);
+      if (per_token_temb) temb = context->shard(temb, 1);
     }
     std::vector<TimedBlock> timed;
     for (const Variant& v : variants) {
@@ -91,7 +94,8 @@ BlockBench wan21_block_bench(const nn::LoadOptions& load, std::string class_name
           .text_tokens = kText,
           .weight_bytes = bytes_of(*weights),
           .block_gflop = gflop,
-          .blocks = blocks};
+          .blocks = blocks,
+          .layout = layout};
 }
 
 }  // namespace
@@ -102,7 +106,8 @@ BlockBench wan_blocks(const nn::LoadOptions& load) {
 
 BlockBench skyreels_blocks(const nn::LoadOptions& load) {
   return wan21_block_bench(load, "SkyReelsV2Transformer3DModel", {{5, 17, 30}, {5, 34, 60}},
-                           {{"skyreels-v2-1.3b-block-causal", 1}, {"skyreels-v2-1.3b-full", 0}}, true);
+                           {{"skyreels-v2-1.3b-block-causal", 1}, {"skyreels-v2-1.3b-full", 0}}, true,
+                           parallel::TokenLayout::zigzag);
 }
 
 }  // namespace cpdit::bench

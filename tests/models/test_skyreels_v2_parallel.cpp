@@ -1,6 +1,7 @@
 // Our SkyReels-V2 plan under every (ring, Ulysses) mix and both ring rotations equals the single-rank
 // model: per-frame timesteps (expanded per token, then split with the tokens), block-causal
-// attention (a rule on global positions, evaluated per KV chunk), and a batch of 2 with fps.
+// attention (a rule on global positions, evaluated per KV chunk, tokens split zigzag), and a batch
+// of 2 with fps.
 #include "models/skyreels_v2_fixture.hpp"
 #include "support/plan_parity.hpp"
 
@@ -39,8 +40,12 @@ TEST(SkyReelsV2Parallel, PerFrameTimesteps) {
 
 TEST(SkyReelsV2Parallel, BlockCausalFrames) {
   // Blocks of 2 frames of 4 x 5 patches: 4 frames = 80 tokens, block boundaries inside rank shards.
-  expect_every_mix_matches(testing::with_frames_per_block(fixture_checkpoint(), 2), random_inputs(1, 4, 8, 10, 2),
-                           "block-causal");
+  const SkyReelsV2Checkpoint ck = testing::with_frames_per_block(fixture_checkpoint(), 2);
+  // Causal frame blocks are split zigzag (an early and a late range per ring rank), so this checks
+  // that layout; blocks of one frame (no mask) stay contiguous.
+  ASSERT_EQ(load_skyreels_v2(ck)->token_layout(), parallel::TokenLayout::zigzag);
+  ASSERT_EQ(load_skyreels_v2(fixture_checkpoint())->token_layout(), parallel::TokenLayout::contiguous);
+  expect_every_mix_matches(ck, random_inputs(1, 4, 8, 10, 2), "block-causal");
 }
 
 TEST(SkyReelsV2Parallel, BatchOfTwoWithFps) {

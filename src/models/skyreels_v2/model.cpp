@@ -40,6 +40,10 @@ parallel::ContextParallelPlan skyreels_v2_plan() {
   return plan;
 }
 
+parallel::TokenLayout SkyReelsV2Transformer3DModel::token_layout() const {
+  return config_.num_frame_per_block > 1 ? parallel::TokenLayout::zigzag : parallel::TokenLayout::contiguous;
+}
+
 namespace {
 
 // (B, F, W) -> (B, F·T, W): row (b, f) repeated for the T tokens of frame f.

@@ -43,8 +43,10 @@ SkyReelsV2Checkpoint read_skyreels_v2_checkpoint(const std::string& path,
 //   frame_to_tokens    temb (B, S, D) for the output head's shift/scale and timestep_proj
 //     outputs          (B, S, 6, D) for every block's modulation, expanded from one per frame, split;
 //   proj_out output    gathered, so unpatchify sees every token.
+// Every split and gather follows the model's token layout: zigzag under block-causal attention, so
+// each ring rank holds an early and a late range of frames and the ranks see about as many keys.
 // Block-causal attention needs no plan entry: the mask is a rule on global positions, which ring,
-// Ulysses and unified attention evaluate per KV chunk from the shard layout.
+// Ulysses and unified attention evaluate per KV chunk from that layout.
 parallel::ContextParallelPlan skyreels_v2_plan();
 
 // Repeats each frame's timestep embedding over that frame's tokens: forward(temb (B, F, D),
@@ -66,6 +68,9 @@ class SkyReelsV2Transformer3DModel : public common::wan::Wan21Network {
   nn::TensorMap forward(const nn::TensorMap& inputs) const override;
 
   parallel::ContextParallelPlan context_parallel_plan() const override { return skyreels_v2_plan(); }
+  // Zigzag when frame blocks are causal (num_frame_per_block > 1): a contiguous ring would give its
+  // first rank only its own frames to attend to and its last rank every frame.
+  parallel::TokenLayout token_layout() const override;
 
  private:
   // timestep_proj (B, F, 6D) plus the fps projection of each batch item (diffusers 0.42.1 adds item
