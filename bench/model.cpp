@@ -45,7 +45,14 @@ struct ModelBenchArgs {
   std::string dtype = "f32";
   std::vector<int64_t> tokens;  // default: the family's
   int repeats = 0;              // default: 1 (quick) or 3
+  std::string token_layout;     // default: the family's
 };
+
+parallel::TokenLayout token_layout_named(const std::string& name) {
+  for (parallel::TokenLayout layout : {parallel::TokenLayout::contiguous, parallel::TokenLayout::zigzag})
+    if (name == parallel::token_layout_name(layout)) return layout;
+  fail(ErrorKind::invalid_argument, "bench model: unknown --token-layout '", name, "'; use contiguous or zigzag");
+}
 
 // The block benchmark of a registered model class, by the class name or its family's short name.
 BlockBench block_bench(const std::string& model, const nn::LoadOptions& load) {
@@ -135,7 +142,8 @@ void print_accuracy(const BlockBench& bench, const std::string& dtype, const nn:
 void run_model_bench(const ModelBenchArgs& args) {
   const nn::LoadOptions load = nn::load_options(args.dtype);  // the random weights are f32: auto is f32
   const ScopedMatmulPrecision precision(app::matmul_precision_for(args.dtype));
-  const BlockBench bench = block_bench(args.model, load);
+  BlockBench bench = block_bench(args.model, load);
+  if (!args.token_layout.empty()) bench.layout = token_layout_named(args.token_layout);
   const int repeats = args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3);
   const std::vector<int64_t> token_counts =
       !args.tokens.empty() ? args.tokens : args.quick ? bench.quick_tokens : bench.default_tokens;
@@ -160,9 +168,10 @@ void run_model_bench(const ModelBenchArgs& args) {
         auto j = line("model");
         j.update({{"model", bench.class_name}, {"block", run.blocks[b]}, {bench.tokens_field, tokens},
                   {"text_tokens", bench.text_tokens}, {"ranks", ranks}, {"layout", l.name}, {"ring", l.ring},
-                  {"ulysses", l.ulysses}, {"threads_per_rank", 1}, {"dtype", args.dtype}, {"min_s", t.min_s},
-                  {"median_s", t.median_s}, {"gflop", gflop}, {"gflops", gflop / t.min_s},
-                  {"cpu_s_per_rank", t.cpu_min_s / ranks}, {"gflops_per_cpu_s", gflop / t.cpu_min_s},
+                  {"ulysses", l.ulysses}, {"token_layout", parallel::token_layout_name(bench.layout)},
+                  {"threads_per_rank", 1}, {"dtype", args.dtype}, {"min_s", t.min_s}, {"median_s", t.median_s},
+                  {"gflop", gflop}, {"gflops", gflop / t.min_s}, {"cpu_s_per_rank", t.cpu_min_s / ranks},
+                  {"cpu_median_s_per_rank", t.cpu_median_s / ranks}, {"gflops_per_cpu_s", gflop / t.cpu_min_s},
                   {"speedup_vs_1_rank", base.slowest[b].min_s / t.min_s},
                   {"cpu_speedup_vs_1_rank", base.slowest[b].cpu_min_s / (t.cpu_min_s / ranks)},
                   {"peak_activation_bytes_per_rank", peaks},
@@ -191,6 +200,9 @@ void add_model_bench(CLI::App& parent) {
       ->capture_default_str();
   cmd->add_option("--image-tokens", args->tokens, "token counts (default flux: 1024 4096 image tokens; wan: 1950 7800 video tokens; ltx: 1536; skyreels: 2550 10200)");
   cmd->add_option("--repeats", args->repeats, "timed repeats after one warm-up");
+  cmd->add_option("--token-layout", args->token_layout,
+                  "how the ranks split the tokens: contiguous or zigzag (default: the model's; skyreels: zigzag, "
+                  "which balances the ring under its block-causal mask)");
   cmd->callback([args] { run_model_bench(*args); });
 }
 
