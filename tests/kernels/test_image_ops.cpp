@@ -139,31 +139,35 @@ TEST(Conv3d, FastestDecidesByTheWholeLayer) {
   EXPECT_EQ(kernels::resolve_conv_algorithm(ConvAlgorithm::direct, band, weight, same, 128), ConvAlgorithm::direct);
 }
 
-// Winograd's weight transform is made once per weight and kept (counted with the weights): two
-// threads convolving with one weight at once (ranks sharing a model) transform it once, later calls
-// not again, and both get the same numbers.
-TEST(Conv3d, WinogradWeightsAreTransformedOncePerProcess) {
+// Inside a ConvWeightScope (a decode), Winograd's weight transform is made once per weight and kept
+// (counted with the weights): two threads convolving with one weight at once (ranks sharing a
+// model) transform it once, later calls not again, and both get the same numbers; when the scope
+// ends the kept weights are freed, and outside one nothing is kept.
+TEST(Conv3d, WinogradWeightsAreTransformedOncePerScope) {
   const auto winograd = kernels::ConvAlgorithm::winograd;
   const Tensor x = random_tensor({1, 256, 1, 8, 8}, 11), w = random_tensor({256, 256, 1, 3, 3}, 12);
   const ConvGeometry g = ConvGeometry::same(0, 1, 1);
   MemoryCounter& weights = weight_memory_counter();
   const int64_t before = weights.current();
-  Tensor first, second;
-  std::thread other([&] { second = kernels::conv3d(x, w, {}, g, winograd); });
-  first = kernels::conv3d(x, w, {}, g, winograd);
-  other.join();
-  const int64_t one_transform = weights.current() - before;
-  EXPECT_GT(one_transform, int64_t(w.nbytes()));  // 6x6 tiles of every 3x3 kernel
-  EXPECT_EQ(max_abs_diff(first, second), 0.0);
-  kernels::conv3d(x, w, {}, g, winograd);
-  EXPECT_EQ(weights.current() - before, one_transform);
   {
+    const kernels::ConvWeightScope scope;
+    Tensor first, second;
+    std::thread other([&] { second = kernels::conv3d(x, w, {}, g, winograd); });
+    first = kernels::conv3d(x, w, {}, g, winograd);
+    other.join();
+    const int64_t one_transform = weights.current() - before;
+    EXPECT_GT(one_transform, int64_t(w.nbytes()));  // 6x6 tiles of every 3x3 kernel
+    EXPECT_EQ(max_abs_diff(first, second), 0.0);
+    kernels::conv3d(x, w, {}, g, winograd);
+    EXPECT_EQ(weights.current() - before, one_transform);
     // Another weight of the same shape has a transform of its own, of the same size: so the two
     // threads above made exactly one.
-    const Tensor copy = w.clone();
-    kernels::conv3d(x, copy, {}, g, winograd);
+    kernels::conv3d(x, w.clone(), {}, g, winograd);
     EXPECT_EQ(weights.current() - before, 2 * one_transform);
   }
+  EXPECT_EQ(weights.current(), before);
+  kernels::conv3d(x, w, {}, g, winograd);
+  EXPECT_EQ(weights.current(), before);
 }
 
 TEST(Conv3d, RefusesBadShapes) {

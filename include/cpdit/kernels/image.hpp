@@ -41,6 +41,18 @@ ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm algorithm, const Shape& x_sha
                                      const ConvGeometry& geometry, int64_t out_rows);
 ConvAlgorithm default_conv_algorithm();
 
+// While one lives on any thread, conv3d keeps the Winograd-transformed weights it makes, for every
+// thread of the process: a decoder holds one over its decode, so that each layer's weights are
+// transformed once per decode, not once per call (Wan decodes frame by frame) nor once per rank
+// (ranks as threads share the weights). When the last one ends, the kept weights are freed.
+class ConvWeightScope {
+ public:
+  ConvWeightScope();
+  ~ConvWeightScope();
+  ConvWeightScope(const ConvWeightScope&) = delete;
+  ConvWeightScope& operator=(const ConvWeightScope&) = delete;
+};
+
 // x (B, C, F, H, W), weight (O, C, kf, kh, kw), bias (O) or undefined -> (B, O, F', H', W') with
 // F' = (F + pads - kf) / stride + 1 (likewise H', W'). oneDNN's convolution primitive in its own
 // layout, reordering in and out per call (chosen by measurement; see bench/README.md).

@@ -128,42 +128,59 @@ memory weights_for(const dnnl::convolution_forward::primitive_desc& pd, const Te
 // Winograd's F(4x4, 3x3) (oneDNN's jit_wino_4x3) does a quarter of direct convolution's
 // multiplications on 3x3, stride-1 layers, but first transforms the weights in a serial reorder that
 // takes about as long as the convolution of 8192 output pixels (both scale with in x out channels).
-// The transform is made once per weight and kept with it (winograd_weights), so only a layer's
-// first call pays it. Measured at one thread (`bench conv`: cpdit_direct against cpdit_winograd):
-// 512 channels at 128x128, 0.74 s direct against 0.44 s; at 64x128, 0.32 against 0.44 with the
-// transform on every call; at 64x64 Winograd loses more. Below 256 channels oneDNN switches to its
+// A decode makes it once per layer (ConvWeightScope), and FLUX.1's decoder calls each layer once, so
+// the break-even counts it. Measured at one thread (`bench conv`: cpdit_direct against
+// cpdit_winograd, transform included): 512 channels at 128x128, 0.74 s direct against 0.44 s; at
+// 64x128, 0.32 against 0.44; at 64x64 Winograd loses more (with the transform kept, it won 1.6x at
+// 32x32: most of its cost is the transform). Below 256 channels oneDNN switches to its
 // F(2x2, 3x3) variant, which measured 0.9-1.2x, so those layers stay direct. Its rounding differs
 // from a direct sum's by ~1e-6 of the output's range (tests bound it).
 constexpr int64_t kWinogradMinChannels = 256, kWinogradMinPixels = 128 * 128;
 
 // Winograd's transformed weights, by weight and layout (oneDNN may block them differently for other
-// image sizes): made on a layer's first call and kept for the life of the process, as the one
-// model a decode runs with is, so that neither later calls (Wan decodes frame by frame) nor the
-// other ranks of the process (threads sharing the weights) transform them again. Each entry holds
-// its weight, so that no other weight can come to lie at the same address. Counted with the
-// weights, not on any rank.
+// image sizes), kept while a ConvWeightScope lives. Each entry holds its weight, so that no other
+// weight can come to lie at the same address meanwhile; kept weights are counted with the weights,
+// not on any rank.
 struct TransformedWeights {
   Tensor weight, transformed;
 };
+struct WinogradCache {
+  std::mutex mutex;
+  int scopes = 0;
+  std::map<std::string, TransformedWeights> entries;
+};
+WinogradCache& winograd_cache() {
+  static WinogradCache cache;
+  return cache;
+}
 
-memory winograd_weights(const dnnl::convolution_forward::primitive_desc& pd, const Tensor& weight) {
-  static std::mutex mutex;
-  static std::map<std::string, TransformedWeights> cache;
+// `weight` (O, C, 1, 3, 3) in `pd`'s transformed layout: the kept copy inside a ConvWeightScope (made
+// by the first caller; a rank asking while another transforms waits for it), else a fresh one.
+Tensor winograd_weights(const dnnl::convolution_forward::primitive_desc& pd, const Tensor& weight) {
   const memory::desc& wanted = pd.weights_desc();
+  const auto transform = [&] {
+    Tensor transformed;
+    const Shape& s = weight.shape();
+    weights_for(pd, weight, plain({s[0], s[1], 3, 3}, memory::format_tag::oihw), transformed);
+    CPDIT_CHECK(transformed.defined(), internal, "conv3d: Winograd's weights came in the plain layout");
+    return transformed;
+  };
+  WinogradCache& cache = winograd_cache();
+  std::unique_lock<std::mutex> lock(cache.mutex);
+  if (cache.scopes == 0) {
+    lock.unlock();
+    return transform();
+  }
   std::ostringstream key;
   key << weight.raw() << shape_string(weight.shape());
   key.write(reinterpret_cast<const char*>(&wanted.data), sizeof wanted.data);
-  // One transform at a time: a rank asking for the weights another is transforming waits for them.
-  std::lock_guard<std::mutex> lock(mutex);
-  TransformedWeights& entry = cache[key.str()];
+  TransformedWeights& entry = cache.entries[key.str()];
   if (!entry.transformed.defined()) {
-    const Shape& s = weight.shape();
-    weights_for(pd, weight, plain({s[0], s[1], 3, 3}, memory::format_tag::oihw), entry.transformed);
-    CPDIT_CHECK(entry.transformed.defined(), internal, "conv3d: Winograd's weights came in the plain layout");
+    entry.transformed = transform();
     entry.transformed.charge_to(weight_memory_counter());
     entry.weight = weight;
   }
-  return memory(wanted, cpu_engine(), entry.transformed.data<float>());
+  return entry.transformed;
 }
 
 // The shapes winograd_conv takes: a 3x3 kernel one frame deep, stride 1, no frame padding.
@@ -183,7 +200,8 @@ bool winograd_conv(const std::vector<Tensor>& parts, const Shape& x, const Tenso
   const auto pd = primitive_for(dnnl::algorithm::convolution_winograd, any({frames, c, x[3], w}), any({o, c, 3, 3}),
                                 bias, any({frames, o, ho, wo}), g, 2);
   if (!pd) return false;
-  const memory weights = winograd_weights(*pd, weight);
+  const Tensor transformed = winograd_weights(*pd, weight);
+  const memory weights(pd->weights_desc(), cpu_engine(), transformed.data<float>());
   for (int64_t b = 0; b < x[0]; ++b) {
     std::vector<memory> src;
     for (const Tensor& part : parts) {
@@ -208,6 +226,16 @@ ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm algorithm, const Shape& x_sha
   const bool pays = x_shape[1] >= kWinogradMinChannels && weight_shape[0] >= kWinogradMinChannels &&
                     x_shape[2] * out_rows * out_columns >= kWinogradMinPixels;
   return winograd_shape(weight_shape, geometry) && pays ? ConvAlgorithm::winograd : ConvAlgorithm::direct;
+}
+
+ConvWeightScope::ConvWeightScope() {
+  std::lock_guard<std::mutex> lock(winograd_cache().mutex);
+  ++winograd_cache().scopes;
+}
+
+ConvWeightScope::~ConvWeightScope() {
+  std::lock_guard<std::mutex> lock(winograd_cache().mutex);
+  if (--winograd_cache().scopes == 0) winograd_cache().entries.clear();
 }
 
 void set_default_conv_algorithm(ConvAlgorithm algorithm) { process_default = algorithm; }
