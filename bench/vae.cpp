@@ -1,8 +1,8 @@
 // cpdit bench vae: one VAE decode at real widths with random weights (seeded), on 1 rank and split by
-// rows (for wan, or by frames: --split) over P local ranks (parallel/halo.hpp): seconds (min and median of the repeats, and process
-// CPU time, and at one thread per rank the busiest rank's CPU time), peak tensor memory per rank, the
-// weights' bytes (with Winograd's transformed copies, made once per process), and the P-rank
-// speedup, memory ratio and largest difference against 1 rank, measured in the same run; with --compare-direct also the difference
+// rows (for wan, or by frames: --split) over P local ranks (parallel/halo.hpp): seconds (min and
+// median of the repeats, process CPU time, and at one thread per rank the busiest rank's CPU time),
+// peak tensor memory per rank, the weights' bytes, and the P-rank speedup, memory ratio and largest
+// difference against 1 rank, measured in the same run; with --compare-direct also the difference
 // Winograd makes (one more 1-rank decode with every convolution summed directly).
 // bench/vae_torch.py runs diffusers' decode on the same shapes beside it.
 //   flux: AutoencoderKL as FLUX.1 ships it (16 latent channels, blocks 128/256/512/512, 2 layers).
@@ -141,7 +141,8 @@ void run(const VaeBenchArgs& a) {
   Tensor one_rank_sample;
   for (int ranks : a.ranks) {
     int64_t peak = 0;
-    // The first decode (measure's warm-up) also transforms the Winograd weights, once per process.
+    // The first decode (measure's warm-up) also pays what a process pays once: oneDNN generating its
+    // kernels, the allocator's first pages.
     double busiest = INFINITY, first = -1;
     Tensor sample;
     const Timing t = measure([&] {
@@ -162,7 +163,7 @@ void run(const VaeBenchArgs& a) {
               {"conv", a.conv}, {"split", a.model == "wan" ? a.split : "rows"}, {"repeats", a.repeats},
               {"min_s", t.min_s}, {"median_s", t.median_s},
               {"cpu_min_s", t.cpu_min_s}, {"peak_bytes_per_rank", peak},
-              {"weight_bytes", weight_memory_counter().current()}});  // Winograd's transformed weights included
+              {"weight_bytes", weight_memory_counter().current()}});
     if (a.threads == 1) j.update({{"busiest_rank_cpu_min_s", busiest}, {"first_decode_busiest_rank_cpu_s", first}});
     if (one_rank_min > 0 && ranks > 1)
       j.update({{"speedup_over_1_rank", one_rank_min / t.min_s},
