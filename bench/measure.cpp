@@ -12,23 +12,26 @@
 namespace cpdit::bench {
 
 namespace {
-double cpu_seconds() {
+double cpu_seconds(clockid_t clock) {
   timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  clock_gettime(clock, &ts);
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 }  // namespace
+
+double process_cpu_seconds() { return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID); }
+double thread_cpu_seconds() { return cpu_seconds(CLOCK_THREAD_CPUTIME_ID); }
 
 Timing measure(const std::function<void()>& fn, int repeats) {
   fn();
   Timing t;
   std::vector<double> cpu_samples;
   for (int i = 0; i < std::max(repeats, 1); ++i) {
-    const double cpu_start = cpu_seconds();
+    const double cpu_start = process_cpu_seconds();
     auto start = std::chrono::steady_clock::now();
     fn();
     t.samples_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    cpu_samples.push_back(cpu_seconds() - cpu_start);
+    cpu_samples.push_back(process_cpu_seconds() - cpu_start);
   }
   std::vector<double> sorted = t.samples_s;
   std::sort(sorted.begin(), sorted.end());

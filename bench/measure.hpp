@@ -21,6 +21,10 @@ struct Timing {
   double cpu_median_s = 0;
 };
 
+// CPU seconds used so far by the process (summed over its threads), or by the calling thread.
+double process_cpu_seconds();
+double thread_cpu_seconds();
+
 // Runs fn once to warm up (caches, allocator, page faults), then `repeats` timed runs.
 Timing measure(const std::function<void()>& fn, int repeats);
 

@@ -73,6 +73,12 @@ def main():
             "cpdit_median_s": c["median_s"], "cpdit_cpu_min_s": c["cpu_min_s"],
             "cpdit_peak_bytes_per_rank": c["peak_bytes_per_rank"], "cpdit_split": c["split"],
             "torch_over_cpdit_min": t_min / c["min_s"], "torch_over_cpdit_cpu": t_cpu / c["cpu_min_s"],
+            # At one thread per rank: the busiest rank's CPU time, the wall time on idle cores (bench/vae.cpp).
+            "cpdit_busiest_rank_cpu_min_s": c.get("busiest_rank_cpu_min_s"),
+            "cpdit_first_decode_busiest_rank_cpu_s": c.get("first_decode_busiest_rank_cpu_s"),
+            "torch_over_cpdit_busiest_rank_cpu": t_cpu / c["busiest_rank_cpu_min_s"] if "busiest_rank_cpu_min_s" in c else None,
+            "cpdit_weight_bytes": c["weight_bytes"], "cpdit_peak_over_1_rank": c.get("peak_over_1_rank"),
+            "cpdit_diff_vs_1_rank_over_range": c.get("diff_vs_1_rank_over_range"),
         }), flush=True)
 
 

@@ -1,12 +1,13 @@
 // `cpdit decode`: latents that `generate` wrote, through the pipeline's VAE, to an image (PNG), a Wan
 // or LTX-Video video (MP4) or the decoded sample (safetensors). FLUX.1's latents are unscaled (/ scaling_factor + shift_factor),
 // Wan's and LTX-Video's denormalised (* latents_std + latents_mean) first, as the pipelines do (LTX-Video's
-// timestep-conditioned VAE at --decode-timestep); the decode is split by rows over the local ranks (or
-// the processes of an mpirun launch).
+// timestep-conditioned VAE at --decode-timestep); the decode is split by rows (or, --vae-split frames,
+// a Wan video's latent frames) over the local ranks (or the processes of an mpirun launch).
 #include "command.hpp"
 #include "mpi_arguments.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
+#include "vae_split_option.hpp"
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/core/error.hpp>
@@ -31,6 +32,7 @@ struct DecodeOptions {
   int ranks = 1, threads = 0;
   int fps = 0;  // 0: the pipeline's (Wan 16, LTX-Video 25)
   pipeline::DecodeTimestep ltx;
+  models::vae::VideoSplit split = models::vae::VideoSplit::rows;
 };
 
 // The VAE folder: PIPELINE_DIR/vae when it exists, else the folder itself.
@@ -79,7 +81,7 @@ void run_decode(const DecodeOptions& o) {
   comm::LocalOptions local;
   local.threads_per_rank = o.threads;
   comm::run_ranks(o.ranks, [&](comm::Communicator& world) {
-    const Tensor sample = pipeline::decode_latents(vae, it->second, world, o.ltx);
+    const Tensor sample = pipeline::decode_latents(vae, it->second, world, o.ltx, o.split);
     if (world.rank() != 0) return;
     io::OutputBatch outputs;  // --video and --out appear together, or neither does
     if (!o.video.empty()) write_video(o.video, vae, sample, o.fps);
@@ -112,6 +114,7 @@ void add_decode(CLI::App& parent) {
       ->capture_default_str()
       ->check(whole_number<int>());
   cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)")->check(whole_number<int>());
+  add_vae_split_option(cmd, o->split);
   cmd->callback([o] { run_decode(*o); });
 }
 

@@ -12,6 +12,7 @@
 #include "option_checks.hpp"
 #include "parallel_flags.hpp"
 #include "progress.hpp"
+#include "vae_split_option.hpp"
 #include "weight_flags.hpp"
 
 #include <cpdit/comm/launch.hpp>
@@ -595,7 +596,8 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
   const pipeline::DecodeTimestep decode_timestep{args.decode_timestep, args.decode_noise_scale, args.seed, {}};
   if (decode)
     generation.pixels =
-        pipeline::decode_stage(stages, parts.vae, generation.latents, info.layout.ranks, local, decode_timestep);
+        pipeline::decode_stage(stages, parts.vae, generation.latents, info.layout.ranks, local, decode_timestep,
+                               args.vae_split);
   if (info.pipeline == pipeline::PipelineKind::qwenimage && generation.pixels.defined() && lead)
     generation.pixels = pipeline::qwenimage_image_pixels(generation.pixels);
   return generation;
@@ -755,6 +757,7 @@ void add_generate(CLI::App& parent) {
                   "LTX-Video's timestep-conditioned VAE: the weight of the noise mixed into the latents before decoding "
                   "(default: the decode timestep; 0.025 for LTX-Video 0.9.1+)")
       ->check(finite_number());
+  add_vae_split_option(cmd, args->vae_split);
   cmd->add_option("--out", args->out,
                   "write the final latents here (safetensors, atomically) and, with a VAE, the decoded `image` (B, H, W, 3) "
                   "or `video` (B, F, H, W, 3), f32 in [0, 1]");

@@ -31,6 +31,7 @@ struct GenerateArgs {
   double addnoise_condition = 0;
   float decode_timestep = 0.0f;  // LTX-Video's timestep-conditioned VAE
   std::optional<float> decode_noise_scale;
+  models::vae::VideoSplit vae_split = models::vae::VideoSplit::rows;
   uint64_t seed = 0;
   float guidance = std::nanf("");  // unset: the pipeline's default
   float true_cfg_scale = std::nanf("");  // unset: FLUX.1 1.0 (off), Qwen-Image 4.0

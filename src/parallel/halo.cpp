@@ -1,7 +1,8 @@
 // The halo exchange of a row-split convolution. Rank r sends its first `after` rows up to r-1 (they
 // are r-1's lower halo) and its last `before` rows down to r+1 (r+1's upper halo), receives the
 // same from its neighbours, and convolves [upper halo; band; lower halo] with zero padding only
-// where the band touches the image's edge.
+// where the band touches the image's edge, the three laid out into the convolution's buffer apart
+// (never copied together, which would hold the band twice).
 #include <cpdit/comm/tensor_ops.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/parallel/halo.hpp>
@@ -48,6 +49,14 @@ Tensor conv3d_rows(const Tensor& x, const Tensor& weight, const Tensor& bias, co
   if (!top && after > 0) pending.push_back(comm::isend(*group, rows_of(x, 0, after), rank - 1, kTagUpward));
   if (!bottom && before > 0)
     pending.push_back(comm::isend(*group, rows_of(x, band - before, before), rank + 1, kTagDownward));
+  // Every rank sums the layer as one rank would: the choice of algorithm counts the whole image's rows.
+  std::vector<int64_t> bands(size_t(group->size()));
+  group->all_gather(&band, sizeof(int64_t), bands.data());
+  int64_t rows = 0;
+  for (int64_t b : bands) rows += b;
+  const kernels::ConvAlgorithm algorithm =
+      kernels::resolve_conv_algorithm(kernels::default_conv_algorithm(), x.shape(), weight.shape(), geometry,
+                                      rows + before + after - weight.size(3) + 1);
   for (auto& request : pending) request->wait();
 
   std::vector<Tensor> parts;
@@ -57,7 +66,7 @@ Tensor conv3d_rows(const Tensor& x, const Tensor& weight, const Tensor& bias, co
   kernels::ConvGeometry g = geometry;
   g.pad_before[1] = top ? before : 0;
   g.pad_after[1] = bottom ? after : 0;
-  return kernels::conv3d(parts.size() == 1 ? x : cat(parts, kRowsDim), weight, bias, g);
+  return kernels::conv3d_row_parts(parts, weight, bias, g, algorithm);
 }
 
 }  // namespace cpdit::parallel

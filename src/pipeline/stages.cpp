@@ -102,14 +102,15 @@ nn::TensorMap encode_stage(StageLog& log, const std::function<nn::TensorMap()>& 
 }
 
 Tensor decode_stage(StageLog& log, const std::function<models::LoadedModel()>& open_vae, const Tensor& latents,
-                    int ranks, const comm::LocalOptions& local, const DecodeTimestep& ltx) {
+                    int ranks, const comm::LocalOptions& local, const DecodeTimestep& ltx,
+                    models::vae::VideoSplit split) {
   return log.run("decode", [&] {
     const models::LoadedModel vae = open_vae();
     Tensor sample;
     std::mutex kept;
     comm::run_ranks(ranks, [&](comm::Communicator& world) {
       memory::reset_peak();
-      Tensor mine = decode_latents(vae, latents, world, ltx);
+      Tensor mine = decode_latents(vae, latents, world, ltx, split);
       log.add_rank_peak(memory::peak_bytes());
       // Local ranks share this process: rank 0's copy is kept. Under mpirun each process keeps its own.
       if (world.rank() != 0 && !comm::launched_by_mpi()) return;

@@ -57,16 +57,23 @@ nn::TensorMap ltx_vae_inputs(const models::vae::AutoencoderKLLTXVideo& vae, cons
 }  // namespace
 
 Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world,
-                      const DecodeTimestep& ltx) {
-  // Each rank needs a latent row: a world with more ranks than rows decodes on its first `rows`.
-  const int64_t rows = latents.defined() && latents.dim() >= 4 ? latents.size(-2) : 1;
+                      const DecodeTimestep& ltx, models::vae::VideoSplit split) {
+  const bool by_frames = split == models::vae::VideoSplit::frames;
+  CPDIT_CHECK(!by_frames || std::any_cast<models::vae::WanVaeConfig>(&vae.config), invalid_argument,
+              "a frame split is for Wan's video VAE (AutoencoderKLWan); this VAE is ", vae.class_name,
+              ": split by rows");
+  // Each rank needs a latent row (frame): a world with more ranks decodes on its first `parts`.
+  const int64_t parts = !latents.defined() || latents.dim() < 4 ? 1
+                        : by_frames && latents.dim() == 5   ? latents.size(2)
+                                                            : latents.size(-2);
   std::shared_ptr<comm::Communicator> group(&world, [](comm::Communicator*) {});
-  if (rows < world.size()) {
-    group = world.split(world.rank() < rows ? 0 : 1, world.rank());
-    if (world.rank() >= rows) return Tensor();
+  if (parts < world.size()) {
+    group = world.split(world.rank() < parts ? 0 : 1, world.rank());
+    if (world.rank() >= parts) return Tensor();
   }
   auto model = vae.replica();
-  if (group->size() > 1)  // rows split over the ranks; the one-head mid-block attention on the ring
+  if (by_frames) dynamic_cast<models::vae::AutoencoderKLWan&>(*model).set_video_split(split);
+  if (group->size() > 1)  // split over the ranks; the one-head mid-block attention on the ring
     model->enable_parallelism(group, parallel::ContextParallelConfig{group->size(), 1});
   const auto* ltx_vae = dynamic_cast<const models::vae::AutoencoderKLLTXVideo*>(model.get());
   return model->forward(ltx_vae ? ltx_vae_inputs(*ltx_vae, latents, ltx)

@@ -2,12 +2,14 @@
 #include "kernels/reference.hpp"
 
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/weight.hpp>
 #include <cpdit/kernels/image.hpp>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 namespace cpdit {
 namespace {
@@ -112,6 +114,60 @@ TEST(Conv3d, WinogradMatchesDirectSum) {
   EXPECT_THROW(kernels::conv3d(random_tensor({1, 256, 1, 5, 5}, 4), random_tensor({256, 256, 1, 1, 1}, 5), {},
                                ConvGeometry{}, winograd),
                Error);
+}
+
+// `fastest` decides by the layer's whole output, so that the bands of a row split sum as one rank
+// would (parallel::conv3d_rows passes every rank's rows together).
+TEST(Conv3d, FastestDecidesByTheWholeLayer) {
+  using kernels::ConvAlgorithm;
+  const ConvGeometry same = ConvGeometry::same(0, 1, 1);
+  const Shape band{1, 256, 1, 64, 128}, weight{256, 256, 1, 3, 3};
+  // A 64-row band of a 128-row layer: Winograd, as for the whole 128x128 layer on one rank.
+  EXPECT_EQ(kernels::resolve_conv_algorithm(ConvAlgorithm::fastest, band, weight, same, 128), ConvAlgorithm::winograd);
+  // The same band as a whole 64-row layer is below the size where Winograd pays.
+  EXPECT_EQ(kernels::resolve_conv_algorithm(ConvAlgorithm::fastest, band, weight, same, 64), ConvAlgorithm::direct);
+  // Frames count as pixels: two frames of 64x128.
+  EXPECT_EQ(kernels::resolve_conv_algorithm(ConvAlgorithm::fastest, {1, 256, 2, 64, 128}, weight, same, 64),
+            ConvAlgorithm::winograd);
+  // Narrow channels, or a kernel three frames deep, sum directly at any size; a named algorithm stays.
+  EXPECT_EQ(kernels::resolve_conv_algorithm(ConvAlgorithm::fastest, {1, 128, 1, 128, 128}, {256, 128, 1, 3, 3}, same,
+                                            128),
+            ConvAlgorithm::direct);
+  EXPECT_EQ(kernels::resolve_conv_algorithm(ConvAlgorithm::fastest, band, {256, 256, 3, 3, 3},
+                                            ConvGeometry::same(1, 1, 1), 128),
+            ConvAlgorithm::direct);
+  EXPECT_EQ(kernels::resolve_conv_algorithm(ConvAlgorithm::direct, band, weight, same, 128), ConvAlgorithm::direct);
+}
+
+// Inside a ConvWeightScope (a decode), Winograd's weight transform is made once per weight and kept
+// (counted with the weights): two threads convolving with one weight at once (ranks sharing a
+// model) transform it once, later calls not again, and both get the same numbers; when the scope
+// ends the kept weights are freed, and outside one nothing is kept.
+TEST(Conv3d, WinogradWeightsAreTransformedOncePerScope) {
+  const auto winograd = kernels::ConvAlgorithm::winograd;
+  const Tensor x = random_tensor({1, 256, 1, 8, 8}, 11), w = random_tensor({256, 256, 1, 3, 3}, 12);
+  const ConvGeometry g = ConvGeometry::same(0, 1, 1);
+  MemoryCounter& weights = weight_memory_counter();
+  const int64_t before = weights.current();
+  {
+    const kernels::ConvWeightScope scope;
+    Tensor first, second;
+    std::thread other([&] { second = kernels::conv3d(x, w, {}, g, winograd); });
+    first = kernels::conv3d(x, w, {}, g, winograd);
+    other.join();
+    const int64_t one_transform = weights.current() - before;
+    EXPECT_GT(one_transform, int64_t(w.nbytes()));  // 6x6 tiles of every 3x3 kernel
+    EXPECT_EQ(max_abs_diff(first, second), 0.0);
+    kernels::conv3d(x, w, {}, g, winograd);
+    EXPECT_EQ(weights.current() - before, one_transform);
+    // Another weight of the same shape has a transform of its own, of the same size: so the two
+    // threads above made exactly one.
+    kernels::conv3d(x, w.clone(), {}, g, winograd);
+    EXPECT_EQ(weights.current() - before, 2 * one_transform);
+  }
+  EXPECT_EQ(weights.current(), before);
+  kernels::conv3d(x, w, {}, g, winograd);
+  EXPECT_EQ(weights.current(), before);
 }
 
 TEST(Conv3d, RefusesBadShapes) {

@@ -131,5 +131,35 @@ TEST(VaeCli, DecodeWritesWanLatentsAsAnMp4OfDiffusersVideo) {
   EXPECT_FALSE(fs::exists(dir.file("image.mp4")));
 }
 
+// --vae-split frames: each rank decodes its latent frames of a Wan video (2 here: 3 ranks decode on
+// the first 2), which equals the one-rank decode as the frame split's own tests bound it (1e-5 of
+// the range); an image VAE has no frames to split, and a split is rows or frames.
+TEST(VaeCli, DecodeSplitsAWanVideoByFrames) {
+  const fs::path wan = fs::path(CPDIT_TEST_DATA) / "fixtures" / "wan_pipeline_tiny";
+  const std::string decode = "decode --model " + (wan / "pipeline").string() + " --latents " +
+                             (wan / "expected.safetensors").string() + " --threads 1";
+  cpdit::testing::TempDir dir("decode_frames");
+  const auto one = cpdit::testing::run_cli(decode + " --ranks 1 --out " + dir.file("one.safetensors"));
+  ASSERT_EQ(one.code, 0) << one.err;
+  const Tensor want = io::load_safetensors(dir.file("one.safetensors")).at("sample");
+  for (const std::string ranks : {"2", "3"}) {
+    const std::string out = dir.file("frames" + ranks + ".safetensors");
+    const auto r = cpdit::testing::run_cli(decode + " --vae-split frames --ranks " + ranks + " --out " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_LE(relative_to_range(io::load_safetensors(out).at("sample"), want), 1e-5) << ranks << " ranks";
+  }
+  PipelineFolder flux;
+  const std::string image = dir.file("image.safetensors");
+  for (const auto& [split, words] : {std::pair<std::string, std::string>{"frames", "a frame split is for Wan"},
+                                     {"columns", "--vae-split"}}) {
+    const auto bad = cpdit::testing::run_cli("decode --model " + flux.model() + " --latents " + flux.latents() +
+                                             " --ranks 2 --vae-split " + split + " --out " + image);
+    EXPECT_EQ(bad.code, 2) << bad.err;
+    EXPECT_NE(bad.err.find(words), std::string::npos) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+    EXPECT_FALSE(fs::exists(image));
+  }
+}
+
 }  // namespace
 }  // namespace cpdit::models::vae

@@ -55,6 +55,17 @@ TEST(Halo, ConvolutionWithATwoRowHaloEqualsTheWholeImage) {
     EXPECT_LE(band_error(ranks, x, [&](const Tensor& t) { return conv3d_rows(t, w, b, g); }), 1e-5) << ranks;
 }
 
+// A layer wide and large enough for Winograd (256 channels, 4 frames of 64x64 = 128x128 output pixels)
+// sums by Winograd on 2 ranks too, though each 32-row band alone would be below the size where it
+// pays: the choice counts the whole layer. The bands start at a multiple of Winograd's 4-row output
+// tile, so they sum the very tiles one rank sums, bit for bit; a band summed directly would differ
+// by f32 rounding.
+TEST(Halo, AWideLayerSumsByWinogradOnEveryRankCount) {
+  const Tensor x = random_tensor({1, 256, 4, 64, 64}, 9), w = random_tensor({256, 256, 1, 3, 3}, 10, -0.05f, 0.05f);
+  const kernels::ConvGeometry g = kernels::ConvGeometry::same(0, 1, 1);
+  EXPECT_EQ(band_error(2, x, [&](const Tensor& t) { return conv3d_rows(t, w, {}, g); }), 0.0);
+}
+
 TEST(Halo, GroupNormStatisticsCoverEveryRanksRows) {
   const Tensor x = random_tensor({2, 6, 1, 11, 5}, 4, -1.0f, 3.0f), w = random_tensor({6}, 5), b = random_tensor({6}, 6);
   for (int ranks : {2, 3, 4})

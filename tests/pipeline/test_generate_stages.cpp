@@ -127,6 +127,16 @@ TEST(GenerateStages, EverySplitDecodesWhatOneRankDecodes) {
   }
 }
 
+// generate's decode split by a Wan video's latent frames (--vae-split frames) decodes what one rank
+// decodes, within the bound above.
+TEST(GenerateStages, AWanVideoSplitByFramesDecodesWhatOneRankDecodes) {
+  TempDir dir("generate_stage_frames");
+  const auto single = generate(dir, kWan + " --prompt 'a red fox' --ranks 1", "single");
+  const auto frames = generate(dir, kWan + " --prompt 'a red fox' --ranks 2 --vae-split frames", "frames");
+  ASSERT_TRUE(single.count("video") && frames.count("video"));
+  EXPECT_LT(max_abs_diff(frames.at("video"), single.at("video")), 1e-4);
+}
+
 void expect_one_line_error(const std::string& args, const std::string& words, const std::string& written) {
   const auto r = run_cli(args);
   EXPECT_EQ(r.code, 2) << args << "\n" << r.err;

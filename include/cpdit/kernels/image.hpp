@@ -33,7 +33,25 @@ enum class ConvAlgorithm { fastest, direct, winograd };
 // wide as the matmul precision is. `direct` sums as PyTorch's CPU convolution does
 // (`bench vae --conv direct` measures what Winograd changes).
 void set_default_conv_algorithm(ConvAlgorithm algorithm);
+// What `algorithm` stands for on x (B, C, F, H, W) convolved by weight (O, C, kf, kh, kw): itself
+// unless `fastest`, which is Winograd on wide 3x3 layers of at least 128x128 output pixels and direct
+// elsewhere. `out_rows` is the layer's whole output height: under a row split every rank's band
+// together (parallel::conv3d_rows), so that a layer sums the same way on any number of ranks.
+ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm algorithm, const Shape& x_shape, const Shape& weight_shape,
+                                     const ConvGeometry& geometry, int64_t out_rows);
 ConvAlgorithm default_conv_algorithm();
+
+// While one lives on any thread, conv3d keeps the Winograd-transformed weights it makes, for every
+// thread of the process: a decoder holds one over its decode, so that each layer's weights are
+// transformed once per decode, not once per call (Wan decodes frame by frame) nor once per rank
+// (ranks as threads share the weights). When the last one ends, the kept weights are freed.
+class ConvWeightScope {
+ public:
+  ConvWeightScope();
+  ~ConvWeightScope();
+  ConvWeightScope(const ConvWeightScope&) = delete;
+  ConvWeightScope& operator=(const ConvWeightScope&) = delete;
+};
 
 // x (B, C, F, H, W), weight (O, C, kf, kh, kw), bias (O) or undefined -> (B, O, F', H', W') with
 // F' = (F + pads - kf) / stride + 1 (likewise H', W'). oneDNN's convolution primitive in its own
@@ -42,6 +60,11 @@ ConvAlgorithm default_conv_algorithm();
 // x (B, C, 1, H, W) or (B, C, F, H, W), weight (O, C, 1, kh, kw).
 Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvGeometry& geometry,
               ConvAlgorithm algorithm = default_conv_algorithm());
+// conv3d on the rows of `parts` (each (B, C, F, H_i, W)) stacked in order, without first copying
+// them together: each is laid out straight into its place in the convolution's own layout (a
+// row-split band and the halo rows around it).
+Tensor conv3d_row_parts(const std::vector<Tensor>& parts, const Tensor& weight, const Tensor& bias,
+                        const ConvGeometry& geometry, ConvAlgorithm algorithm = default_conv_algorithm());
 
 // ---- Normalisation over channels ------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/core/tensor.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 #include <cpdit/models/vae/config.hpp>
 
 #include <any>
@@ -35,11 +36,12 @@ struct DecodeTimestep {
 
 // The pipeline's decode: the latents prepared as the VAE's pipeline does (vae_latents; LTX-Video:
 // the VAE's own latents_mean/std, and `ltx` for a timestep-conditioned one), then `vae` (a LoadedModel
-// of a VAE) over the ranks of `world`, its rows split when the world has more than one rank. Every rank
-// calls it and gets the whole sample (B, 3, H, W) or (B, 3, F, H, W), in [-1, 1], except ranks beyond
-// the latent's row count, which take no part and get an undefined tensor (rank 0 always decodes).
+// of a VAE) over the ranks of `world`, its rows split when the world has more than one rank (or, for
+// Wan's video VAE with `split` frames, its latent frames). Every rank calls it and gets the whole
+// sample (B, 3, H, W) or (B, 3, F, H, W), in [-1, 1], except ranks beyond the latent's row (frame)
+// count, which take no part and get an undefined tensor (rank 0 always decodes).
 Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world,
-                      const DecodeTimestep& ltx = {});
+                      const DecodeTimestep& ltx = {}, models::vae::VideoSplit split = models::vae::VideoSplit::rows);
 
 // diffusers' postprocess to output_type="np": an image sample (B, 3, H, W) becomes (B, H, W, 3), a
 // video sample (B, 3, F, H, W) becomes (B, F, H, W, 3), each value clamp(x / 2 + 0.5, 0, 1) in f32.

@@ -8,12 +8,20 @@
 #include "kernels/cpu/checks.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
 
+#include <cpdit/core/weight.hpp>
+
 #include <cpdit/kernels/image.hpp>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
 #include <optional>
+#include <sstream>
+#include <string>
 #include <unordered_map>
 
 namespace cpdit::kernels {
@@ -22,10 +30,10 @@ namespace {
 using dnnl::memory;
 
 int64_t out_size(int64_t in, int64_t kernel, int64_t stride, int64_t before, int64_t after, const char* what,
-                 const Tensor& x) {
+                 const std::string& x) {
   CPDIT_CHECK(stride > 0 && before >= 0 && after >= 0, invalid_argument, "conv3d: ", what,
               " stride must be positive and padding non-negative");
-  CPDIT_CHECK(in + before + after >= kernel, invalid_argument, "conv3d: input ", x.describe(), " is smaller in ", what,
+  CPDIT_CHECK(in + before + after >= kernel, invalid_argument, "conv3d: input ", x, " is smaller in ", what,
               " (", in + before + after, " with padding) than the kernel (", kernel, ")");
   return (in + before + after - kernel) / stride + 1;
 }
@@ -35,13 +43,31 @@ memory::desc plain(const Shape& shape, memory::format_tag tag) {
 }
 memory::desc any(const Shape& shape) { return plain(shape, memory::format_tag::any); }
 
-// `user` itself when the primitive wants its layout, else a reordered copy in a fresh buffer.
-memory in_layout(const memory& user, const memory::desc& wanted, dnnl::stream& stream, Tensor& holder) {
-  if (user.get_desc() == wanted) return user;
+// The parts stacked along dim `axis` in the layout `wanted`: the one part itself when it is in that
+// layout, else each part reordered straight into its place in a fresh buffer (so a band and its halo
+// rows are never copied together first).
+memory in_layout(const std::vector<memory>& parts, int axis, const memory::desc& wanted, dnnl::stream& stream,
+                 Tensor& holder) {
+  if (parts.size() == 1 && parts[0].get_desc() == wanted) return parts[0];
   holder = Tensor::empty({int64_t(wanted.get_size() / sizeof(float))});
-  memory blocked(wanted, cpu_engine(), holder.data<float>());
-  dnnl::reorder(user, blocked).execute(stream, const_cast<memory&>(user), blocked);
-  return blocked;
+  // A blocked layout pads the channels to whole blocks; a reorder of the whole zeroes the padding,
+  // reorders of parts do not, and the convolution multiplies it by zero-padded weights (0 x NaN is NaN).
+  const auto& d = wanted.data;
+  if (parts.size() > 1 && !std::equal(d.dims, d.dims + d.ndims, d.padded_dims))
+    std::memset(holder.raw(), 0, holder.nbytes());
+  memory laid_out(wanted, cpu_engine(), holder.data<float>());
+  int64_t start = 0;
+  for (const memory& part : parts) {
+    const memory::dims dims = part.get_desc().dims();
+    memory::dims offsets(dims.size(), 0);
+    offsets[size_t(axis)] = start;
+    start += dims[size_t(axis)];
+    // One part fills the whole (Winograd's weights have a layout of their own, which has no parts).
+    memory place = parts.size() == 1 ? laid_out
+                                     : memory(wanted.submemory_desc(dims, offsets), cpu_engine(), holder.data<float>());
+    dnnl::reorder(part, place).execute(stream, const_cast<memory&>(part), place);
+  }
+  return laid_out;
 }
 
 // The primitive for `algorithm` on these layouts, or nothing where oneDNN has no implementation.
@@ -67,12 +93,13 @@ std::optional<dnnl::convolution_forward::primitive_desc> primitive_for(
 
 // Runs `pd` on the caller's buffers, reordering into the primitive's layouts and back; `weights` are
 // already in the primitive's layout (weights_for), so a loop over batch elements reorders them once.
-void execute(const dnnl::convolution_forward::primitive_desc& pd, const memory& user_src, const memory& weights,
-             const Tensor& bias, memory& user_dst) {
+// The source comes as row parts stacked along dim `rows_axis` (in_layout).
+void execute(const dnnl::convolution_forward::primitive_desc& pd, const std::vector<memory>& user_src, int rows_axis,
+             const memory& weights, const Tensor& bias, memory& user_dst) {
   const auto& engine = cpu_engine();
   dnnl::stream stream(engine);
   Tensor src_holder, dst_holder;
-  memory src = in_layout(user_src, pd.src_desc(), stream, src_holder);
+  memory src = in_layout(user_src, rows_axis, pd.src_desc(), stream, src_holder);
   memory dst = user_dst;
   if (pd.dst_desc() != user_dst.get_desc()) {
     dst_holder = Tensor::empty({int64_t(pd.dst_desc().get_size() / sizeof(float))});
@@ -93,48 +120,97 @@ memory weights_for(const dnnl::convolution_forward::primitive_desc& pd, const Te
                    const memory::desc& stored, Tensor& holder) {
   dnnl::stream stream(cpu_engine());
   const memory user(stored, cpu_engine(), const_cast<float*>(weight.data<float>()));
-  memory laid_out = in_layout(user, pd.weights_desc(), stream, holder);
+  memory laid_out = in_layout({user}, 0, pd.weights_desc(), stream, holder);
   stream.wait();
   return laid_out;
 }
 
 // Winograd's F(4x4, 3x3) (oneDNN's jit_wino_4x3) does a quarter of direct convolution's
 // multiplications on 3x3, stride-1 layers, but first transforms the weights in a serial reorder that
-// takes about as long as the convolution of 8192 output pixels (both scale with in x out channels,
-// so the break-even is a pixel count). Measured at one thread (`bench conv`: cpdit_direct against
-// cpdit_winograd, reorders and transform included): 512 channels at 128x128, 0.74 s direct against
-// 0.44 s; at 64x128, 0.32 against 0.44; at 64x64 Winograd loses more. Below 256 channels oneDNN
-// switches to its F(2x2, 3x3) variant, which measured 0.9-1.2x, so those layers stay direct. Its
-// rounding differs from a direct sum's by ~1e-6 of the output's range (tests bound it).
-bool winograd_pays(const Tensor& x, const Tensor& weight, const Shape& out_shape) {
-  constexpr int64_t kMinChannels = 256, kMinPixels = 128 * 128;
-  return x.size(1) >= kMinChannels && weight.size(0) >= kMinChannels &&
-         out_shape[2] * out_shape[3] * out_shape[4] >= kMinPixels;
+// takes about as long as the convolution of 8192 output pixels (both scale with in x out channels).
+// A decode makes it once per layer (ConvWeightScope), and FLUX.1's decoder calls each layer once, so
+// the break-even counts it. Measured at one thread (`bench conv`: cpdit_direct against
+// cpdit_winograd, transform included): 512 channels at 128x128, 0.74 s direct against 0.44 s; at
+// 64x128, 0.32 against 0.44; at 64x64 Winograd loses more (with the transform kept, it won 1.6x at
+// 32x32: most of its cost is the transform). Below 256 channels oneDNN switches to its
+// F(2x2, 3x3) variant, which measured 0.9-1.2x, so those layers stay direct. Its rounding differs
+// from a direct sum's by ~1e-6 of the output's range (tests bound it).
+constexpr int64_t kWinogradMinChannels = 256, kWinogradMinPixels = 128 * 128;
+
+// Winograd's transformed weights, by weight and layout (oneDNN may block them differently for other
+// image sizes), kept while a ConvWeightScope lives. Each entry holds its weight, so that no other
+// weight can come to lie at the same address meanwhile; kept weights are counted with the weights,
+// not on any rank.
+struct TransformedWeights {
+  Tensor weight, transformed;
+};
+struct WinogradCache {
+  std::mutex mutex;
+  int scopes = 0;
+  std::map<std::string, TransformedWeights> entries;
+};
+WinogradCache& winograd_cache() {
+  static WinogradCache cache;
+  return cache;
+}
+
+// `weight` (O, C, 1, 3, 3) in `pd`'s transformed layout: the kept copy inside a ConvWeightScope (made
+// by the first caller; a rank asking while another transforms waits for it), else a fresh one.
+Tensor winograd_weights(const dnnl::convolution_forward::primitive_desc& pd, const Tensor& weight) {
+  const memory::desc& wanted = pd.weights_desc();
+  const auto transform = [&] {
+    Tensor transformed;
+    const Shape& s = weight.shape();
+    weights_for(pd, weight, plain({s[0], s[1], 3, 3}, memory::format_tag::oihw), transformed);
+    CPDIT_CHECK(transformed.defined(), internal, "conv3d: Winograd's weights came in the plain layout");
+    return transformed;
+  };
+  WinogradCache& cache = winograd_cache();
+  std::unique_lock<std::mutex> lock(cache.mutex);
+  if (cache.scopes == 0) {
+    lock.unlock();
+    return transform();
+  }
+  std::ostringstream key;
+  key << weight.raw() << shape_string(weight.shape());
+  key.write(reinterpret_cast<const char*>(&wanted.data), sizeof wanted.data);
+  TransformedWeights& entry = cache.entries[key.str()];
+  if (!entry.transformed.defined()) {
+    entry.transformed = transform();
+    entry.transformed.charge_to(weight_memory_counter());
+    entry.weight = weight;
+  }
+  return entry.transformed;
 }
 
 // The shapes winograd_conv takes: a 3x3 kernel one frame deep, stride 1, no frame padding.
-bool winograd_shape(const Tensor& weight, const ConvGeometry& g) {
-  return weight.size(2) == 1 && weight.size(3) == 3 && weight.size(4) == 3 &&
+bool winograd_shape(const Shape& weight, const ConvGeometry& g) {
+  return weight[2] == 1 && weight[3] == 3 && weight[4] == 3 &&
          g.stride == std::array<int64_t, 3>{1, 1, 1} && g.pad_before[0] == 0 && g.pad_after[0] == 0;
 }
 
 // A kernel one frame deep as a 2-D Winograd convolution with the frames of one batch element as its
 // batch: NCDHW's (frames, channels, rows, columns) described by strides, no copy. False where
 // oneDNN has no Winograd implementation for the shape.
-bool winograd_conv(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvGeometry& g, Tensor& out) {
-  const int64_t frames = x.size(2), c = x.size(1), h = x.size(3), w = x.size(4);
+bool winograd_conv(const std::vector<Tensor>& parts, const Shape& x, const Tensor& weight, const Tensor& bias,
+                   const ConvGeometry& g, Tensor& out) {
+  const int64_t frames = x[2], c = x[1], w = x[4];
   const int64_t o = out.size(1), ho = out.size(3), wo = out.size(4);
-  const memory::desc src_md({frames, c, h, w}, memory::data_type::f32, {h * w, frames * h * w, w, 1});
   const memory::desc dst_md({frames, o, ho, wo}, memory::data_type::f32, {ho * wo, frames * ho * wo, wo, 1});
-  const auto pd = primitive_for(dnnl::algorithm::convolution_winograd, any({frames, c, h, w}), any({o, c, 3, 3}),
+  const auto pd = primitive_for(dnnl::algorithm::convolution_winograd, any({frames, c, x[3], w}), any({o, c, 3, 3}),
                                 bias, any({frames, o, ho, wo}), g, 2);
   if (!pd) return false;
-  Tensor weights_holder;
-  const memory weights = weights_for(*pd, weight, plain({o, c, 3, 3}, memory::format_tag::oihw), weights_holder);
-  for (int64_t b = 0; b < x.size(0); ++b) {
-    const memory user_src(src_md, cpu_engine(), const_cast<float*>(x.data<float>()) + b * c * frames * h * w);
+  const Tensor transformed = winograd_weights(*pd, weight);
+  const memory weights(pd->weights_desc(), cpu_engine(), transformed.data<float>());
+  for (int64_t b = 0; b < x[0]; ++b) {
+    std::vector<memory> src;
+    for (const Tensor& part : parts) {
+      const int64_t h = part.size(3);
+      const memory::desc md({frames, c, h, w}, memory::data_type::f32, {h * w, frames * h * w, w, 1});
+      src.emplace_back(md, cpu_engine(), const_cast<float*>(part.data<float>()) + b * c * frames * h * w);
+    }
     memory user_dst(dst_md, cpu_engine(), out.data<float>() + b * o * frames * ho * wo);
-    execute(*pd, user_src, weights, bias, user_dst);
+    execute(*pd, src, 2, weights, bias, user_dst);
   }
   return true;
 }
@@ -143,44 +219,86 @@ std::atomic<ConvAlgorithm> process_default{ConvAlgorithm::fastest};
 
 }  // namespace
 
+ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm algorithm, const Shape& x_shape, const Shape& weight_shape,
+                                     const ConvGeometry& geometry, int64_t out_rows) {
+  if (algorithm != ConvAlgorithm::fastest) return algorithm;
+  const int64_t out_columns = x_shape[4] + geometry.pad_before[2] + geometry.pad_after[2] - weight_shape[4] + 1;
+  const bool pays = x_shape[1] >= kWinogradMinChannels && weight_shape[0] >= kWinogradMinChannels &&
+                    x_shape[2] * out_rows * out_columns >= kWinogradMinPixels;
+  return winograd_shape(weight_shape, geometry) && pays ? ConvAlgorithm::winograd : ConvAlgorithm::direct;
+}
+
+ConvWeightScope::ConvWeightScope() {
+  std::lock_guard<std::mutex> lock(winograd_cache().mutex);
+  ++winograd_cache().scopes;
+}
+
+ConvWeightScope::~ConvWeightScope() {
+  std::lock_guard<std::mutex> lock(winograd_cache().mutex);
+  if (--winograd_cache().scopes == 0) winograd_cache().entries.clear();
+}
+
 void set_default_conv_algorithm(ConvAlgorithm algorithm) { process_default = algorithm; }
 ConvAlgorithm default_conv_algorithm() { return process_default; }
 
-Tensor conv3d(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in, const ConvGeometry& g,
+Tensor conv3d(const Tensor& x, const Tensor& weight, const Tensor& bias, const ConvGeometry& g,
               ConvAlgorithm algorithm) {
-  CPDIT_CHECK(x_in.defined() && x_in.dim() == 5, invalid_argument, "conv3d: x must be (B, C, F, H, W), got ",
-              x_in.defined() ? x_in.describe() : "undefined");
-  CPDIT_CHECK(weight_in.defined() && weight_in.dim() == 5 && weight_in.size(1) == x_in.size(1), invalid_argument,
-              "conv3d: weight must be (O, ", x_in.size(1), ", kf, kh, kw), got ",
+  return conv3d_row_parts({x}, weight, bias, g, algorithm);
+}
+
+Tensor conv3d_row_parts(const std::vector<Tensor>& parts_in, const Tensor& weight_in, const Tensor& bias_in,
+                        const ConvGeometry& g, ConvAlgorithm algorithm) {
+  CPDIT_CHECK(!parts_in.empty(), invalid_argument, "conv3d: no input");
+  std::vector<Tensor> parts;
+  Shape shape;
+  for (const Tensor& part : parts_in) {
+    CPDIT_CHECK(part.defined() && part.dim() == 5, invalid_argument, "conv3d: x must be (B, C, F, H, W), got ",
+                part.defined() ? part.describe() : "undefined");
+    if (shape.empty()) {
+      shape = part.shape();
+    } else {
+      CPDIT_CHECK(part.size(0) == shape[0] && part.size(1) == shape[1] && part.size(2) == shape[2] &&
+                      part.size(4) == shape[4],
+                  invalid_argument, "conv3d: row parts must differ in rows only, got ", part.describe(), " after ",
+                  parts.back().describe());
+      shape[3] += part.size(3);
+    }
+    if (part.size(3) > 0) parts.push_back(detail::f32_input(part, "conv3d", "x"));
+  }
+  const std::string x = "f32" + shape_string(shape);
+  CPDIT_CHECK(weight_in.defined() && weight_in.dim() == 5 && weight_in.size(1) == shape[1], invalid_argument,
+              "conv3d: weight must be (O, ", shape[1], ", kf, kh, kw), got ",
               weight_in.defined() ? weight_in.describe() : "undefined");
-  Tensor x = detail::f32_input(x_in, "conv3d", "x");
   Tensor weight = detail::f32_input(weight_in, "conv3d", "weight");
   Tensor bias = detail::optional_vector(bias_in, weight.size(0), "conv3d", "bias");
-  const Shape out_shape{x.size(0), weight.size(0),
-                        out_size(x.size(2), weight.size(2), g.stride[0], g.pad_before[0], g.pad_after[0], "frames", x),
-                        out_size(x.size(3), weight.size(3), g.stride[1], g.pad_before[1], g.pad_after[1], "rows", x),
-                        out_size(x.size(4), weight.size(4), g.stride[2], g.pad_before[2], g.pad_after[2], "columns", x)};
-  CPDIT_CHECK(x.size(1) > 0, invalid_argument, "conv3d: x ", x.describe(), " has no channels");
+  const Shape out_shape{shape[0], weight.size(0),
+                        out_size(shape[2], weight.size(2), g.stride[0], g.pad_before[0], g.pad_after[0], "frames", x),
+                        out_size(shape[3], weight.size(3), g.stride[1], g.pad_before[1], g.pad_after[1], "rows", x),
+                        out_size(shape[4], weight.size(4), g.stride[2], g.pad_before[2], g.pad_after[2], "columns", x)};
+  CPDIT_CHECK(shape[1] > 0, invalid_argument, "conv3d: x ", x, " has no channels");
   Tensor out = Tensor::empty(out_shape);
   if (out.numel() == 0) return out;
   if (algorithm == ConvAlgorithm::winograd) {
-    CPDIT_CHECK(winograd_shape(weight, g) && winograd_conv(x, weight, bias, g, out), unsupported,
-                "conv3d: no Winograd convolution for x ", x.describe(), " and weight ", weight.describe());
+    CPDIT_CHECK(winograd_shape(weight.shape(), g) && winograd_conv(parts, shape, weight, bias, g, out), unsupported,
+                "conv3d: no Winograd convolution for x ", x, " and weight ", weight.describe());
     return out;
   }
-  if (algorithm == ConvAlgorithm::fastest && winograd_shape(weight, g) && winograd_pays(x, weight, out_shape) &&
-      winograd_conv(x, weight, bias, g, out))
+  // Where oneDNN has no Winograd implementation for the shape, `fastest` sums directly.
+  if (resolve_conv_algorithm(algorithm, shape, weight.shape(), g, out_shape[3]) == ConvAlgorithm::winograd &&
+      winograd_conv(parts, shape, weight, bias, g, out))
     return out;
 
-  const auto pd = primitive_for(dnnl::algorithm::convolution_direct, any(x.shape()), any(weight.shape()), bias,
+  const auto pd = primitive_for(dnnl::algorithm::convolution_direct, any(shape), any(weight.shape()), bias,
                                 any(out_shape), g, 3);
-  CPDIT_CHECK(pd.has_value(), unsupported, "conv3d: oneDNN has no convolution for x ", x.describe(), " and weight ",
+  CPDIT_CHECK(pd.has_value(), unsupported, "conv3d: oneDNN has no convolution for x ", x, " and weight ",
               weight.describe());
-  const memory user_src(plain(x.shape(), memory::format_tag::ncdhw), cpu_engine(), const_cast<float*>(x.data<float>()));
+  std::vector<memory> src;
+  for (const Tensor& part : parts)
+    src.emplace_back(plain(part.shape(), memory::format_tag::ncdhw), cpu_engine(), const_cast<float*>(part.data<float>()));
   Tensor weights_holder;
   const memory weights = weights_for(*pd, weight, plain(weight.shape(), memory::format_tag::oidhw), weights_holder);
   memory user_dst(plain(out_shape, memory::format_tag::ncdhw), cpu_engine(), out.data<float>());
-  execute(*pd, user_src, weights, bias, user_dst);
+  execute(*pd, src, 3, weights, bias, user_dst);
   return out;
 }
 

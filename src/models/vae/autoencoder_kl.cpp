@@ -185,6 +185,7 @@ Tensor AutoencoderKL::decode(const Tensor& latents) const {
               "AutoencoderKL.decode: latents must be (B, ", config_.latent_channels, ", h, w), got ",
               latents.defined() ? latents.describe() : "undefined");
   ForwardScope scope(*this);
+  const kernels::ConvWeightScope transformed_weights;  // each layer's Winograd weights made once
   const Tensor z = latents.to(DType::f32);
   return decoder_.forward(post_quant_conv_ ? post_quant_conv_->forward(z) : z);
 }
@@ -196,6 +197,7 @@ Tensor AutoencoderKL::encode(const Tensor& image) const {
   CPDIT_CHECK(!parallel_enabled(), unsupported,
               "AutoencoderKL.encode runs on one rank (only decode splits rows); disable parallelism first");
   ForwardScope scope(*this);
+  const kernels::ConvWeightScope transformed_weights;  // each layer's Winograd weights made once
   const Tensor moments = encoder_.forward(image.to(DType::f32));
   return quant_conv_ ? quant_conv_->forward(moments) : moments;
 }

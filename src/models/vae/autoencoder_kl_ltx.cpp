@@ -270,6 +270,7 @@ Tensor AutoencoderKLLTXVideo::decode(const Tensor& latents, const Tensor& timest
                   "AutoencoderKLLTXVideo.decode: the timestep must be finite");
   }
   ForwardScope scope(*this);
+  const kernels::ConvWeightScope transformed_weights;  // each layer's Winograd weights made once
   return decoder_.forward(latents.to(DType::f32), t);
 }
 

@@ -219,6 +219,7 @@ Tensor AutoencoderKLWan::decode(const Tensor& latents) const {
               invalid_argument, "AutoencoderKLWan.decode: latents must be (B, ", config_.z_dim,
               ", F >= 1, h, w), got ", latents.defined() ? latents.describe() : "undefined");
   ForwardScope scope(*this);
+  const kernels::ConvWeightScope transformed_weights;  // each layer's Winograd weights made once
   comm::Communicator* group = parallel::row_split_group();
   if (split_ == VideoSplit::frames && group && group->size() > 1) return decode_frames(latents, *group);
   const Tensor z = post_quant_conv_.forward(latents.to(DType::f32));
