@@ -16,17 +16,21 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias)
 
 Tensor Linear::forward(const Tensor& x) const {
   return with_hooks({{"input", x}}, [&](const TensorMap& in) {
-    return std::vector<Tensor>{kernels::linear(in.at("input"), weight_.value, value_or_none(bias_))};
+    return std::vector<Tensor>{kernels::linear(in.at("input"), weight_.value, bias())};
   })[0];
 }
+
+Tensor Linear::bias() const { return value_or_none(bias_); }
 
 RMSNorm::RMSNorm(int64_t dim, float eps) : weight_(add_parameter("weight", {dim})), eps_(eps) {}
 
 Tensor RMSNorm::forward(const Tensor& x) const {
   return with_hooks({{"input", x}}, [&](const TensorMap& in) {
-    return std::vector<Tensor>{kernels::rms_norm(in.at("input"), value_or_none(&weight_), eps_)};
+    return std::vector<Tensor>{kernels::rms_norm(in.at("input"), weight(), eps_)};
   })[0];
 }
+
+Tensor RMSNorm::weight() const { return value_or_none(&weight_); }
 
 LayerNorm::LayerNorm(int64_t dim, float eps, bool affine) : eps_(eps) {
   if (affine) {

@@ -38,6 +38,18 @@ std::vector<double> reference_layer_norm(const Tensor& x) {
   return v;
 }
 
+std::vector<double> reference_rms_norm(const Tensor& x, double eps) {
+  auto v = to_double(x);
+  const size_t c = size_t(x.size(-1));
+  for (size_t r = 0; r < v.size() / c; ++r) {
+    double* row = v.data() + r * c;
+    double squares = 0;
+    for (size_t j = 0; j < c; ++j) squares += row[j] * row[j] / double(c);
+    for (size_t j = 0; j < c; ++j) row[j] /= std::sqrt(squares + eps);
+  }
+  return v;
+}
+
 }  // namespace
 
 TEST(Modulate, PerBatchAndPerTokenScaleShift) {
@@ -72,10 +84,27 @@ TEST(LayerNormModulate, EqualsLayerNormThenModulate) {
                reference_modulate(reference_layer_norm(x), token_scale, token_shift, B, S, C, true), 1e-5, 1e-5);
 }
 
+TEST(RmsNormModulate, EqualsRmsNormThenModulate) {
+  const int64_t B = 2, S = 5, C = 2048;
+  Tensor x = random_tensor({B, S, C}, 13, -1.0f, 3.0f);
+  Tensor scale = random_tensor({B, C}, 14), shift = random_tensor({B, C}, 15);
+  // f32 rounding of the norm and the modulation (a few ulps), against the double reference.
+  expect_close(kernels::rms_norm_modulate(x, scale, shift, 1e-6f),
+               reference_modulate(reference_rms_norm(x, 1e-6), scale, shift, B, S, C, false), 1e-5, 1e-5);
+  Tensor token_scale = random_tensor({B, S, C}, 16), token_shift = random_tensor({B, S, C}, 17);
+  const Tensor fused = kernels::rms_norm_modulate(x, token_scale, token_shift, 1e-6f);
+  expect_close(fused, reference_modulate(reference_rms_norm(x, 1e-6), token_scale, token_shift, B, S, C, true), 1e-5,
+               1e-5);
+  // The same arithmetic as the two kernels it replaces, term for term (an ulp where a multiply-add fuses).
+  const Tensor two_passes = kernels::modulate(kernels::rms_norm(x, {}, 1e-6f), token_scale, token_shift);
+  expect_close(fused, to_double(two_passes), 1e-6, 1e-6);
+}
+
 TEST(Modulate, RejectsMismatchedScaleShift) {
   Tensor x = random_tensor({2, 3, 8}, 1);
   EXPECT_THROW(kernels::modulate(x, random_tensor({2, 7}, 2), random_tensor({2, 8}, 3)), Error);
   EXPECT_THROW(kernels::modulate(x, random_tensor({2, 3, 8}, 2), random_tensor({2, 8}, 3)), Error);
   EXPECT_THROW(kernels::modulate(random_tensor({6, 8}, 4), random_tensor({2, 8}, 2), random_tensor({2, 8}, 3)),
                Error);
+  EXPECT_THROW(kernels::rms_norm_modulate(x, random_tensor({2, 7}, 2), random_tensor({2, 8}, 3), 1e-6f), Error);
 }

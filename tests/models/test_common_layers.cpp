@@ -6,6 +6,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/common/adaptive_norm.hpp>
+#include <cpdit/models/common/attention.hpp>
 #include <cpdit/models/common/feed_forward.hpp>
 #include <cpdit/nn/load.hpp>
 
@@ -125,6 +126,57 @@ void expect_feed_forward_matches_float64(Activation activation, bool gated) {
 TEST(CommonFeedForward, SwiGLUMatchesFloat64) { expect_feed_forward_matches_float64(Activation::silu, true); }
 TEST(CommonFeedForward, GatedGeluMatchesFloat64) { expect_feed_forward_matches_float64(Activation::gelu, true); }
 TEST(CommonFeedForward, PlainSiluMatchesFloat64) { expect_feed_forward_matches_float64(Activation::silu, false); }
+// Plain GELU runs the product without its bias and finishes bias and GELU in one pass.
+TEST(CommonFeedForward, PlainGeluMatchesFloat64) { expect_feed_forward_matches_float64(Activation::gelu, false); }
+
+// Seeded random values for every parameter of `module`.
+void bind_random(nn::Module& module, unsigned seed) {
+  nn::StateDict weights;
+  for (const auto& [name, p] : module.named_parameters()) weights[name] = random_normal(p->shape, seed++, 0.3f);
+  nn::load_state_dict(module, weights);
+}
+
+// A layer whose sub-modules' work is fused into one pass runs them as modules instead when a hook is
+// installed on them (the hooks must see them run), with the same result to rounding.
+template <class Run>
+void expect_hooks_run_and_agree(nn::Module& layer, const std::vector<std::string>& hooked, Run run) {
+  const Tensor fused = run();
+  int calls = 0;
+  for (const std::string& path : hooked)
+    layer.find(path)->add_post_hook("test", [&calls](std::vector<Tensor>&) { ++calls; });
+  const Tensor modules = run();
+  EXPECT_EQ(calls, int(hooked.size()));
+  // The bias lands before (modules) or after (fused) the product's sum: float32 rounding only, far
+  // below the O(1) change a lost bias, norm weight or rotation makes.
+  EXPECT_LT(max_abs_diff(fused, modules), 1e-5);
+}
+
+TEST(CommonFeedForward, HookedProjectionRunsAsAModule) {
+  FeedForward ff(16, 64, Activation::gelu_tanh);
+  bind_random(ff, 10);
+  const Tensor x = random_normal({2, 5, 16}, 20);
+  expect_hooks_run_and_agree(ff, {"net.0.proj"}, [&] { return ff.forward(x); });
+}
+
+// Norm across heads with RoPE tables over the whole width (LTX-Video) and per head (Wan).
+TEST(CommonAttention, FusedQkTailAgreesWithItsModules) {
+  const int64_t heads = 4, head_dim = 8, tokens = 6;
+  for (int64_t width : {heads * head_dim, head_dim}) {
+    SCOPED_TRACE("table width " + std::to_string(width));
+    Attention attn(AttentionShape{heads * head_dim, heads, head_dim, QkNorm::across_heads, 1e-5f});
+    bind_random(attn, 30);
+    const Tensor x = random_normal({1, tokens, heads * head_dim}, 40);
+    const Tensor angles = random_normal({tokens, width / 2}, 41);
+    std::vector<float> c(size_t(tokens * width)), s(c.size());
+    for (int64_t i = 0; i < tokens * width; ++i) {
+      c[size_t(i)] = std::cos(angles.data<float>()[i / 2]);
+      s[size_t(i)] = std::sin(angles.data<float>()[i / 2]);
+    }
+    const Tensor cos = Tensor::from_vector(c, {tokens, width}), sin = Tensor::from_vector(s, {tokens, width});
+    expect_hooks_run_and_agree(attn, {"to_q", "norm_q", "to_k", "norm_k"},
+                               [&] { return attn.forward(x, {}, cos, sin, {}); });
+  }
+}
 
 TEST(CommonModulation, ScaleShiftTableAddsEachRowInOrder) {
   const int64_t n = 3, dim = 4, tokens = 2;

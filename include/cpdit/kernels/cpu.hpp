@@ -62,6 +62,9 @@ Tensor rms_norm(const Tensor& x, const Tensor& weight, float eps);
 // ---- Activations ---------------------------------------------------------------------------------
 
 Tensor gelu(const Tensor& x, bool tanh_approx);  // tanh_approx = false: exact erf form
+// x = gelu(x + bias) in place, x contiguous f32 (..., C), bias (C) or undefined: the first layer of a
+// feed-forward net run without its bias, finished in one pass over its (large) output.
+void bias_gelu_(Tensor& x, const Tensor& bias, bool tanh_approx);
 Tensor silu(const Tensor& x);
 Tensor quick_gelu(const Tensor& x);  // x * sigmoid(1.702 x), CLIP's activation
 Tensor softmax(const Tensor& x);  // over the last dim, max-subtracted
@@ -74,6 +77,12 @@ Tensor softmax(const Tensor& x);  // over the last dim, max-subtracted
 //   out[2i]   = x[2i]   * cos[2i]   - x[2i+1] * sin[2i]
 //   out[2i+1] = x[2i+1] * cos[2i+1] + x[2i]   * sin[2i+1]
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin);
+// In place on x (B, S, C), contiguous f32: x = rope(rms_norm(x + bias, weight, eps), cos, sin) in one
+// pass, the query/key tail of a norm across heads after a product run without its bias. bias and
+// weight (C) or undefined; cos and sin hold (S, C) values, rotating whole rows (LTX-Video), or are
+// both undefined (no rotation: Wan rotates per head afterwards).
+void bias_rms_norm_rope_(Tensor& x, const Tensor& bias, const Tensor& weight, float eps, const Tensor& cos,
+                         const Tensor& sin);
 
 // ---- Elementwise ---------------------------------------------------------------------------------
 
@@ -92,6 +101,8 @@ Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift);
 // modulate(layer_norm(x, {}, {}, eps), scale, shift) in one pass: the LN_fp32(x)(1 + sc) + sh of
 // both models.
 Tensor layer_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, float eps);
+// modulate(rms_norm(x, {}, eps), scale, shift) in one pass: LTX-Video's norm1/norm2 and modulation.
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, float eps);
 
 // ---- Patch embedding -----------------------------------------------------------------------------
 

@@ -13,6 +13,9 @@ class Linear : public Module {
   Tensor forward(const Tensor& x) const;
   int64_t in_features() const { return weight_.shape[1]; }
   int64_t out_features() const { return weight_.shape[0]; }
+  // For callers that add the bias in a pass of their own (fused with what follows the layer).
+  const Weight& weight() const { return weight_.value; }
+  Tensor bias() const;  // undefined without one
 
  private:
   Parameter& weight_;
@@ -24,6 +27,8 @@ class RMSNorm : public Module {
  public:
   RMSNorm(int64_t dim, float eps);
   Tensor forward(const Tensor& x) const;
+  Tensor weight() const;
+  float eps() const { return eps_; }
 
  private:
   Parameter& weight_;

@@ -48,6 +48,9 @@ class Module {
   void add_pre_hook(const std::string& tag, PreHook hook);
   void add_post_hook(const std::string& tag, PostHook hook);
   void remove_hooks(const std::string& tag);
+  // Whether any hook is installed: a caller that fuses this module's work into its own pass (and so
+  // never calls its forward) does so only when no hook expects to see it run.
+  bool has_hooks() const { return !pre_hooks_.empty() || !post_hooks_.empty(); }
 
  protected:
   template <class M, class... Args>

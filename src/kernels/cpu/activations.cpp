@@ -24,18 +24,43 @@ Tensor pointwise(const Tensor& x_in, const char* kernel, Fn fn) {
   return out;
 }
 
+// The two GELU forms, as one value's map.
+float gelu_tanh_value(float v) {
+  constexpr float kSqrt2OverPi = 0.7978845608028654f;
+  const float u = kSqrt2OverPi * (v + 0.044715f * v * v * v);
+  return v / (1.0f + detail::exp_approx(-2.0f * u));
+}
+// The exact form only serves Wan's small image embedder; std::erf does not vectorise.
+float gelu_erf_value(float v) { return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f)); }
+
 }  // namespace
 
 Tensor gelu(const Tensor& x, bool tanh_approx) {
-  if (tanh_approx) {
-    return pointwise(x, "gelu", [](float v) {
-      constexpr float kSqrt2OverPi = 0.7978845608028654f;
-      const float u = kSqrt2OverPi * (v + 0.044715f * v * v * v);
-      return v / (1.0f + detail::exp_approx(-2.0f * u));
-    });
+  if (tanh_approx) return pointwise(x, "gelu", [](float v) { return gelu_tanh_value(v); });
+  return pointwise(x, "gelu", [](float v) { return gelu_erf_value(v); });
+}
+
+void bias_gelu_(Tensor& x, const Tensor& bias_in, bool tanh_approx) {
+  CPDIT_CHECK(x.defined() && x.dim() >= 1 && x.dtype() == DType::f32 && x.is_contiguous(), invalid_argument,
+              "bias_gelu_: x must be contiguous f32, got ", x.defined() ? x.describe() : "undefined");
+  const int64_t c = x.size(-1), rows = c == 0 ? 0 : x.numel() / c;
+  const Tensor bias = detail::optional_vector(bias_in, c, "bias_gelu_", "bias");
+  const float* b = bias.defined() ? bias.data<float>() : nullptr;
+  float* data = x.data<float>();
+#pragma omp parallel for num_threads(compute_threads()) if (x.numel() >= detail::kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* row = data + r * c;
+    if (b) {
+#pragma omp simd
+      for (int64_t j = 0; j < c; ++j) row[j] += b[j];
+    }
+    if (tanh_approx) {
+#pragma omp simd
+      for (int64_t j = 0; j < c; ++j) row[j] = gelu_tanh_value(row[j]);
+    } else {
+      for (int64_t j = 0; j < c; ++j) row[j] = gelu_erf_value(row[j]);
+    }
   }
-  // The exact form only serves Wan's small image embedder; std::erf does not vectorise.
-  return pointwise(x, "gelu", [](float v) { return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f)); });
 }
 
 Tensor silu(const Tensor& x) {

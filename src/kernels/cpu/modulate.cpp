@@ -1,4 +1,5 @@
-// AdaLN modulation, x (1 + scale) + shift, alone or fused with the affine-free LayerNorm before it.
+// AdaLN modulation, x (1 + scale) + shift, alone or fused with the affine-free LayerNorm or RMSNorm
+// before it.
 #include "kernels/cpu/checks.hpp"
 #include "kernels/cpu/row_stats.hpp"
 
@@ -37,7 +38,9 @@ struct Modulation {
   int64_t row(int64_t r) const { return per_token ? r : r / seq; }
 };
 
-template <bool kNormalise>
+enum class RowNorm { none, layer, rms };
+
+template <RowNorm kNorm>
 Tensor modulate_rows(const Tensor& x_in, const Tensor& scale_in, const Tensor& shift_in, float eps,
                      const char* kernel) {
   Modulation mod(x_in, scale_in, shift_in, kernel);
@@ -54,8 +57,15 @@ Tensor modulate_rows(const Tensor& x_in, const Tensor& scale_in, const Tensor& s
     const float* sc = scale + mod.row(r) * c;
     const float* sh = shift + mod.row(r) * c;
     float* o = dst + r * c;
+    if constexpr (kNorm == RowNorm::rms) {
+      // rms_norm's in·rstd, then modulate's arithmetic, term for term.
+      const float rstd = detail::rms_rstd(in, c, eps);
+#pragma omp simd
+      for (int64_t j = 0; j < c; ++j) o[j] = in[j] * rstd * (1.0f + sc[j]) + sh[j];
+      continue;
+    }
     detail::MeanRstd stats{0.0f, 1.0f};
-    if constexpr (kNormalise) stats = detail::mean_rstd(in, c, eps);
+    if constexpr (kNorm == RowNorm::layer) stats = detail::mean_rstd(in, c, eps);
 #pragma omp simd
     for (int64_t j = 0; j < c; ++j) o[j] = (in[j] - stats.mean) * stats.rstd * (1.0f + sc[j]) + sh[j];
   }
@@ -65,11 +75,15 @@ Tensor modulate_rows(const Tensor& x_in, const Tensor& scale_in, const Tensor& s
 }  // namespace
 
 Tensor modulate(const Tensor& x, const Tensor& scale, const Tensor& shift) {
-  return modulate_rows<false>(x, scale, shift, 0.0f, "modulate");
+  return modulate_rows<RowNorm::none>(x, scale, shift, 0.0f, "modulate");
 }
 
 Tensor layer_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, float eps) {
-  return modulate_rows<true>(x, scale, shift, eps, "layer_norm_modulate");
+  return modulate_rows<RowNorm::layer>(x, scale, shift, eps, "layer_norm_modulate");
+}
+
+Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, float eps) {
+  return modulate_rows<RowNorm::rms>(x, scale, shift, eps, "rms_norm_modulate");
 }
 
 }  // namespace cpdit::kernels

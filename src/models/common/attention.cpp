@@ -13,10 +13,12 @@ struct Qkv {
   Tensor q, k, v;  // (B, S, H, Dh)
 };
 
-// q from the tokens x, k and v from `source` (x itself for self-attention).
-Qkv project(const StreamProjections& p, const AttentionShape& shape, const Tensor& x, const Tensor& source) {
-  return {project_heads(p.q, &p.norm_q, shape.qk_norm, shape.heads, x),
-          project_heads(p.k, &p.norm_k, shape.qk_norm, shape.heads, source),
+// q from the tokens x, k and v from `source` (x itself for self-attention); q and k rotated by `rope`
+// when given.
+Qkv project(const StreamProjections& p, const AttentionShape& shape, const Tensor& x, const Tensor& source,
+            const RopeTables* rope = nullptr) {
+  return {project_heads(p.q, &p.norm_q, shape.qk_norm, shape.heads, x, rope),
+          project_heads(p.k, &p.norm_k, shape.qk_norm, shape.heads, source, rope),
           project_heads(p.v, nullptr, shape.qk_norm, shape.heads, source)};
 }
 
@@ -58,8 +60,10 @@ Tensor Attention::forward(const Tensor& hidden_states, const Tensor& encoder_hid
     const Tensor& x = in.at("hidden_states");
     const Tensor& text = in.at("encoder_hidden_states");
     const bool cross = text.defined();
-    Qkv qkv = project(projections_, shape_, x, cross ? text : x);
-    if (!cross) rotate(qkv, in.at("cos"), in.at("sin"));
+    // RoPE on q and k when the caller passed tables (the text's keys of cross-attention have none).
+    const RopeTables rope{in.at("cos"), in.at("sin")};
+    const bool rotated = !cross && rope.cos.defined();
+    const Qkv qkv = project(projections_, shape_, x, cross ? text : x, rotated ? &rope : nullptr);
     attention::Mask mask = cross ? attention::Mask::none() : self_mask;
     if (const Tensor& keep = in.at("text_keep"); keep.defined()) {
       CPDIT_CHECK(cross && keep.dim() == 2 && keep.size(0) == text.size(0) && keep.size(1) == text.size(1),

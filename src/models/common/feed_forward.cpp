@@ -13,6 +13,13 @@ FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, boo
 
 Tensor FeedForward::forward(const Tensor& x) const {
   return with_hooks({{"hidden_states", x}}, [&](const nn::TensorMap& in) {
+    const bool gelu = activation_ == Activation::gelu_tanh || activation_ == Activation::gelu;
+    if (gelu && !gated_ && !proj_in_.has_hooks()) {
+      // The hidden layer is the widest tensor of the block: bias and GELU in one pass over it, in place.
+      Tensor h = kernels::linear(in.at("hidden_states"), proj_in_.weight());
+      kernels::bias_gelu_(h, proj_in_.bias(), activation_ == Activation::gelu_tanh);
+      return std::vector<Tensor>{proj_out_.forward(h)};
+    }
     Tensor h = proj_in_.forward(in.at("hidden_states"));
     if (gated_) {
       const int64_t half = h.size(-1) / 2;

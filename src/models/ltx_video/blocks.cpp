@@ -32,11 +32,6 @@ common::AttentionShape attention_shape(int64_t dim, int64_t heads, int64_t head_
   shape.text_keys = attention::KvPlacement::sharded;  // the plan splits the text with the tokens
   return shape;
 }
-
-// RMSNorm without affine, then x·(1 + scale) + shift.
-Tensor rms_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, float eps) {
-  return kernels::modulate(kernels::rms_norm(x, {}, eps), scale, shift);
-}
 }  // namespace
 
 TransformerBlock::TransformerBlock(int64_t dim, int64_t heads, int64_t head_dim, float eps)
@@ -56,11 +51,11 @@ Tensor TransformerBlock::forward(const Tensor& hidden_states, const Tensor& enco
     auto m = common::scale_shift_modulation(scale_shift_table_.value, in.at("temb"));
     const Tensor& c = in.at("cos");
     const int64_t tokens = c.size(1), width = c.size(2);
-    const Tensor attn = attn1_.forward(rms_modulate(x, m[1], m[0], eps_), {}, c.reshape({tokens, width}),
+    const Tensor attn = attn1_.forward(kernels::rms_norm_modulate(x, m[1], m[0], eps_), {}, c.reshape({tokens, width}),
                                        in.at("sin").reshape({tokens, width}));
     Tensor y = common::gated_residual(x, attn, m[2]);  // never write into the inputs, which hooks may hold
     kernels::add_(y, attn2_.forward(y, in.at("encoder_hidden_states"), {}, {}, in.at("encoder_attention_mask")));
-    common::add_gated_(y, ff_.forward(rms_modulate(y, m[4], m[3], eps_)), m[5]);
+    common::add_gated_(y, ff_.forward(kernels::rms_norm_modulate(y, m[4], m[3], eps_)), m[5]);
     return std::vector<Tensor>{y};
   })[0];
 }

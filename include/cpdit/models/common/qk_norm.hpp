@@ -1,5 +1,6 @@
 #pragma once
 // The query/key projection of an attention layer, with its RMSNorm where the family puts it.
+#include <cpdit/models/common/rope.hpp>
 #include <cpdit/nn/layers.hpp>
 
 namespace cpdit::models::common {
@@ -12,7 +13,11 @@ enum class QkNorm {
 // The width of the RMSNorm weight.
 int64_t qk_norm_width(QkNorm where, int64_t heads, int64_t head_dim);
 
-// proj(x) (B, S, heads·head_dim) -> (B, S, heads, head_dim), normed by `norm` (when given) at `where`.
-Tensor project_heads(const nn::Linear& proj, const nn::RMSNorm* norm, QkNorm where, int64_t heads, const Tensor& x);
+// proj(x) (B, S, heads·head_dim) -> (B, S, heads, head_dim), normed by `norm` (when given) at `where`,
+// then rotated by `rope` (when given). A norm across heads runs the projection without its bias and
+// finishes bias, norm and a whole-width rotation in one pass (kernels::bias_rms_norm_rope_) unless
+// a hook is installed on proj or norm, which then run as modules.
+Tensor project_heads(const nn::Linear& proj, const nn::RMSNorm* norm, QkNorm where, int64_t heads, const Tensor& x,
+                     const RopeTables* rope = nullptr);
 
 }  // namespace cpdit::models::common
