@@ -50,10 +50,7 @@ void bias_gelu_(Tensor& x, const Tensor& bias_in, bool tanh_approx) {
 #pragma omp parallel for num_threads(compute_threads()) if (x.numel() >= detail::kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     float* row = data + r * c;
-    if (b) {
-#pragma omp simd
-      for (int64_t j = 0; j < c; ++j) row[j] += b[j];
-    }
+    detail::add_bias(row, b, c);
     if (tanh_approx) {
 #pragma omp simd
       for (int64_t j = 0; j < c; ++j) row[j] = gelu_tanh_value(row[j]);

@@ -33,4 +33,11 @@ inline void check_min_dims(const Tensor& t, int dims, const char* kernel, const 
               dims, " dims");
 }
 
+// row += bias, for the fused passes that finish a product run without its bias; no bias: nothing.
+inline void add_bias(float* row, const float* bias, int64_t n) {
+  if (!bias) return;
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+}
+
 }  // namespace cpdit::kernels::detail

@@ -34,10 +34,7 @@ void bias_rms_norm_rope_(Tensor& x, const Tensor& bias_in, const Tensor& weight_
 #pragma omp parallel for num_threads(compute_threads()) if (x.numel() >= detail::kParallelMin)
   for (int64_t r = 0; r < rows; ++r) {
     float* row = data + r * c;
-    if (b) {
-#pragma omp simd
-      for (int64_t j = 0; j < c; ++j) row[j] += b[j];
-    }
+    detail::add_bias(row, b, c);
     const float rstd = detail::rms_rstd(row, c, eps);
 #pragma omp simd
     for (int64_t j = 0; j < c; ++j) row[j] = w ? row[j] * rstd * w[j] : row[j] * rstd;
