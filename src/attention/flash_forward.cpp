@@ -35,7 +35,7 @@ void write_rows(const float* acc, int64_t row_stride, int64_t dim_stride, const 
                 const Dims& d, int64_t b, int64_t h, int64_t r0, int64_t rows, Tensor& out, Tensor& lse) {
   for (int64_t r = 0; r < rows; ++r) {
     float* o = out.data<float>() + ((b * d.Sq + r0 + r) * d.H + h) * d.D;
-    // A fully masked row keeps l = 0: out = 0, lse = -inf (spec §2).
+    // A fully masked row keeps l = 0: out = 0, lse = -inf, the attention contract for a row with no visible key.
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
     for (int64_t e = 0; e < d.D; ++e) o[e] = acc[r * row_stride + e * dim_stride] * inv;
     lse.data<float>()[(b * d.H + h) * d.Sq + r0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;

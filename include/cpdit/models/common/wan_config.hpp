@@ -1,5 +1,5 @@
 #pragma once
-// Wan 2.1 hyper-parameters (diffusers config.json names; spec/models.md §3.1), shared by
+// Wan 2.1 hyper-parameters (diffusers config.json names), shared by
 // WanTransformer3DModel and SkyReelsV2Transformer3DModel (whose configs add fields these ignore).
 #include <cpdit/models/common/config.hpp>
 

@@ -1,5 +1,5 @@
 #pragma once
-// The Wan 2.1 modules, named as diffusers names them (spec/models.md §3.2-§3.4), built from the
+// The Wan 2.1 modules, named as diffusers names them, built from the
 // shared DiT layers: WanTransformer3DModel and SkyReelsV2Transformer3DModel (a Wan 2.1 network with
 // per-frame timesteps and block-causal self-attention) are both made of them.
 // Activations are (B, S, D) f32. Modulation vectors are (B, 1, D), or (B, S, D) when the timestep is

@@ -1,7 +1,7 @@
 #pragma once
 // Reading FLUX.1 transformer weights: the diffusers layout (a folder with config.json and
 // diffusion_pytorch_model[-0000k-of-0000n].safetensors [+ index]) or the original single-file
-// release (flux1-dev.safetensors: fused qkv, swapped final-norm halves; spec/models.md §1.8).
+// release (flux1-dev.safetensors: fused qkv, swapped final-norm halves).
 #include <cpdit/models/flux/model.hpp>
 #include <cpdit/models/registry.hpp>
 
