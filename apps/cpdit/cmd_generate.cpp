@@ -1,157 +1,38 @@
-// cpdit generate: a prompt to a FLUX.1 or Qwen-Image image or a Wan or LTX-Video video across ranks, on a pipeline folder, a
-// transformer checkpoint or a built-in preset, in stages (pipeline/stages.hpp): encode, the denoising
-// loop, decode.
+// cpdit generate: a prompt to a FLUX.1 or Qwen-Image image or a Wan or LTX-Video video across
+// ranks, on a pipeline folder, a transformer checkpoint or a built-in preset. The flags fill in
+// GenerateArgs, the job (generate.cpp) runs the stages, and this command writes what it returns.
 // Only rank 0 prints and writes files; outputs are written at the end and appear together
 // (io::OutputBatch), so a failed run leaves nothing behind and every old output as it was.
 #include "command.hpp"
-#include "finite_watch.hpp"
 #include "generate.hpp"
-#include "memory_check.hpp"
-#include "mpi_arguments.hpp"
-#include "output_paths.hpp"
 #include "option_checks.hpp"
 #include "parallel_flags.hpp"
 #include "progress.hpp"
 #include "vae_split_option.hpp"
 #include "weight_flags.hpp"
 
-#include <cpdit/comm/launch.hpp>
-#include <cpdit/comm/mesh.hpp>
-#include <cpdit/comm/mpi.hpp>
 #include <cpdit/core/error.hpp>
-#include <cpdit/core/memory.hpp>
-#include <cpdit/core/threads.hpp>
 #include <cpdit/io/atomic_file.hpp>
-#include <cpdit/io/json.hpp>
-#include <cpdit/io/model_files.hpp>
 #include <cpdit/io/png.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/io/video.hpp>
-#include <cpdit/models/registry.hpp>
-#include <cpdit/pipeline/flux_pipeline.hpp>
-#include <cpdit/pipeline/latents.hpp>
-#include <cpdit/pipeline/ltx_pipeline.hpp>
 #include <cpdit/pipeline/picture_files.hpp>
-#include <cpdit/pipeline/pipeline_table.hpp>
 #include <cpdit/pipeline/preview.hpp>
-#include <cpdit/pipeline/presets.hpp>
-#include <cpdit/pipeline/qwenimage_pipeline.hpp>
-#include <cpdit/pipeline/skyreels_pipeline.hpp>
-#include <cpdit/pipeline/stages.hpp>
-#include <cpdit/pipeline/wan_pipeline.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 
 namespace cpdit::app {
 namespace {
 
 namespace fs = std::filesystem;
 
-
-// Wan 2.1 and SkyReels-V2 (a Wan 2.1 network): frames, the Wan VAE, UniPC.
-bool wan_family(pipeline::PipelineKind kind) {
-  return kind == pipeline::PipelineKind::wan || kind == pipeline::PipelineKind::skyreels_v2;
-}
-
-// The pipelines that make video: the Wan family and LTX-Video.
-bool video_pipeline(pipeline::PipelineKind kind) {
-  return wan_family(kind) || kind == pipeline::PipelineKind::ltx_video;
-}
-
-int64_t ltx_frame_rate(const GenerateArgs& args) { return args.fps.value_or(pipeline::kLtxFramesPerSecond); }
-
-// The transformer, the pipeline that runs its class, its scheduler, and where they came from.
-struct Source {
-  models::LoadedModel model;
-  // Pixels (and Wan frames) per latent, from the pipeline folder's vae/ when it has one.
-  int64_t vae_scale_factor = 8;
-  pipeline::WanVaeFactors wan_vae;
-  pipeline::LtxVaeFactors ltx_vae;
-  pipeline::PipelineKind pipeline = pipeline::PipelineKind::flux;
-  pipeline::FlowMatchEulerConfig flux_scheduler;  // FLUX.1, Qwen-Image and LTX-Video
-  pipeline::UniPCConfig wan_scheduler;
-  std::string name;
-};
-
-// The Wan 2.1 fields of a video model's config (SkyReels-V2's adds its own).
-const models::wan::WanConfig& video_config(const Source& source) {
-  if (source.pipeline == pipeline::PipelineKind::skyreels_v2)
-    return pipeline::config_of<models::skyreels_v2::SkyReelsV2Config>(source.model);
-  return pipeline::config_of<models::wan::WanConfig>(source.model);
-}
-
-Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
-  CPDIT_CHECK(args.model.empty() != args.preset.empty(), invalid_argument,
-              "give exactly one of --model DIR|FILE and --preset NAME");
-  Source s;
-  if (!args.preset.empty()) {
-    s.name = "preset " + args.preset;
-    pipeline::check_preset(args.preset);
-    // Qwen-Image's schedule refuses one step: refused here, before the preset's weights are built.
-    if (args.preset.rfind("qwen-", 0) == 0) {
-      s.flux_scheduler = pipeline::FlowMatchEulerConfig::qwenimage();
-      s.flux_scheduler.check_steps(args.steps);
-    }
-    s.model = pipeline::preset_model(args.preset, args.seed ^ 0x5eedull, load);
-    s.pipeline = pipeline::pipeline_for(s.model.class_name);
-    if (s.pipeline == pipeline::PipelineKind::flux) s.flux_scheduler = pipeline::flux_preset_scheduler(args.preset);
-    else if (s.pipeline == pipeline::PipelineKind::ltx_video) s.flux_scheduler = pipeline::FlowMatchEulerConfig::ltx_video();
-    else if (s.pipeline != pipeline::PipelineKind::qwenimage) s.wan_scheduler = pipeline::video_preset_scheduler(args.preset);
-    return s;
-  }
-  // A diffusers pipeline folder holds transformer/ and scheduler/; otherwise the path is the
-  // transformer itself (a folder or a single file).
-  CPDIT_CHECK(fs::exists(args.model), invalid_argument, "--model ", args.model, " does not exist");
-  const std::optional<std::string> scheduler_folder = io::pipeline_component(args.model, "scheduler");
-  const fs::path scheduler = !args.scheduler_config.empty() ? fs::path(args.scheduler_config)
-                             : scheduler_folder         ? fs::path(*scheduler_folder) / "scheduler_config.json"
-                                                        : fs::path();
-  const bool has_scheduler = !scheduler.empty() && fs::is_regular_file(scheduler);
-  s.name = args.model;
-  s.model = models::open_model(args.model, args.config.empty() ? std::nullopt : std::optional(args.config), load);
-  s.pipeline = pipeline::pipeline_for(s.model.class_name);
-  // Without a scheduler config: Wan 2.1's flow_shift 3, SkyReels-V2's 8 (T2V) or 5 (I2V).
-  if (wan_family(s.pipeline))
-    s.wan_scheduler = has_scheduler ? pipeline::UniPCConfig::from_file(scheduler.string())
-                      : s.pipeline == pipeline::PipelineKind::skyreels_v2
-                          ? pipeline::UniPCConfig::wan21(pipeline::skyreels_flow_shift(video_config(s)))
-                          : pipeline::UniPCConfig::wan21(3.0);
-  else if (has_scheduler)
-    s.flux_scheduler = pipeline::FlowMatchEulerConfig::from_file(scheduler.string());
-  else
-    s.flux_scheduler = s.pipeline == pipeline::PipelineKind::qwenimage   ? pipeline::FlowMatchEulerConfig::qwenimage()
-                       : s.pipeline == pipeline::PipelineKind::ltx_video ? pipeline::FlowMatchEulerConfig::ltx_video()
-                                                                         : pipeline::FlowMatchEulerConfig::flux_dev();
-  const std::optional<std::string> vae_folder = io::pipeline_component(args.model, "vae");
-  const fs::path vae_config = vae_folder ? fs::path(*vae_folder) / "config.json" : fs::path();
-  if (s.pipeline == pipeline::PipelineKind::flux && fs::is_regular_file(vae_config))
-    s.vae_scale_factor = pipeline::kl_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
-  if (wan_family(s.pipeline) && fs::is_regular_file(vae_config))
-    s.wan_vae = pipeline::WanVaeFactors::from_json(io::read_json(vae_config.string()));
-  if (s.pipeline == pipeline::PipelineKind::qwenimage && fs::is_regular_file(vae_config))
-    s.vae_scale_factor = pipeline::qwenimage_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
-  if (s.pipeline == pipeline::PipelineKind::ltx_video && fs::is_regular_file(vae_config))
-    s.ltx_vae = pipeline::LtxVaeFactors::from_json(io::read_json(vae_config.string()));
-  return s;
-}
-
-// The initial noise, in the pipeline's own layout (the loop checks the shape): given in memory, else
-// the tensor `latents` of --latents; undefined when neither (the loop seeds it).
-Tensor initial_latents(const GenerateArgs& args) {
-  if (args.initial_latents.defined() || args.latents.empty()) return args.initial_latents;
-  io::SafetensorsFile file = io::SafetensorsFile::open(args.latents);
-  CPDIT_CHECK(file.contains("latents"), invalid_argument, args.latents, " has no tensor 'latents' (the initial noise)");
-  return file.get("latents").to(DType::f32);
-}
-
+// An output's folder must exist: refused before the run, not after its minutes of work.
 void check_output_path(const std::string& path, const char* flag) {
   if (path.empty()) return;
   fs::path parent = fs::path(path).parent_path();
@@ -159,18 +40,8 @@ void check_output_path(const std::string& path, const char* flag) {
               parent.string(), " does not exist");
 }
 
-// Neither output may replace a file the run reads, nor the other output.
-void refuse_overwriting_inputs(const GenerateArgs& args) {
-  std::vector<NamedPath> inputs{{"--embeddings", args.embeddings}, {"--latents", args.latents},
-                                {"--config", args.config}, {"--scheduler-config", args.scheduler_config}};
-  if (!args.model.empty() && fs::exists(args.model))
-    for (NamedPath& file : model_inputs("--model", args.model, "transformer",
-                                        args.config.empty() ? std::nullopt : std::optional(args.config)))
-      inputs.push_back(std::move(file));
-  refuse_overwrite({{"--out", args.out}, {"--preview", args.preview}, {"--image", args.image}, {"--video", args.video}},
-                   inputs);
-}
-
+// The closing summary: what ran (model, sizes, ranks), each stage's time and memory, the loop's step
+// times, and the files written; printed as JSON with --json, else as the lines print_summary makes.
 nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipeline::StageLog& stages,
                        const LoopStats& result, const std::vector<int64_t>& peaks, double wall_seconds) {
   const RankLayout& layout = run.layout;
@@ -259,193 +130,6 @@ void print_summary(const nlohmann::json& s) {
     if (s.contains(file)) std::printf("wrote        %s\n", s[file].get<std::string>().c_str());
 }
 
-// This rank's (cfg, ring, Ulysses) mesh over `world`, and its replica of the model on the --backend asked
-// for, its tokens split over its CFG group when that has more than one rank (by `plan`, else the model's own).
-struct RankModel {
-  comm::Mesh mesh;
-  std::unique_ptr<nn::Model> model;
-};
-
-RankModel rank_model(comm::Communicator& world, const GenerateArgs& args, const Source& source, const RankLayout& layout,
-                     std::optional<parallel::ContextParallelPlan> plan = std::nullopt) {
-  const parallel::ContextParallelConfig& c = layout.config;
-  RankModel m{comm::Mesh(world.split(0, world.rank()), c.ring_degree, c.ulysses_degree, c.cfg_degree),
-              source.model.replica()};
-  if (!args.parallel.backend.empty()) m.model->set_attention_backend(args.parallel.backend);
-  if (m.mesh.flat().size() > 1) m.model->enable_parallelism(m.mesh.flat_group(), c, plan);
-  return m;
-}
-
-// One rank's denoising loop; returns the full latents (every rank) and what it measured.
-using RankLoop = std::function<std::pair<Tensor, LoopStats>(comm::Communicator& world, Progress& progress)>;
-
-// Where the text embeddings came from, for errors.
-std::string text_source(const GenerateArgs& args) {
-  return !args.embedding_tensors.empty() ? "the given embeddings"
-         : args.embeddings.empty()       ? "the encoded prompt"
-                                         : args.embeddings;
-}
-
-// The options every loop takes alike from the flags (steps, size, seed, frames for video, the initial
-// latents) and its step callback: the step ends for the finite watch, then on the progress lines.
-template <class Options>
-void set_loop_options(Options& options, const GenerateArgs& args, const Tensor& initial, FiniteWatch& finite,
-                      Progress& progress) {
-  options.steps = args.steps;
-  if constexpr (requires { options.frames; }) options.frames = args.frames;
-  options.height = args.height;
-  options.width = args.width;
-  options.seed = args.seed;
-  options.initial_latents = initial;
-  options.on_step = [&finite, &progress](int i, int n, double s) {
-    finite.step_done();
-    progress.step(i, n, s);
-  };
-}
-
-// Why a --cfg 2 layout cannot split a loop's two guidance passes, when it cannot.
-const char* no_guidance_reason(bool has_negative, const char* scale_flag_at_most_1) {
-  return has_negative ? scale_flag_at_most_1 : "there are no negative prompt embeddings";
-}
-
-// `text`: the encode stage's output or the --embeddings file; empty: random embeddings.
-RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
-  const models::flux::FluxConfig& config = pipeline::config_of<models::flux::FluxConfig>(source.model);
-  auto conditioning = std::make_shared<pipeline::FluxConditioning>(
-      text.empty() ? pipeline::random_flux_conditioning(config, 1, args.text_tokens, args.seed)
-                   : pipeline::flux_conditioning(text, text_source(args), config));
-  auto initial = std::make_shared<Tensor>(initial_latents(args));
-  parallel::validate_cfg(layout.config, false, "FLUX.1's --guidance is an embedding the transformer reads");
-  return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
-    RankModel ranked = rank_model(world, args, source, layout, pipeline::flux_sharded_latents_plan());
-    const auto& model = ranked.model;
-    comm::Communicator* group = &ranked.mesh.flat();
-    FiniteWatch finite(*model, "denoise", args.check_finite);
-    pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
-    pipeline::FluxGenerateOptions options;
-    set_loop_options(options, args, *initial, finite, progress);
-    options.guidance = std::isnan(args.guidance) ? 3.5f : args.guidance;  // FluxPipeline's default
-    options.true_cfg_scale = std::isnan(args.true_cfg_scale) ? 1.0f : args.true_cfg_scale;  // FluxPipeline's default
-    options.vae_scale_factor = source.vae_scale_factor;
-    pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, config, scheduler, *conditioning, options, group);
-    return std::make_pair(r.latents, LoopStats{r.step_seconds, true, r.gather_seconds, r.gather_bytes});
-  };
-}
-
-// A Wan-family loop on one rank's model replica with the options the flags give.
-using VideoGenerate = std::function<pipeline::WanGenerateResult(const nn::Model&, const Tensor& prompt_embeds,
-                                                                 const pipeline::WanGenerateOptions&)>;
-
-// `text`: as flux_loop's.
-RankLoop video_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text,
-                    float default_guidance, VideoGenerate generate) {
-  const models::wan::WanConfig& config = video_config(source);
-  auto embeds = std::make_shared<Tensor>(
-      text.empty() ? pipeline::random_wan_prompt_embeds(config, 1, args.text_tokens, args.seed)
-                   : pipeline::wan_prompt_embeds(text, text_source(args), config));
-  // Guidance needs the negative prompt's embeddings; without them the loop runs unguided.
-  auto negative = std::make_shared<Tensor>();
-  if (text.count("negative_prompt_embeds"))
-    *negative = pipeline::wan_prompt_embeds(text, text_source(args), config, "negative_prompt_embeds");
-  auto initial = std::make_shared<Tensor>(initial_latents(args));
-  const float guidance = std::isnan(args.guidance) ? default_guidance : args.guidance;
-  parallel::validate_cfg(layout.config, pipeline::wan_runs_guidance(*negative, guidance),
-                         no_guidance_reason(negative->defined(), "--guidance is at most 1"));
-  return [&args, &source, &layout, guidance, generate, embeds, negative, initial](comm::Communicator& world,
-                                                                                  Progress& progress) {
-    RankModel ranked = rank_model(world, args, source, layout);
-    const auto& model = ranked.model;
-    FiniteWatch finite(*model, "denoise", args.check_finite);
-    pipeline::WanGenerateOptions options;
-    set_loop_options(options, args, *initial, finite, progress);
-    options.cfg = &ranked.mesh.cfg();
-    options.guidance_scale = guidance;
-    options.negative_prompt_embeds = *negative;
-    options.vae = source.wan_vae;
-    pipeline::WanGenerateResult r = generate(*model, *embeds, options);
-    return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
-  };
-}
-
-RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout,
-                        const nn::TensorMap& text) {
-  const models::qwenimage::QwenImageConfig& config = pipeline::config_of<models::qwenimage::QwenImageConfig>(source.model);
-  auto conditioning = std::make_shared<pipeline::QwenImageConditioning>(
-      text.empty() ? pipeline::random_qwenimage_conditioning(config, 1, args.text_tokens, args.seed)
-                   : pipeline::qwenimage_conditioning(text, text_source(args), config));
-  auto initial = std::make_shared<Tensor>(initial_latents(args));
-  const float true_cfg_scale = std::isnan(args.true_cfg_scale) ? 4.0f : args.true_cfg_scale;  // QwenImagePipeline's
-  parallel::validate_cfg(layout.config, pipeline::qwenimage_runs_true_cfg(*conditioning, true_cfg_scale),
-                         no_guidance_reason(conditioning->negative_prompt_embeds.defined(),
-                                            "--true-cfg-scale is at most 1"));
-  return [&args, &source, &layout, &config, conditioning, initial, true_cfg_scale](comm::Communicator& world,
-                                                                                   Progress& progress) {
-    RankModel ranked = rank_model(world, args, source, layout);
-    const auto& model = ranked.model;
-    FiniteWatch finite(*model, "denoise", args.check_finite);
-    pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
-    pipeline::QwenImageGenerateOptions options;
-    set_loop_options(options, args, *initial, finite, progress);
-    options.true_cfg_scale = true_cfg_scale;
-    options.cfg = &ranked.mesh.cfg();
-    options.vae_scale_factor = source.vae_scale_factor;
-    pipeline::QwenImageGenerateResult r = pipeline::generate_qwenimage(*model, config, scheduler, *conditioning, options);
-    return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
-  };
-}
-
-RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
-  const auto& config = pipeline::config_of<models::wan::WanConfig>(source.model);
-  return video_loop(args, source, layout, text, 5.0f,  // WanPipeline's default guidance
-                    [&config, &source](const nn::Model& model, const Tensor& embeds, const pipeline::WanGenerateOptions& o) {
-                      pipeline::UniPCMultistepScheduler scheduler(source.wan_scheduler);
-                      return pipeline::generate_wan(model, config, scheduler, embeds, o);
-                    });
-}
-
-RankLoop skyreels_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout,
-                       const nn::TensorMap& text) {
-  const auto& config = pipeline::config_of<models::skyreels_v2::SkyReelsV2Config>(source.model);
-  return video_loop(args, source, layout, text, 6.0f,  // SkyReelsV2DiffusionForcingPipeline's default guidance
-                    [&config, &source, &args](const nn::Model& model, const Tensor& embeds,
-                                              const pipeline::WanGenerateOptions& o) {
-                      pipeline::SkyReelsGenerateOptions options;
-                      options.video = o;
-                      options.ar_step = args.ar_step;
-                      options.fps = args.fps.value_or(24);
-                      options.base_frames = args.base_num_frames;
-                      options.overlap_history = args.overlap_history;
-                      options.addnoise_condition = args.addnoise_condition;
-                      return pipeline::generate_skyreels_v2(model, config, source.wan_scheduler, embeds, options);
-                    });
-}
-
-// `text`: as flux_loop's.
-RankLoop ltx_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
-  const auto& config = pipeline::config_of<models::ltx_video::LtxVideoConfig>(source.model);
-  auto conditioning = std::make_shared<pipeline::LtxConditioning>(
-      text.empty() ? pipeline::random_ltx_conditioning(config, 1, args.text_tokens, args.seed)
-                   : pipeline::ltx_conditioning(text, text_source(args), config));
-  auto initial = std::make_shared<Tensor>(initial_latents(args));
-  const float guidance = std::isnan(args.guidance) ? 3.0f : args.guidance;  // LTXPipeline's default
-  parallel::validate_cfg(layout.config, pipeline::ltx_runs_guidance(*conditioning, guidance),
-                         no_guidance_reason(conditioning->negative_prompt_embeds.defined(), "--guidance is at most 1"));
-  return [&args, &source, &layout, &config, conditioning, initial, guidance](comm::Communicator& world,
-                                                                             Progress& progress) {
-    RankModel ranked = rank_model(world, args, source, layout);
-    FiniteWatch finite(*ranked.model, "denoise", args.check_finite);
-    pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
-    pipeline::LtxGenerateOptions options;
-    set_loop_options(options, args, *initial, finite, progress);
-    options.frame_rate = double(ltx_frame_rate(args));
-    options.guidance_scale = guidance;
-    options.vae = source.ltx_vae;
-    options.cfg = &ranked.mesh.cfg();
-    pipeline::LtxGenerateResult r = pipeline::generate_ltx(*ranked.model, config, scheduler, *conditioning, options);
-    return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
-  };
-}
-
 // Names each stage on stderr as it ends (the denoise loop adds its own step lines); a failure is then
 // the only line of a stage that has not ended.
 void report_stages(pipeline::StageLog& stages, bool silent) {
@@ -454,156 +138,6 @@ void report_stages(pipeline::StageLog& stages, bool silent) {
     std::fprintf(stderr, "%s done in %s\n", s.name.c_str(), format_duration(s.seconds).c_str());
   };
 }
-
-// The text embeddings: the --embeddings file, the prompt through the pipeline's text encoders (the
-// encode stage: under mpirun on rank 0 alone, which may use this machine's cores while the other
-// processes wait for its tensors), or none (the loops then use random embeddings).
-nn::TensorMap text_embeddings(const GenerateArgs& args, const pipeline::PipelineParts& parts,
-                              const nn::LoadOptions& load, pipeline::StageLog& stages) {
-  if (!args.embedding_tensors.empty()) return args.embedding_tensors;
-  if (!args.embeddings.empty()) return io::load_safetensors(args.embeddings);
-  if (!args.prompt) return {};
-  const pipeline::PromptEncoding request{*args.prompt, args.negative_prompt, args.text_tokens, load};
-  auto encode = [&] {
-    CPDIT_CHECK(parts.text, invalid_argument, "--prompt needs the pipeline's text encoders: ",
-                args.preset.empty() ? args.model : "preset " + args.preset,
-                " has no tokenizer/ and text_encoder/ (give --embeddings instead)");
-    return pipeline::encode_prompt(*parts.text, request);
-  };
-  const int threads = args.parallel.threads > 0 ? args.parallel.threads : hardware_threads();
-  const std::shared_ptr<comm::Communicator> processes = comm::launched_by_mpi() ? comm::mpi_world() : nullptr;
-  return pipeline::encode_stage(stages, encode, threads, processes.get());
-}
-
-}  // namespace
-
-bool lead_process() {
-  if (!comm::launched_by_mpi()) return true;
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char* rank = std::getenv(name)) return std::string(rank) == "0";
-  return true;
-}
-
-Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
-  check_same_model_across_ranks({args.model, args.config, args.scheduler_config});
-  const bool lead = lead_process();
-  const nn::LoadOptions load = nn::load_options(args.dtype);
-  const ScopedMatmulPrecision precision(matmul_precision_for(args.dtype));
-  const pipeline::PipelineParts parts = args.preset.empty()
-                                            ? pipeline::PipelineParts::of_folder(args.model)
-                                            : pipeline::PipelineParts::of_preset(args.preset, args.seed);
-  // The pipelines' max_sequence_length: LTXPipeline's 128, FLUX.1-dev's and Wan's 512.
-  const bool ltx_text = args.preset.rfind("ltx-", 0) == 0 || (parts.text && parts.text->pipeline_class.rfind("LTX", 0) == 0);
-  if (args.text_tokens == 0) args.text_tokens = ltx_text ? 128 : 512;
-  CPDIT_CHECK((args.image.empty() && args.frames_dir.empty() && args.video.empty()) || parts.vae, invalid_argument,
-              "--image, --frames-dir and --video need the pipeline's VAE: ", args.model,
-              " has no vae/ (give a diffusers pipeline folder or a preset)");
-  CPDIT_CHECK(!args.decode || parts.vae, invalid_argument, "decoding needs the pipeline's VAE: ", args.model,
-              " has no vae/ (give a diffusers pipeline folder or a preset, or ask for the latents)");
-  const nn::TensorMap text = text_embeddings(args, parts, load, stages);
-
-  Generation generation;
-  RunInfo& info = generation.info;
-  if (args.steps == 0 && !args.preset.empty()) args.steps = 4;
-  stages.run("denoise", [&] {
-    const Source source = open_source(args, load);
-    refuse_overwriting_inputs(args);  // after the model's class and files are named, before anything is written
-    info.name = source.name;
-    info.pipeline = source.pipeline;
-    const bool wan = wan_family(source.pipeline);  // Wan 2.1 or SkyReels-V2 video
-    const bool ltx = source.pipeline == pipeline::PipelineKind::ltx_video;
-    const bool video = wan || ltx;
-    const bool qwen = source.pipeline == pipeline::PipelineKind::qwenimage;
-    const bool preset = !args.preset.empty();
-    // LTXPipeline's defaults: 161 frames of 512x704, 50 steps.
-    if (args.steps == 0) args.steps = video || qwen ? 50 : 28;
-    if (args.height == 0) args.height = preset ? 256 : ltx ? 512 : wan ? 480 : 1024;
-    if (args.width == 0) args.width = preset ? 256 : ltx ? 704 : wan ? 832 : 1024;
-    CPDIT_CHECK(video || args.frames == 0, invalid_argument, "--frames is for video models; ", source.name, " is an image model");
-    CPDIT_CHECK(!video || args.preview.empty(), invalid_argument, "--preview is for FLUX.1 images, not video latents");
-    CPDIT_CHECK(!qwen || args.preview.empty(), invalid_argument, "--preview is for FLUX.1 latents, not Qwen-Image's");
-    CPDIT_CHECK(!video || args.image.empty(), invalid_argument, "--image is for images; write video with --frames-dir or --video");
-    CPDIT_CHECK(video || args.frames_dir.empty(), invalid_argument, "--frames-dir is for video; write an image with --image");
-    CPDIT_CHECK(!qwen || std::isnan(args.guidance), invalid_argument,
-                "--guidance is for guidance-distilled models; Qwen-Image's classifier-free guidance is --true-cfg-scale");
-    CPDIT_CHECK(!video || std::isnan(args.true_cfg_scale), invalid_argument,
-                "--true-cfg-scale is for FLUX.1 and Qwen-Image; Wan's classifier-free guidance is --guidance, as LTX-Video's");
-    CPDIT_CHECK(video || args.video.empty(), invalid_argument, "--video is for video; write an image with --image");
-    CPDIT_CHECK(ltx || (args.decode_timestep == 0.0f && !args.decode_noise_scale), invalid_argument,
-                "--decode-timestep and --decode-noise-scale are for LTX-Video's timestep-conditioned VAE");
-    if (args.frames == 0) args.frames = preset ? (ltx ? 9 : 5) : ltx ? 161 : 81;
-    // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
-    if (ltx) {
-      const auto& config = pipeline::config_of<models::ltx_video::LtxVideoConfig>(source.model);
-      const Shape latent = pipeline::ltx_latent_shape(config, 1, args.frames, args.height, args.width, source.ltx_vae);
-      const double elements = double(shape_numel(latent));
-      check_generate_fits(elements, elements / double(latent[1]) + double(args.text_tokens), double(config.inner_dim()));
-    } else if (wan) {
-      const models::wan::WanConfig& config = video_config(source);
-      const Shape latent = pipeline::wan_latent_shape(config, 1, args.frames, args.height, args.width, source.wan_vae);
-      const double elements = double(shape_numel(latent));
-      // A SkyReels-V2 long video shows the model at most base_num_frames at a time.
-      const int64_t model_frames = args.overlap_history && source.pipeline == pipeline::PipelineKind::skyreels_v2
-                                       ? std::min(latent[2], (args.base_num_frames - 1) / source.wan_vae.temporal + 1)
-                                       : latent[2];
-      check_generate_fits(elements, elements / double(latent[1] * config.patch_volume()) * double(model_frames) / double(latent[2]),
-                          double(config.inner_dim()));
-    } else {
-      const pipeline::FluxLatentShape latent = pipeline::flux_latent_shape(args.height, args.width, 16, 1, source.vae_scale_factor);
-      const int64_t hidden = qwen ? pipeline::config_of<models::qwenimage::QwenImageConfig>(source.model).inner_dim()
-                                  : pipeline::config_of<models::flux::FluxConfig>(source.model).inner_dim();
-      check_generate_fits(double(shape_numel(latent.unpacked())), double(latent.tokens() + args.text_tokens),
-                          double(hidden));
-    }
-
-    info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
-    const RankLoop loop = source.pipeline == pipeline::PipelineKind::skyreels_v2 ? skyreels_loop(args, source, info.layout, text)
-                          : wan  ? wan_loop(args, source, info.layout, text)
-                          : ltx  ? ltx_loop(args, source, info.layout, text)
-                          : qwen ? qwenimage_loop(args, source, info.layout, text)
-                                 : flux_loop(args, source, info.layout, text);
-
-    comm::LocalOptions local;
-    local.threads_per_rank = info.layout.threads_per_rank;
-    std::mutex kept;
-    comm::run_ranks(
-        info.layout.ranks,
-        [&](comm::Communicator& world) {
-          CPDIT_CHECK(world.size() == info.layout.ranks, internal, "expected ", info.layout.ranks, " ranks, got ",
-                      world.size());
-          Progress progress("denoise", args.json || !lead || world.rank() != 0);
-          memory::reset_peak();
-          auto [mine, stats] = loop(world, progress);
-          std::vector<int64_t> rank_peaks(size_t(world.size()));
-          int64_t peak = memory::peak_bytes();
-          world.all_gather(&peak, sizeof peak, rank_peaks.data());
-          stages.add_rank_peak(peak);
-          // Every rank ends with the whole latents: rank 0's are kept (under mpirun, each process's own).
-          if (world.rank() != 0 && !comm::launched_by_mpi()) return;
-          std::lock_guard<std::mutex> lock(kept);
-          generation.latents = mine;
-          generation.loop = stats;
-          generation.peaks = rank_peaks;
-        },
-        local);
-  });
-
-  // The decoded pixels, when there is a VAE and an output wants them.
-  const bool decode = parts.vae && (args.decode || !args.out.empty() || !args.image.empty() ||
-                                    !args.frames_dir.empty() || !args.video.empty());
-  comm::LocalOptions local;
-  local.threads_per_rank = info.layout.threads_per_rank;
-  const pipeline::DecodeTimestep decode_timestep{args.decode_timestep, args.decode_noise_scale, args.seed, {}};
-  if (decode)
-    generation.pixels =
-        pipeline::decode_stage(stages, parts.vae, generation.latents, info.layout.ranks, local, decode_timestep,
-                               args.vae_split);
-  if (info.pipeline == pipeline::PipelineKind::qwenimage && generation.pixels.defined() && lead)
-    generation.pixels = pipeline::qwenimage_image_pixels(generation.pixels);
-  return generation;
-}
-
-namespace {
 
 void run(GenerateArgs args) {
   auto start = std::chrono::steady_clock::now();
@@ -647,12 +181,8 @@ void run(GenerateArgs args) {
     io::write_png(args.preview, pipeline::flux_latent_preview(latents), args.width, args.height);
   if (!args.image.empty()) pipeline::write_image_pngs(args.image, pixels);
   if (!args.frames_dir.empty()) pipeline::write_frame_pngs(args.frames_dir, pixels);
-  // generate's video loops make one clip: item 0 of the (1, F, H, W, 3) video, at --fps when given, else
-  // at the rate the pipeline makes (SkyReels-V2's default fps input 24, LTX-Video's 25, Wan 16).
-  const bool skyreels = info.pipeline == pipeline::PipelineKind::skyreels_v2;
-  if (!args.video.empty())
-    io::write_mp4(args.video, pixels.select(0, 0),
-                  ltx ? int(ltx_frame_rate(args)) : int(args.fps.value_or(skyreels ? 24 : pipeline::kWanFramesPerSecond)));
+  // generate's video loops make one clip: item 0 of the (1, F, H, W, 3) video.
+  if (!args.video.empty()) io::write_mp4(args.video, pixels.select(0, 0), int(frame_rate(args, info.pipeline)));
   outputs.commit();
   double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   nlohmann::json s = summary(args, info, stages, generation.loop, generation.peaks, wall);

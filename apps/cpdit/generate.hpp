@@ -73,6 +73,14 @@ struct Generation {
 // This process prints and writes: the only one, or rank 0 of an mpirun launch.
 bool lead_process();
 
+// The pipelines that make video: Wan 2.1, SkyReels-V2 (a Wan 2.1 network) and LTX-Video.
+bool video_pipeline(pipeline::PipelineKind kind);
+
+// The clip's frame rate: --fps when given, else the rate the pipeline makes (SkyReels-V2's default
+// fps input 24, LTX-Video's 25, Wan's 16). SkyReels-V2's fps embedding and LTX-Video's RoPE time
+// scale read it too, so the MP4 plays at the rate the model was told.
+int64_t frame_rate(const GenerateArgs& args, pipeline::PipelineKind kind);
+
 // Runs the stages of a generation on local ranks or, under mpirun, on the MPI processes, logging
 // them in `stages`; fills in the defaults `args` left open (steps, sizes, frames).
 Generation generate(GenerateArgs& args, pipeline::StageLog& stages);
