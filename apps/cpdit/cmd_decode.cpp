@@ -4,7 +4,7 @@
 // timestep-conditioned VAE at --decode-timestep); the decode is split by rows (or, --vae-split frames,
 // a Wan video's latent frames) over the local ranks (or the processes of an mpirun launch).
 #include "command.hpp"
-#include "mpi_arguments.hpp"
+#include "same_across_ranks.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "vae_split_option.hpp"

@@ -2,7 +2,7 @@
 // registry, models/registry.hpp) from a safetensors file of inputs, on one rank or with context
 // parallelism across local thread ranks (or the processes of an mpirun launch).
 #include "command.hpp"
-#include "mpi_arguments.hpp"
+#include "same_across_ranks.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "parallel_flags.hpp"

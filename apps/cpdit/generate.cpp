@@ -6,7 +6,7 @@
 #include "finite_watch.hpp"
 #include "generate.hpp"
 #include "memory_check.hpp"
-#include "mpi_arguments.hpp"
+#include "same_across_ranks.hpp"
 #include "output_paths.hpp"
 #include "parallel_flags.hpp"
 #include "progress.hpp"

@@ -1,6 +1,6 @@
 // cpdit: diffusion transformers with context parallelism. Errors become one line and exit code 2.
 #include "command.hpp"
-#include "mpi_arguments.hpp"
+#include "same_across_ranks.hpp"
 
 #include <cpdit/core/error.hpp>
 

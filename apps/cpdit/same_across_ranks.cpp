@@ -1,4 +1,4 @@
-#include "mpi_arguments.hpp"
+#include "same_across_ranks.hpp"
 #include "model_digest.hpp"
 
 #include <cpdit/comm/launch.hpp>

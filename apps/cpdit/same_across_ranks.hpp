@@ -1,7 +1,8 @@
 #pragma once
-// Under mpirun every process must run the same command on the same model: ranks launched with
-// different arguments (an MPMD launch, a per-rank --seed or --height) or whose model folders differ
-// (one machine's copy edited or half downloaded) would otherwise run to the end and mix results.
+// The checks that every MPI process of an mpirun launch runs the same command line on the same model
+// files. Without them, ranks launched with different arguments (an MPMD launch, a per-rank --seed or
+// --height) or whose model folders differ (one machine's copy edited or half downloaded) would run to
+// the end and mix their results.
 #include <string>
 #include <vector>
 
