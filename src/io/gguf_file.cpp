@@ -1,5 +1,6 @@
 #include "gguf_header.hpp"
 #include "mapped_file.hpp"
+#include "tensor_lookup.hpp"
 
 #include <cpdit/core/block_format.hpp>
 #include <cpdit/core/error.hpp>
@@ -59,18 +60,12 @@ const std::string& GgufFile::path() const { return file_->path; }
 uint32_t GgufFile::version() const { return file_->header.version; }
 const std::map<std::string, std::string>& GgufFile::metadata() const { return file_->header.metadata; }
 
-std::vector<std::string> GgufFile::names() const {
-  std::vector<std::string> names;
-  for (const GgufTensorInfo& t : file_->header.tensors) names.push_back(t.name);
-  return names;
-}
+std::vector<std::string> GgufFile::names() const { return tensor_names(file_->header); }
 
 bool GgufFile::contains(const std::string& name) const { return file_->header.position.count(name) > 0; }
 
 const GgufTensorInfo& GgufFile::info(const std::string& name) const {
-  auto it = file_->header.position.find(name);
-  CPDIT_CHECK(it != file_->header.position.end(), invalid_argument, file_->path, ": no tensor '", name, "'");
-  return file_->header.tensors[it->second];
+  return find_tensor(file_->header, file_->path, name);
 }
 
 Weight GgufFile::get(const std::string& name) const {

@@ -1,5 +1,6 @@
 #include "file_dtype.hpp"
 #include "mapped_file.hpp"
+#include "tensor_lookup.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
@@ -46,18 +47,12 @@ const std::string& SafetensorsFile::path() const { return file_->path; }
 
 const std::map<std::string, std::string>& SafetensorsFile::metadata() const { return file_->header.metadata; }
 
-std::vector<std::string> SafetensorsFile::names() const {
-  std::vector<std::string> names;
-  for (const TensorInfo& t : file_->header.tensors) names.push_back(t.name);
-  return names;
-}
+std::vector<std::string> SafetensorsFile::names() const { return tensor_names(file_->header); }
 
 bool SafetensorsFile::contains(const std::string& name) const { return file_->header.position.count(name) > 0; }
 
 const TensorInfo& SafetensorsFile::info(const std::string& name) const {
-  auto it = file_->header.position.find(name);
-  CPDIT_CHECK(it != file_->header.position.end(), invalid_argument, file_->path, ": no tensor '", name, "'");
-  return file_->header.tensors[it->second];
+  return find_tensor(file_->header, file_->path, name);
 }
 
 Tensor SafetensorsFile::get(const std::string& name) const {
