@@ -70,20 +70,36 @@ Tensor MidBlock2D::forward(const Tensor& x) const {
   })[0];
 }
 
+namespace {
+
+// An up or down block's resnets: the first takes the block's input channels, the others its output's.
+void append_kl_block_resnets(nn::ModuleList<ResnetBlock2D>& resnets, int64_t in_channels, int64_t out_channels,
+                             int64_t layers, int64_t groups) {
+  for (int64_t i = 0; i < layers; ++i) resnets.append(i == 0 ? in_channels : out_channels, out_channels, groups);
+}
+
+// The 3x3 convolution that resamples a block's output, at the path diffusers gives it: `<list>.0.conv`.
+nn::Conv2d& kl_resample_conv(nn::Container& list, int64_t channels, int64_t stride, int64_t padding) {
+  return list.add_module<nn::Container>("0").add_module<nn::Conv2d>("conv", channels, channels, 3, stride, padding);
+}
+
+Tensor run_kl_block_resnets(const nn::ModuleList<ResnetBlock2D>& resnets, Tensor h) {
+  for (const ResnetBlock2D* r : resnets) h = r->forward(h);
+  return h;
+}
+
+}  // namespace
+
 UpDecoderBlock2D::UpDecoderBlock2D(int64_t in_channels, int64_t out_channels, int64_t layers, int64_t groups,
                                    bool upsample)
     : resnets_(add_module<nn::ModuleList<ResnetBlock2D>>("resnets")) {
-  for (int64_t i = 0; i < layers; ++i) resnets_.append(i == 0 ? in_channels : out_channels, out_channels, groups);
-  if (upsample)
-    upsample_conv_ = &add_module<nn::Container>("upsamplers")
-                          .add_module<nn::Container>("0")
-                          .add_module<nn::Conv2d>("conv", out_channels, out_channels, 3, 1, 1);
+  append_kl_block_resnets(resnets_, in_channels, out_channels, layers, groups);
+  if (upsample) upsample_conv_ = &kl_resample_conv(add_module<nn::Container>("upsamplers"), out_channels, 1, 1);
 }
 
 Tensor UpDecoderBlock2D::forward(const Tensor& x) const {
   return with_hooks({{"hidden_states", x}}, [&](const nn::TensorMap& in) {
-    Tensor h = in.at("hidden_states");
-    for (const ResnetBlock2D* r : resnets_) h = r->forward(h);
+    Tensor h = run_kl_block_resnets(resnets_, in.at("hidden_states"));
     if (upsample_conv_) h = upsample_conv_->forward(k::upsample_nearest2x(h));
     return one(h);
   })[0];
@@ -92,17 +108,13 @@ Tensor UpDecoderBlock2D::forward(const Tensor& x) const {
 DownEncoderBlock2D::DownEncoderBlock2D(int64_t in_channels, int64_t out_channels, int64_t layers, int64_t groups,
                                        bool downsample)
     : resnets_(add_module<nn::ModuleList<ResnetBlock2D>>("resnets")) {
-  for (int64_t i = 0; i < layers; ++i) resnets_.append(i == 0 ? in_channels : out_channels, out_channels, groups);
-  if (downsample)
-    downsample_conv_ = &add_module<nn::Container>("downsamplers")
-                            .add_module<nn::Container>("0")
-                            .add_module<nn::Conv2d>("conv", out_channels, out_channels, 3, 2, 0);
+  append_kl_block_resnets(resnets_, in_channels, out_channels, layers, groups);
+  if (downsample) downsample_conv_ = &kl_resample_conv(add_module<nn::Container>("downsamplers"), out_channels, 2, 0);
 }
 
 Tensor DownEncoderBlock2D::forward(const Tensor& x) const {
   return with_hooks({{"hidden_states", x}}, [&](const nn::TensorMap& in) {
-    Tensor h = in.at("hidden_states");
-    for (const ResnetBlock2D* r : resnets_) h = r->forward(h);
+    Tensor h = run_kl_block_resnets(resnets_, in.at("hidden_states"));
     if (downsample_conv_) {
       kernels::ConvGeometry g = downsample_conv_->geometry();
       g.pad_after = {0, 1, 1};  // diffusers pads (0, 1, 0, 1) before a padding-0 stride-2 conv
@@ -203,8 +215,8 @@ Tensor AutoencoderKL::encode(const Tensor& image) const {
 }
 
 std::unique_ptr<AutoencoderKL> load_autoencoder_kl(const std::string& path, const std::string& config_path) {
-  const auto checkpoint =
-      detail::read_vae_checkpoint(path, config_path, {"AutoencoderKL"}, {"encoder.", "decoder.", "quant_conv.", "post_quant_conv."});
+  const auto checkpoint = detail::read_vae_checkpoint(path, config_path, {"AutoencoderKL"},
+                                                      {"encoder.", "decoder.", "quant_conv.", "post_quant_conv."});
   auto model = std::make_unique<AutoencoderKL>(KLConfig::from_json(checkpoint.config));
   nn::load_state_dict(*model, checkpoint.state, detail::f32_weights());
   return model;
