@@ -1,14 +1,12 @@
 // SkyReelsV2Transformer3DModel against diffusers' own numbers (tests/data/fixtures/skyreels_v2_tiny),
 // the fps embedding for a batch of 2 (where diffusers 0.42.1 fails) and block-causal attention.
 #include "support/record_outputs.hpp"
+#include "support/relative_error.hpp"
 #include "models/skyreels_v2_fixture.hpp"
 
 #include <cpdit/core/error.hpp>
 
 #include <gtest/gtest.h>
-
-#include <algorithm>
-#include <cmath>
 
 namespace cpdit::models::skyreels_v2 {
 namespace {
@@ -17,28 +15,17 @@ using testing::fixture_checkpoint;
 using testing::fixture_dir;
 using testing::fixture_inputs;
 using testing::random_inputs;
+using cpdit::testing::relative_error;  // max |got - want| / max |want|
 
 // float32 vs float64 runs of these models differ by <= 2.3e-6 on outputs of magnitude up to 4.7
 // (fixtures README), i.e. about 5e-7 relative; the porting mistakes it lists move outputs by >= 1e-4
 // relative. 1e-5 of the expected range sits between the two.
 constexpr double kRelative = 1e-5;
 
-double max_abs(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  double m = 0;
-  for (int64_t i = 0; i < c.numel(); ++i) m = std::max(m, double(std::fabs(c.data<float>()[i])));
-  return m;
-}
-
-void expect_close(const Tensor& got, const Tensor& want, const std::string& what) {
-  ASSERT_EQ(got.shape(), want.shape()) << what;
-  EXPECT_LE(max_abs_diff(got, want), kRelative * max_abs(want)) << what;
-}
-
 TEST(SkyReelsV2, SampleMatchesDiffusers) {
   auto model = load_skyreels_v2(fixture_checkpoint());
   const Tensor expected = io::load_safetensors(fixture_dir() + "/expected.safetensors").at("sample");
-  expect_close(model->forward(fixture_inputs()).at("sample"), expected, "sample");
+  cpdit::testing::expect_sample(model->forward(fixture_inputs()).at("sample"), expected, relative_error, kRelative);
 }
 
 // Every intermediate the fixture stores, so a wrong sample points at the module that went wrong.
@@ -48,8 +35,7 @@ TEST(SkyReelsV2, IntermediatesMatchDiffusers) {
   // diffusers records the Conv3d output (B, D, F', H', W'); cpdit's patch embedding returns its tokens.
   Tensor conv = expected.at("patch_embedding");
   expected["patch_embedding"] = conv.reshape({conv.size(0), conv.size(1), -1}).permute({0, 2, 1}).contiguous();
-  const auto relative = [](const Tensor& got, const Tensor& want) { return max_abs_diff(got, want) / max_abs(want); };
-  cpdit::testing::expect_intermediates(*model, [&] { model->forward(fixture_inputs()); }, expected, relative,
+  cpdit::testing::expect_intermediates(*model, [&] { model->forward(fixture_inputs()); }, expected, relative_error,
                                        kRelative);
 }
 
@@ -60,7 +46,7 @@ TEST(SkyReelsV2, EachFrameUsesItsOwnTimestep) {
   auto inputs = fixture_inputs();
   const Tensor want = model->forward(inputs).at("sample");
   inputs["timestep"] = Tensor::from_vector({310, 620, 900}, {1, 3}).to(DType::i64);
-  EXPECT_GT(max_abs_diff(model->forward(inputs).at("sample"), want), 0.1 * max_abs(want));
+  EXPECT_GT(relative_error(model->forward(inputs).at("sample"), want), 0.1);
 }
 
 // A batch of 2 equals two batch-1 runs, with one fps for the batch and with one per item.
@@ -77,8 +63,8 @@ TEST(SkyReelsV2, FpsEmbeddingServesEveryBatchItem) {
         one[name] = both.at(name).narrow(0, b, 1).contiguous();
       one["fps"] = Tensor::from_vector({fps[fps.size() == 1 ? 0 : size_t(b)]}, {1}).to(DType::i64);
       // Same arithmetic on rows of a GEMM of another height: equal up to its rounding.
-      expect_close(sample.narrow(0, b, 1).contiguous(), model->forward(one).at("sample"),
-                   "item " + std::to_string(b) + " of " + std::to_string(fps.size()) + " fps");
+      EXPECT_LT(relative_error(sample.narrow(0, b, 1), model->forward(one).at("sample")), kRelative)
+          << "item " << b << " of " << fps.size() << " fps";
     }
   }
   // The fps projection is really added: the other fps moves the sample.
@@ -86,7 +72,7 @@ TEST(SkyReelsV2, FpsEmbeddingServesEveryBatchItem) {
   a["fps"] = Tensor::from_vector({0}, {1}).to(DType::i64);
   b["fps"] = Tensor::from_vector({1}, {1}).to(DType::i64);
   const Tensor sa = model->forward(a).at("sample");
-  EXPECT_GT(max_abs_diff(sa, model->forward(b).at("sample")), 1e-3 * max_abs(sa));
+  EXPECT_GT(relative_error(model->forward(b).at("sample"), sa), 1e-3);
 }
 
 // Blocks of 2 latent frames: the first block sees only itself, so its output equals the model run
@@ -102,9 +88,9 @@ TEST(SkyReelsV2, BlockCausalFramesSeeOnlyThemselvesAndThePast) {
     const Tensor first_block = model->forward(four).at("sample").narrow(2, 0, 2).contiguous();
     const Tensor alone = model->forward(two).at("sample");
     if (frames_per_block == 2)
-      expect_close(first_block, alone, "first block of 2 frames");
+      EXPECT_LT(relative_error(first_block, alone), kRelative) << "first block of 2 frames";
     else
-      EXPECT_GT(max_abs_diff(first_block, alone), 1e-3 * max_abs(alone)) << "full attention sees later frames";
+      EXPECT_GT(relative_error(first_block, alone), 1e-3) << "full attention sees later frames";
   }
 }
 
