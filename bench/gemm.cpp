@@ -1,8 +1,9 @@
 // cpdit bench gemm: raw sgemm of each GEMM library on this machine, and cpdit's Linear, at the
 // projection shapes of the models. Every line carries GFLOP/s (2 M N K / time) over the minimum and
 // the median of the repeats, in wall time and in process CPU time (on a loaded machine wall time
-// counts time spent descheduled, and misled an earlier comparison by a factor of 4); Linear lines carry their ratio to the raw sgemm they are built on,
-// measured in the same run (the target is >= 0.95 for f32).
+// counts time spent descheduled, and misled an earlier comparison by a factor of 4); Linear lines
+// carry their ratio to the raw sgemm they are built on, measured in the same run (the target is
+// >= 0.95 for f32).
 //   x (M, K) times W (N, K) transposed, as a Linear layer stores its weight.
 #include "command.hpp"
 #include "measure.hpp"

@@ -1,12 +1,13 @@
-// `cpdit bench model --model flux|wan|ltx|qwenimage|skyreels`: latency of a model family's blocks at full width on 1 rank
-// and on 2 ranks (one compute thread each, context parallel: Ulysses, and ring unless --quick), with
-// each rank's peak tensor memory. The families (bench/model_flux.cpp, model_wan.cpp, model_ltx.cpp) say what
-// to build; the one loop here times every family the same way. Multi-rank lines carry their
-// speedup over the 1-rank line of the same run in wall time and in CPU time: on a shared,
-// oversubscribed machine wall time includes time spent descheduled, so the process CPU time of
-// the cheapest repeat, shared out over the ranks, is the steadier figure. A layout's time is its
-// slowest rank's: under a causal mask the ring gives its first rank less attention to do (the keys
-// of later ranks are hidden from it), so rank 0 alone would flatter the ring.
+// `cpdit bench model --model flux|wan|ltx|qwenimage|skyreels`: latency of a model family's blocks
+// at full width on 1 rank and on 2 ranks (one compute thread each, context parallel: Ulysses, and
+// ring unless --quick), with each rank's peak tensor memory. The families (bench/model_flux.cpp,
+// model_wan.cpp, model_ltx.cpp) say what to build; the one loop here times every family the same
+// way. Multi-rank lines carry their speedup over the 1-rank line of the same run in wall time and
+// in CPU time: on a shared, oversubscribed machine wall time includes time spent descheduled, so
+// the process CPU time of the cheapest repeat, shared out over the ranks, is the steadier figure. A
+// layout's time is its slowest rank's: under a causal mask the ring gives its first rank less
+// attention to do (the keys of later ranks are hidden from it), so rank 0 alone would flatter the
+// ring.
 #include "command.hpp"
 #include "measure.hpp"
 #include "model_blocks.hpp"

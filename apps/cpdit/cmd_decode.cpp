@@ -1,8 +1,9 @@
 // `cpdit decode`: latents that `generate` wrote, through the pipeline's VAE, to an image (PNG), a Wan
-// or LTX-Video video (MP4) or the decoded sample (safetensors). FLUX.1's latents are unscaled (/ scaling_factor + shift_factor),
-// Wan's and LTX-Video's denormalised (* latents_std + latents_mean) first, as the pipelines do (LTX-Video's
-// timestep-conditioned VAE at --decode-timestep); the decode is split by rows (or, --vae-split frames,
-// a Wan video's latent frames) over the local ranks (or the processes of an mpirun launch).
+// or LTX-Video video (MP4) or the decoded sample (safetensors). FLUX.1's latents are unscaled
+// (/ scaling_factor + shift_factor), Wan's and LTX-Video's denormalised (* latents_std + latents_mean)
+// first, as the pipelines do (LTX-Video's timestep-conditioned VAE at --decode-timestep); the decode
+// is split by rows (or, --vae-split frames, a Wan video's latent frames) over the local ranks (or the
+// processes of an mpirun launch).
 #include "command.hpp"
 #include "same_across_ranks.hpp"
 #include "option_checks.hpp"

@@ -77,7 +77,8 @@ TEST(CommonEmbeddings, SinusoidOrderAndShift) {
   for (int j = 0; j < 4; ++j) {
     EXPECT_NEAR(flipped.data<float>()[j], std::cos(3.0 * std::exp(-std::log(10000.0) * j / 4)), 1e-6);
     EXPECT_NEAR(flipped.data<float>()[4 + j], std::sin(3.0 * std::exp(-std::log(10000.0) * j / 4)), 1e-6);
-    EXPECT_NEAR(unflipped.data<float>()[j], std::sin(3.0 * std::exp(-std::log(10000.0) * j / 3)), 1e-6);  // sin half first
+    // Unflipped: the sin half first.
+    EXPECT_NEAR(unflipped.data<float>()[j], std::sin(3.0 * std::exp(-std::log(10000.0) * j / 3)), 1e-6);
     EXPECT_NEAR(unflipped.data<float>()[4 + j], std::cos(3.0 * std::exp(-std::log(10000.0) * j / 3)), 1e-6);
   }
   EXPECT_THROW(timestep_sinusoid(Tensor::zeros({2, 2}), 8), Error);

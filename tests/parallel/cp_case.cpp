@@ -1,5 +1,6 @@
 // The parity check behind every context-parallel test: single-rank flash attention on the full
-// tensors is the reference (float64 for position rules); the case runs sharded through ParallelContext and is gathered back.
+// tensors is the reference (float64 for position rules); the case runs sharded through
+// ParallelContext and is gathered back.
 #include "parallel/cp_case.hpp"
 
 #include "support/attention_reference.hpp"

@@ -107,10 +107,11 @@ Tensor rms_norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shi
 // ---- Patch embedding -----------------------------------------------------------------------------
 
 // Convolution with kernel == stride, as one GEMM. x (B, C, F, H, W), weight (O, C, kf, kh, kw) in a
-// format linear computes with, bias (O) or undefined; F, H, W divisible by the kernel. Returns the TOKENS, (B, S, O) with
-// S = F/kf * H/kh * W/kw in row-major (f, h, w) order: the Conv3d output already flattened and
-// transposed, as Wan's patch_embedding is followed by flatten(2).transpose(1, 2). A 2-D convolution
-// is the case x (B, C, 1, H, W), weight (O, C, 1, kh, kw), kernel {1, kh, kw}.
+// format linear computes with, bias (O) or undefined; F, H, W divisible by the kernel. Returns the
+// TOKENS, (B, S, O) with S = F/kf * H/kh * W/kw in row-major (f, h, w) order: the Conv3d output
+// already flattened and transposed, as Wan's patch_embedding is followed by
+// flatten(2).transpose(1, 2). A 2-D convolution is the case x (B, C, 1, H, W), weight
+// (O, C, 1, kh, kw), kernel {1, kh, kw}.
 Tensor patch_embed(const Tensor& x, const Weight& weight, const Tensor& bias,
                    std::array<int64_t, 3> kernel);
 

@@ -46,8 +46,9 @@ LoadOptions load_options(const std::string& dtype);
 // weight_memory_counter (each storage once, however many models share it), not on the rank's counter.
 void load_state_dict(Module& root, const StateDict& state, const LoadOptions& options = {});
 
-// The bound parameter values of a loaded module (as bound: dense or quantised). Loading another replica from them shares
-// every weight (no conversion is left to do): ranks as threads load once and share.
+// The bound parameter values of a loaded module (as bound: dense or quantised). Loading another
+// replica from them shares every weight (no conversion is left to do): ranks as threads load once and
+// share.
 StateDict parameters_of(Module& root);
 
 // A model of class M built from a checkpoint's config and bound to its state dict (weights already

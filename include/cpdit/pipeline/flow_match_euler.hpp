@@ -1,8 +1,9 @@
 #pragma once
 // FlowMatchEulerDiscreteScheduler as the FLUX.1 and Qwen-Image pipelines drive it (diffusers): σ from
 // 1 down to 1/N, shifted (statically, or dynamically by μ from the image token count), optionally
-// stretched so the last σ is `shift_terminal`, then Euler steps x ← x + (σ_{i+1} − σ_i)·v. Timesteps, sigmas and steps round in float32 exactly where diffusers
-// does. The step is token-wise, so each rank steps its own shard of the latents.
+// stretched so the last σ is `shift_terminal`, then Euler steps x ← x + (σ_{i+1} − σ_i)·v.
+// Timesteps, sigmas and steps round in float32 exactly where diffusers does. The step is token-wise,
+// so each rank steps its own shard of the latents.
 #include <cpdit/core/tensor.hpp>
 
 #include <nlohmann/json_fwd.hpp>

@@ -1,8 +1,8 @@
 #pragma once
 // FLUX.1 latents as the diffusers Flux pipeline lays them out: VAE latents (B, C, h, w) with
-// h = H_px/f, w = W_px/f (f the VAE scale factor, 8 for FLUX.1), packed into 2×2 patches as tokens (B, (h/2)·(w/2), 4C) with token
-// channel index c·4 + dy·2 + dx, row-major over the (h/2) × (w/2) token grid; and the position ids
-// that go with them.
+// h = H_px/f, w = W_px/f (f the VAE scale factor, 8 for FLUX.1), packed into 2×2 patches as tokens
+// (B, (h/2)·(w/2), 4C) with token channel index c·4 + dy·2 + dx, row-major over the (h/2) × (w/2)
+// token grid; and the position ids that go with them.
 #include <cpdit/core/tensor.hpp>
 
 #include <nlohmann/json.hpp>

@@ -91,9 +91,10 @@ nn::TensorMap encode_stage(StageLog& log, const std::function<nn::TensorMap()>& 
                            comm::Communicator* world = nullptr);
 
 // The decode stage: the VAE loaded, `latents` decoded split over `ranks` local ranks (or the
-// processes of an mpirun launch) by rows, or by frames (`split`, decode_latents), the VAE freed; returns the pixels as postprocess_pixels
-// makes them: (B, H, W, 3) or (B, F, H, W, 3) in [0, 1] (undefined on an mpirun process beyond the
-// latent's row count, which took no part). `ltx`: LTX-Video's decode timestep (decode_latents).
+// processes of an mpirun launch) by rows, or by frames (`split`, decode_latents), the VAE freed;
+// returns the pixels as postprocess_pixels makes them: (B, H, W, 3) or (B, F, H, W, 3) in [0, 1]
+// (undefined on an mpirun process beyond the latent's row count, which took no part). `ltx`:
+// LTX-Video's decode timestep (decode_latents).
 Tensor decode_stage(StageLog& log, const std::function<models::LoadedModel()>& open_vae, const Tensor& latents,
                     int ranks, const comm::LocalOptions& local, const DecodeTimestep& ltx = {},
                     models::vae::VideoSplit split = models::vae::VideoSplit::rows);
