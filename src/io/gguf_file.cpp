@@ -12,17 +12,15 @@
 
 namespace cpdit::io {
 
-struct GgufMapping {
-  std::string path;
-  std::shared_ptr<std::byte> bytes;  // releases the mapping (munmap) or buffer when the last user goes
-  size_t size = 0;
+// The state behind a GgufFile: its bytes and their validated header.
+struct GgufMapping : FileBytes {
   GgufHeader header;
 };
 
 namespace {
-std::shared_ptr<const GgufMapping> parse(std::shared_ptr<GgufMapping> file) {
-  file->header = parse_gguf_header(file->path, file->bytes.get(), file->size);
-  return file;
+std::shared_ptr<const GgufMapping> parse_gguf(FileBytes bytes) {
+  GgufHeader header = parse_gguf_header(bytes.path, bytes.bytes.get(), bytes.size);
+  return std::make_shared<const GgufMapping>(GgufMapping{std::move(bytes), std::move(header)});
 }
 
 // A dense tensor of `dtype` at `data`: a view of the mapping when aligned for its type (an alignment
@@ -37,22 +35,14 @@ Tensor dense(const std::shared_ptr<const GgufMapping>& file, std::byte* data, co
 }  // namespace
 
 GgufFile GgufFile::open(const std::string& path) {
-  auto file = std::make_shared<GgufMapping>();
-  file->path = path;
-  file->bytes = map_file(path, file->size);
   GgufFile opened;
-  opened.file_ = parse(std::move(file));
+  opened.file_ = parse_gguf(map_file(path));
   return opened;
 }
 
 GgufFile GgufFile::from_bytes(std::vector<std::byte> bytes, const std::string& label) {
-  auto buffer = std::make_shared<std::vector<std::byte>>(std::move(bytes));
-  auto file = std::make_shared<GgufMapping>();
-  file->path = label;
-  file->size = buffer->size();
-  file->bytes = std::shared_ptr<std::byte>(buffer, buffer->data());  // aliasing: keeps the buffer
   GgufFile opened;
-  opened.file_ = parse(std::move(file));
+  opened.file_ = parse_gguf(hold_bytes(std::move(bytes), label));
   return opened;
 }
 

@@ -19,27 +19,22 @@ void check_bool_bytes(const std::string& path, const TensorInfo& info, const std
                 " is ", int(data[i]), " (must be 0 or 1)");
 }
 
+std::shared_ptr<const MappedFile> parse_safetensors(FileBytes bytes) {
+  Header header = parse_header(bytes.path, bytes.bytes.get(), bytes.size);
+  return std::make_shared<const MappedFile>(MappedFile{std::move(bytes), std::move(header)});
+}
+
 }  // namespace
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-  auto file = std::make_shared<MappedFile>();
-  file->path = path;
-  file->bytes = map_file(path, file->size);
-  file->header = parse_header(path, file->bytes.get(), file->size);
   SafetensorsFile opened;
-  opened.file_ = std::move(file);
+  opened.file_ = parse_safetensors(map_file(path));
   return opened;
 }
 
 SafetensorsFile SafetensorsFile::from_bytes(std::vector<std::byte> bytes, const std::string& label) {
-  auto buffer = std::make_shared<std::vector<std::byte>>(std::move(bytes));
-  auto file = std::make_shared<MappedFile>();
-  file->path = label;
-  file->size = buffer->size();
-  file->bytes = std::shared_ptr<std::byte>(buffer, buffer->data());  // aliasing: keeps the buffer
-  file->header = parse_header(label, file->bytes.get(), file->size);
   SafetensorsFile opened;
-  opened.file_ = std::move(file);
+  opened.file_ = parse_safetensors(hold_bytes(std::move(bytes), label));
   return opened;
 }
 
