@@ -1,6 +1,7 @@
 // T5EncoderModel, UMT5EncoderModel and CLIPTextModel against transformers' own numbers
 // (tests/data/fixtures/t5_tiny, umt5_tiny, clip_text_tiny), and the checkpoint layouts they come in.
 #include "models/text_fixture.hpp"
+#include "support/expect_error.hpp"
 #include "support/record_outputs.hpp"
 #include "support/temp_dir.hpp"
 
@@ -189,6 +190,20 @@ TEST(TextEncoders, RefuseBadInputsInOneLine) {
   const std::string dir = fixture_dir("clip_text_tiny");
   auto clip = load_clip_text(read_clip_text_checkpoint(dir + "/weights.safetensors", dir + "/config.json"));
   EXPECT_THROW(clip->forward({{"input_ids", Tensor::zeros({1, 78}, DType::i64)}}), Error);  // 77 positions
+}
+
+// A config.json field of the wrong type, or a config that is not an object, is one line naming the
+// model's config, as every family's config reader says it.
+TEST(TextEncoders, RefuseBadConfigsInOneLine) {
+  nlohmann::json t5 = io::read_json(fixture_dir("t5_tiny") + "/config.json");
+  t5["num_heads"] = "four";
+  cpdit::testing::expect_error([&] { T5Config::from_json(t5, false); }, {"T5 config", "wrong type"});
+  cpdit::testing::expect_error([&] { T5Config::from_json(t5, true); }, {"UMT5 config", "wrong type"});
+  nlohmann::json clip = io::read_json(fixture_dir("clip_text_tiny") + "/config.json");
+  clip["hidden_size"] = 1.5;
+  cpdit::testing::expect_error([&] { ClipTextConfig::from_json(clip); }, {"CLIP config", "hidden_size", "whole number"});
+  cpdit::testing::expect_error([&] { ClipTextConfig::from_json(nlohmann::json::array()); },
+                               {"CLIP config must be a JSON object"});
 }
 
 }  // namespace

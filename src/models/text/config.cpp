@@ -4,34 +4,20 @@
 
 namespace cpdit::models::text {
 
-using nn::read_config_field;
-
-namespace {
-template <class Fn>
-void reading(const char* model, Fn fn) {
-  try {
-    fn();
-  } catch (const nlohmann::json::exception& e) {
-    fail(ErrorKind::format, model, " config.json: a field has the wrong type (", e.what(), ")");
-  }
-}
-}  // namespace
-
 T5Config T5Config::from_json(const nlohmann::json& j, bool umt5) {
   T5Config c;
   c.bias_in_every_layer = umt5;
-  reading(umt5 ? "UMT5" : "T5", [&] {
-    read_config_field(j, "vocab_size", c.vocab_size);
-    read_config_field(j, "d_model", c.d_model);
-    read_config_field(j, "d_kv", c.d_kv);
-    read_config_field(j, "d_ff", c.d_ff);
-    read_config_field(j, "num_layers", c.num_layers);
-    read_config_field(j, "num_heads", c.num_heads);
-    read_config_field(j, "relative_attention_num_buckets", c.relative_attention_num_buckets);
-    read_config_field(j, "relative_attention_max_distance", c.relative_attention_max_distance);
-    read_config_field(j, "layer_norm_epsilon", c.layer_norm_epsilon);
-    read_config_field(j, "feed_forward_proj", c.feed_forward_proj);
-  });
+  nn::read_config_fields(j, umt5 ? "UMT5" : "T5",
+                         {{"vocab_size", c.vocab_size},
+                          {"d_model", c.d_model},
+                          {"d_kv", c.d_kv},
+                          {"d_ff", c.d_ff},
+                          {"num_layers", c.num_layers},
+                          {"num_heads", c.num_heads},
+                          {"relative_attention_num_buckets", c.relative_attention_num_buckets},
+                          {"relative_attention_max_distance", c.relative_attention_max_distance},
+                          {"layer_norm_epsilon", c.layer_norm_epsilon},
+                          {"feed_forward_proj", c.feed_forward_proj}});
   c.validate();
   return c;
 }
@@ -50,19 +36,18 @@ void T5Config::validate() const {
 
 ClipTextConfig ClipTextConfig::from_json(const nlohmann::json& j) {
   ClipTextConfig c;
-  reading("CLIP", [&] {
-    // A full CLIPModel config nests the text tower's fields under text_config.
-    const nlohmann::json& t = j.contains("text_config") && j["text_config"].is_object() ? j["text_config"] : j;
-    read_config_field(t, "vocab_size", c.vocab_size);
-    read_config_field(t, "hidden_size", c.hidden_size);
-    read_config_field(t, "intermediate_size", c.intermediate_size);
-    read_config_field(t, "num_hidden_layers", c.num_hidden_layers);
-    read_config_field(t, "num_attention_heads", c.num_attention_heads);
-    read_config_field(t, "max_position_embeddings", c.max_position_embeddings);
-    read_config_field(t, "hidden_act", c.hidden_act);
-    read_config_field(t, "layer_norm_eps", c.layer_norm_eps);
-    read_config_field(t, "eos_token_id", c.eos_token_id);
-  });
+  // A full CLIPModel config nests the text tower's fields under text_config.
+  const nlohmann::json& t = j.contains("text_config") && j["text_config"].is_object() ? j["text_config"] : j;
+  nn::read_config_fields(t, "CLIP",
+                         {{"vocab_size", c.vocab_size},
+                          {"hidden_size", c.hidden_size},
+                          {"intermediate_size", c.intermediate_size},
+                          {"num_hidden_layers", c.num_hidden_layers},
+                          {"num_attention_heads", c.num_attention_heads},
+                          {"max_position_embeddings", c.max_position_embeddings},
+                          {"hidden_act", c.hidden_act},
+                          {"layer_norm_eps", c.layer_norm_eps},
+                          {"eos_token_id", c.eos_token_id}});
   c.validate();
   return c;
 }
