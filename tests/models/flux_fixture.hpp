@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the FLUX tests: the flux_tiny fixture (diffusers' own numbers) and random inputs of its
 // config.
+#include "support/random_normal.hpp"
 #include "support/temp_dir.hpp"
 
 #include <cpdit/io/safetensors.hpp>
@@ -25,12 +26,7 @@ inline nn::TensorMap fixture_inputs() { return io::load_safetensors(fixture_dir(
 // lays them out (img (0, row, col), text zeros).
 inline nn::TensorMap random_inputs(const FluxConfig& config, int64_t h, int64_t w, int64_t text, unsigned seed) {
   std::mt19937 rng(seed);
-  std::normal_distribution<float> normal;
-  auto randn = [&](const Shape& shape) {
-    std::vector<float> v(size_t(shape_numel(shape)));
-    for (float& x : v) x = normal(rng);
-    return Tensor::from_vector(v, shape);
-  };
+  auto randn = [&](const Shape& shape) { return cpdit::testing::random_normal(shape, rng); };
   std::vector<float> ids;
   for (int64_t i = 0; i < h; ++i)
     for (int64_t j = 0; j < w; ++j) ids.insert(ids.end(), {0.0f, float(i), float(j)});

@@ -1,6 +1,8 @@
 #pragma once
 // Shared by the Wan tests: the wan_tiny fixture (diffusers' own numbers) and random inputs of its
 // config.
+#include "support/random_normal.hpp"
+
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/wan/checkpoint.hpp>
 
@@ -17,13 +19,6 @@ inline WanCheckpoint fixture_checkpoint() {
 
 inline nn::TensorMap fixture_inputs() { return io::load_safetensors(fixture_dir() + "/inputs.safetensors"); }
 
-inline Tensor random_tensor(std::mt19937& rng, const Shape& shape, float mean, float stddev) {
-  std::normal_distribution<float> normal(mean, stddev);
-  std::vector<float> v(size_t(shape_numel(shape)));
-  for (float& x : v) x = normal(rng);
-  return Tensor::from_vector(v, shape);
-}
-
 // A latent (1, C, frames, rows, cols), 12 text tokens and a timestep; per_token: one timestep per
 // latent token (B, S), as Wan 2.2 TI2V passes it.
 inline nn::TensorMap random_inputs(const WanConfig& config, int64_t frames, int64_t rows, int64_t cols, bool per_token,
@@ -33,8 +28,9 @@ inline nn::TensorMap random_inputs(const WanConfig& config, int64_t frames, int6
   std::uniform_real_distribution<float> t(0.0f, 1000.0f);
   std::vector<float> timesteps(per_token ? size_t(tokens) : 1);
   for (float& v : timesteps) v = t(rng);
-  return {{"hidden_states", random_tensor(rng, {1, config.in_channels, frames, rows, cols}, 0, 1)},
-          {"encoder_hidden_states", random_tensor(rng, {1, 12, config.text_dim}, 0, 1)},
+  using cpdit::testing::random_normal;
+  return {{"hidden_states", random_normal({1, config.in_channels, frames, rows, cols}, rng)},
+          {"encoder_hidden_states", random_normal({1, 12, config.text_dim}, rng)},
           {"timestep", per_token ? Tensor::from_vector(timesteps, {1, tokens}) : Tensor::from_vector(timesteps, {1})}};
 }
 

@@ -4,6 +4,7 @@
 #include "parallel/cp_case.hpp"
 
 #include "support/attention_reference.hpp"
+#include "support/random_normal.hpp"
 
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/core/memory.hpp>
@@ -22,15 +23,9 @@ namespace cpdit::parallel::test {
 namespace {
 
 using attention::Mask;
+using cpdit::testing::random_normal;
 
 float scale_of(const CpCase& c) { return float(1.0 / std::sqrt(double(c.dim))); }
-
-Tensor random_normal(const Shape& shape, std::mt19937& rng) {
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> values(size_t(shape_numel(shape)));
-  for (float& x : values) x = normal(rng);
-  return Tensor::from_vector(values, shape);
-}
 
 // Key mask (B, S) for the case; see MaskCase.
 Tensor make_mask(const CpCase& c, std::mt19937& rng) {
