@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
+#include <string>
 
 namespace cpdit::bench {
 
@@ -18,6 +20,27 @@ double cpu_seconds(clockid_t clock) {
   return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
 }
 }  // namespace
+
+namespace {
+// A "VmRSS:"-style field of /proc/self/status, in bytes (the file gives KiB); 0 where it is missing.
+int64_t status_bytes(const std::string& field) {
+  std::ifstream status("/proc/self/status");
+  int64_t kib = 0;
+  for (std::string key; status >> key;)
+    if (key == field && status >> kib) return kib * 1024;
+  return 0;
+}
+}  // namespace
+
+int64_t resident_bytes() { return status_bytes("VmRSS:"); }
+int64_t peak_resident_bytes() { return status_bytes("VmHWM:"); }
+
+bool reset_peak_resident() {
+  std::ofstream refs("/proc/self/clear_refs");
+  refs << "5";  // sets the peak resident set (VmHWM) to the current one
+  refs.flush();
+  return bool(refs);
+}
 
 double process_cpu_seconds() { return cpu_seconds(CLOCK_PROCESS_CPUTIME_ID); }
 double thread_cpu_seconds() { return cpu_seconds(CLOCK_THREAD_CPUTIME_ID); }

@@ -25,6 +25,13 @@ struct Timing {
 double process_cpu_seconds();
 double thread_cpu_seconds();
 
+// The process's resident memory (Linux's /proc/self/status; ranks as threads share it): now, and the
+// most since reset_peak_resident, or since the process started where the kernel refuses the reset
+// (then it returns false).
+int64_t resident_bytes();
+int64_t peak_resident_bytes();
+bool reset_peak_resident();
+
 // Runs fn once to warm up (caches, allocator, page faults), then `repeats` timed runs.
 Timing measure(const std::function<void()>& fn, int repeats);
 

@@ -16,8 +16,6 @@
 #include <cpdit/pipeline/random.hpp>
 
 #include <cmath>
-#include <fstream>
-#include <unistd.h>
 
 namespace cpdit::bench {
 namespace {
@@ -53,13 +51,6 @@ nn::StateDict random_bf16_weights(nn::Module& model) {
     state[name] = kernels::mul(pipeline::randn(p->shape, seed++), Tensor::full({1}, scale)).to(DType::bf16);
   }
   return state;
-}
-
-int64_t resident_bytes() {
-  std::ifstream statm("/proc/self/statm");
-  int64_t pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return resident * int64_t(sysconf(_SC_PAGESIZE));
 }
 
 // 2 FLOP per multiply-add: q k v o and the gated FFN for every token, and q.k and p.v per head.

@@ -1,7 +1,9 @@
 // cpdit bench vae: one VAE decode at real widths with random weights (seeded), on 1 rank and split by
 // rows (for wan, or by frames: --split) over P local ranks (parallel/halo.hpp): seconds (min and
 // median of the repeats, process CPU time, and at one thread per rank the busiest rank's CPU time),
-// peak tensor memory per rank, the weights' bytes, and the P-rank speedup, memory ratio and largest
+// peak tensor memory per rank, the weights' bytes, the process's peak resident memory over the
+// decodes (local ranks are threads of this one process, so for P ranks it holds all P ranks' memory),
+// and the P-rank speedup, memory ratio and largest
 // difference against 1 rank, measured in the same run; with --compare-direct also the difference
 // Winograd makes (one more 1-rank decode with every convolution summed directly).
 // bench/vae_torch.py runs diffusers' decode on the same shapes beside it.
@@ -12,6 +14,7 @@
 
 #include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/memory.hpp>
 #include <cpdit/core/weight.hpp>
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/kernels/image.hpp>
@@ -19,6 +22,8 @@
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 #include <cpdit/nn/load.hpp>
 #include <cpdit/pipeline/random.hpp>
+
+#include <malloc.h>
 
 #include <algorithm>
 #include <cmath>
@@ -141,6 +146,13 @@ void run(const VaeBenchArgs& a) {
   Tensor one_rank_sample;
   for (int ranks : a.ranks) {
     int64_t peak = 0;
+    // Each rank count starts with an empty cache and its own peak resident set, so that the P-rank
+    // line does not carry the blocks of the 1-rank decodes (nor glibc's free heap pages).
+    memory::release_cache();
+    malloc_trim(0);
+    const bool rss_reset = reset_peak_resident();
+    const int64_t rss_before = resident_bytes();
+    const memory::AllocatorStats cache_before = memory::allocator_stats();
     // The first decode (measure's warm-up) also pays what a process pays once: oneDNN generating its
     // kernels, the allocator's first pages.
     double busiest = INFINITY, first = -1;
@@ -164,6 +176,15 @@ void run(const VaeBenchArgs& a) {
               {"min_s", t.min_s}, {"median_s", t.median_s},
               {"cpu_min_s", t.cpu_min_s}, {"peak_bytes_per_rank", peak},
               {"weight_bytes", weight_memory_counter().current()}});
+    // What the process held: its resident set before and at most during the decodes, the most the
+    // caching allocator had in use (tensors and weights of all ranks, in whole blocks; it keeps at
+    // most an eighth more cached), and how often a decode's block was not in its cache.
+    const memory::AllocatorStats cache = memory::allocator_stats();
+    j.update({{"process_rss_before_bytes", rss_before}, {"process_peak_rss_bytes", peak_resident_bytes()},
+              {"process_peak_rss_since", rss_reset ? "these decodes" : "process start"},
+              {"allocator_peak_in_use_bytes", cache.peak_in_use},
+              {"allocator_misses", cache.misses - cache_before.misses},
+              {"allocator_moved_bytes", cache.moved - cache_before.moved}});
     if (a.threads == 1) j.update({{"busiest_rank_cpu_min_s", busiest}, {"first_decode_busiest_rank_cpu_s", first}});
     if (one_rank_min > 0 && ranks > 1)
       j.update({{"speedup_over_1_rank", one_rank_min / t.min_s},

@@ -72,6 +72,10 @@ def main():
             "torch_max_rss_growth_bytes": rss_growth, "cpdit_ranks": c["ranks"], "cpdit_min_s": c["min_s"],
             "cpdit_median_s": c["median_s"], "cpdit_cpu_min_s": c["cpu_min_s"],
             "cpdit_peak_bytes_per_rank": c["peak_bytes_per_rank"], "cpdit_split": c["split"],
+            # Comparable with torch's growth: the cpdit process's peak resident set over its decodes at
+            # this rank count (all local ranks: one process) above its resident set before them.
+            "cpdit_process_peak_rss_bytes": c["process_peak_rss_bytes"],
+            "cpdit_process_rss_growth_bytes": c["process_peak_rss_bytes"] - c["process_rss_before_bytes"],
             "torch_over_cpdit_min": t_min / c["min_s"], "torch_over_cpdit_cpu": t_cpu / c["cpu_min_s"],
             # At one thread per rank: the busiest rank's CPU time, the wall time on idle cores (bench/vae.cpp).
             "cpdit_busiest_rank_cpu_min_s": c.get("busiest_rank_cpu_min_s"),

@@ -17,6 +17,8 @@ namespace cpdit::pipeline {
 
 void StageLog::begin(const std::string& name) {
   stages_.push_back(StageStats{name});
+  // The last stage's blocks (its model's weights and activations) are not the sizes this one asks for.
+  memory::release_cache();
   weight_memory_counter().reset_peak();
   memory::reset_peak();
   thread_base_ = memory::current_bytes();

@@ -8,7 +8,10 @@
 // is gone (a tensor may outlive the rank that made it), since storage shares the counts.
 //
 // Caching: first writes to fresh pages are very slow on some hosts, so freed blocks are kept in
-// size-bucketed free lists and handed out again. Cached blocks are not charged to any rank.
+// size-bucketed free lists and handed out again. Cached blocks are not charged to any rank. The
+// blocks of the process, in use and cached, are kept within an eighth above the most it had in use
+// (since it started or the cache was last released): a miss that would go over first takes the
+// pages of cached blocks of other sizes (moved, not touched afresh) or returns cached blocks.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -55,8 +58,19 @@ namespace memory {
 int64_t current_bytes();  // bytes held by live tensors of this rank
 int64_t peak_bytes();     // high-water mark since the last reset
 void reset_peak();
-int64_t cached_bytes();   // bytes parked in the allocator's free lists (all ranks)
-void release_cache();     // return cached blocks to the system
+
+// The caching allocator's blocks (whole buckets, all ranks of the process), in bytes.
+struct AllocatorStats {
+  int64_t in_use = 0;       // handed out and not yet freed
+  int64_t cached = 0;       // parked in the free lists
+  int64_t peak_in_use = 0;  // the most in use since the process started or release_cache
+  int64_t misses = 0;       // allocations no cached block of their size served (counted since start)
+  int64_t moved = 0;        // cached pages moved into blocks of other sizes on misses (since start)
+};
+AllocatorStats allocator_stats();
+// Returns every cached block to the system and restarts the peak from what is in use: between the
+// stages of a pipeline, whose blocks the next stage would not reuse.
+void release_cache();
 }  // namespace memory
 
 // 64-byte aligned allocation with caching. `bytes` may be 0.

@@ -85,7 +85,11 @@ std::optional<dnnl::convolution_forward::primitive_desc> primitive_for(
                                      : dnnl::convolution_forward::desc(kind, algorithm, src, weights, dst,
                                                                        tail(g.stride), tail(g.pad_before),
                                                                        tail(g.pad_after));
-    return dnnl::convolution_forward::primitive_desc(desc, cpu_engine());
+    // The primitive's scratch space (Winograd's transformed tiles: hundreds of MB on a VAE's widest
+    // layers) comes from our allocator (execute), so it is counted and reused, not held by oneDNN.
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return dnnl::convolution_forward::primitive_desc(desc, attr, cpu_engine());
   } catch (const dnnl::error&) {
     return std::nullopt;
   }
@@ -105,7 +109,9 @@ void execute(const dnnl::convolution_forward::primitive_desc& pd, const std::vec
     dst_holder = Tensor::empty({int64_t(pd.dst_desc().get_size() / sizeof(float))});
     dst = memory(pd.dst_desc(), engine, dst_holder.data<float>());
   }
-  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}};
+  const Tensor scratch = Tensor::empty({int64_t(pd.scratchpad_desc().get_size())}, DType::boolean);
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst},
+                                       {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), engine, scratch.raw())}};
   // oneDNN reads the inputs only; its memory objects take non-const pointers.
   if (bias.defined())
     args.emplace(DNNL_ARG_BIAS, memory(plain({bias.numel()}, memory::format_tag::x), engine,
