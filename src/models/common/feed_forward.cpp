@@ -3,6 +3,13 @@
 
 namespace cpdit::models::common {
 
+Tensor linear_gelu(const nn::Linear& layer, const Tensor& x, bool tanh_approx) {
+  if (layer.has_hooks()) return kernels::gelu(layer.forward(x), tanh_approx);
+  Tensor h = kernels::linear(x, layer.weight());
+  kernels::bias_gelu_(h, layer.bias(), tanh_approx);
+  return h;
+}
+
 FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, bool gated)
     : net_(add_module<nn::Container>("net")),
       // net.0 is diffusers' GELU / GEGLU / SwiGLU module, which holds its Linear as "proj".
@@ -14,12 +21,9 @@ FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, boo
 Tensor FeedForward::forward(const Tensor& x) const {
   return with_hooks({{"hidden_states", x}}, [&](const nn::TensorMap& in) {
     const bool gelu = activation_ == Activation::gelu_tanh || activation_ == Activation::gelu;
-    if (gelu && !gated_ && !proj_in_.has_hooks()) {
-      // The hidden layer is the widest tensor of the block: bias and GELU in one pass over it, in place.
-      Tensor h = kernels::linear(in.at("hidden_states"), proj_in_.weight());
-      kernels::bias_gelu_(h, proj_in_.bias(), activation_ == Activation::gelu_tanh);
-      return std::vector<Tensor>{proj_out_.forward(h)};
-    }
+    if (gelu && !gated_)
+      return std::vector<Tensor>{
+          proj_out_.forward(linear_gelu(proj_in_, in.at("hidden_states"), activation_ == Activation::gelu_tanh))};
     Tensor h = proj_in_.forward(in.at("hidden_states"));
     if (gated_) {
       const int64_t half = h.size(-1) / 2;

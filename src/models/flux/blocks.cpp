@@ -90,7 +90,7 @@ std::vector<Tensor> SingleBlock::forward(const Tensor& hidden_states, const Tens
     Tensor h = cat({c, in.at("hidden_states")}, 1);
     auto m = norm_.forward(in.at("temb"));  // shift, scale, gate
     Tensor nh = common::norm_modulate(h, m[1], m[0], kEps);
-    Tensor mlp = k::gelu(proj_mlp_.forward(nh), /*tanh_approx=*/true);
+    Tensor mlp = common::linear_gelu(proj_mlp_, nh, /*tanh_approx=*/true);
     Tensor a = attn_.forward(nh, Tensor(), in.at("cos"), in.at("sin"));
     common::add_gated_(h, proj_out_.forward(cat({a, mlp}, 2)), m[2]);  // h is this block's own copy
     return std::vector<Tensor>{h.narrow(1, 0, text), h.narrow(1, text, h.size(1) - text)};
