@@ -140,7 +140,7 @@ void run(const GemmBenchArgs& args) {
           linear_line("linear_q8_0_amx_bias", [&] { kernels::linear_into(x, w_q8, b, y); });
           linear_line("linear_q4_k_amx_bias", [&] { kernels::linear_into(x, w_q4k, b, y); });
         }
-        const kernels::ScopedKernelIsa no_amx(kernels::Isa::avx512);  // AMX runs at the top level only
+        const kernels::ScopedKernelIsa no_amx(kernels::Isa::avx512_bf16);  // AMX runs at the amx level only
         linear_line("linear_q8_0_int8_vnni_bias", [&] { kernels::linear_into(x, w_q8, b, y); });
       }
     }

@@ -1,6 +1,7 @@
 #include "measure.hpp"
 
 #include <cpdit/core/threads.hpp>
+#include <cpdit/kernels/isa.hpp>
 #include <cpdit/pipeline/random.hpp>
 
 #include <algorithm>
@@ -72,7 +73,8 @@ nlohmann::json line(const std::string& benchmark) {
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   return {{"bench", benchmark},
           {"openblas_coretype", coretype ? coretype : "unset"},
-          {"hardware_threads", hardware_threads()}};
+          {"hardware_threads", hardware_threads()},
+          {"kernel_isa", kernels::isa_name(kernels::kernel_isa())}};
 }
 
 void print(const nlohmann::json& j) {

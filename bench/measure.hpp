@@ -38,7 +38,8 @@ Timing measure(const std::function<void()>& fn, int repeats);
 // Random N(0, 1) inputs, the same for a seed wherever they are made (pipeline::randn's stream).
 Tensor random_tensor(const Shape& shape, uint64_t seed);
 
-// Fields every line carries: benchmark name, OPENBLAS_CORETYPE (or "unset"), hardware threads.
+// Fields every line carries: benchmark name, OPENBLAS_CORETYPE (or "unset"), hardware threads, and the
+// kernels' instruction-set level (CPDIT_KERNEL_ISA, kernels/isa.hpp).
 nlohmann::json line(const std::string& benchmark);
 
 void print(const nlohmann::json& j);  // one line on stdout, flushed

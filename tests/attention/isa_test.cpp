@@ -23,7 +23,7 @@ TEST(FlashKernelIsa, EveryIsaMatchesTheFloat64Reference) {
   const std::vector<double> dout = random_values(c.ref.q.size(), 42);
   const RefOutputs want = ref_forward(c.ref);
   const RefGrads want_grads = ref_backward(c.ref, dout);
-  for (Isa isa : {Isa::portable, Isa::avx512, Isa::avx512_bf16}) {
+  for (Isa isa : {Isa::portable, Isa::avx512, Isa::avx512_bf16, Isa::amx}) {
     const kernels::ScopedKernelIsa scoped(isa);
     SCOPED_TRACE(kernels::isa_name(kernels::kernel_isa()));
     EXPECT_EQ(kernels::kernel_isa(), std::min(isa, kernels::detected_isa()));
@@ -72,7 +72,8 @@ TEST(FlashKernelIsa, ScoresFarBelowTheMaxUnderflowCleanlyOnEveryIsa) {
   }
 }
 
-// Under MatmulPrecision::bf16 the tile products are bf16 (AMX, AVX512-BF16 or the portable loop):
+// Under MatmulPrecision::bf16 the tile products are bf16 (AMX, AVX512-BF16 or the portable loop, one
+// level each):
 // on bf16-rounded q, k, v every product is exact in f32, so each path is within P's rounding
 // (2^-9 max|v|) and the f32 kernel's 2e-5 of the float64 reference, as forward_test.cpp argues.
 TEST(FlashKernelIsa, Bf16TileProductsMatchOnEveryIsa) {
@@ -83,7 +84,7 @@ TEST(FlashKernelIsa, Bf16TileProductsMatchOnEveryIsa) {
   const RefOutputs want = ref_forward(c.ref);
   const double bound = std::ldexp(max_abs(c.ref.v), -9) + 2e-5;
   const ScopedMatmulPrecision precision(MatmulPrecision::bf16);
-  for (Isa isa : {Isa::portable, Isa::avx512_bf16}) {
+  for (Isa isa : {Isa::portable, Isa::avx512_bf16, Isa::amx}) {
     const kernels::ScopedKernelIsa scoped(isa);
     SCOPED_TRACE(kernels::isa_name(kernels::kernel_isa()));
     const Result r = backend("flash").forward(c.q, c.k, c.v, c.mask, c.scale);

@@ -4,6 +4,7 @@
 #include <cpdit/core/precision.hpp>
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
+#include <cpdit/kernels/isa.hpp>
 
 #include <gtest/gtest.h>
 
@@ -152,6 +153,24 @@ TEST(LinearBf16Compute, AmxTilesMatchTheDoubleReferenceOnOddShapes) {
 
 TEST(LinearBf16Compute, OneDnnMatmulMatchesTheDoubleReferenceOnOddShapes) {
   expect_bf16_product_matches_reference(kernels::Bf16Matmul::onednn);
+}
+
+// The kernel-ISA level picks the bf16 product: our AMX kernel at amx, oneDNN's matmul below it (what a
+// CPU without AMX, e.g. Zen 4, runs), each bit for bit what that product gives when asked by name.
+TEST(LinearBf16Compute, FastestFollowsTheKernelIsaLevel) {
+  Tensor x = random_tensor({70, 96}, 500), w = random_tensor({33, 96}, 501), b = random_tensor({33}, 502);
+  const Tensor w_bf16 = w.to(DType::bf16);
+  const auto ref = reference_linear(bf16_rounded(x), bf16_rounded(w), b);
+  for (kernels::Isa isa : {kernels::Isa::avx512, kernels::Isa::avx512_bf16, kernels::Isa::amx}) {
+    const kernels::ScopedKernelIsa level(isa);
+    SCOPED_TRACE(kernels::isa_name(kernels::kernel_isa()));
+    const bool amx = kernels::kernel_isa() == kernels::Isa::amx;
+    EXPECT_EQ(kernels::amx_available(), amx);
+    const Tensor fastest = kernels::linear_bf16_compute(x, w_bf16, b);
+    expect_within(fastest, ref.y, ref.bound);
+    const Tensor named = kernels::linear_bf16_compute(x, w_bf16, b, amx ? kernels::Bf16Matmul::amx : kernels::Bf16Matmul::onednn);
+    EXPECT_EQ(max_abs_diff(fastest, named), 0.0);
+  }
 }
 
 // --dtype bf16's arithmetic: under MatmulPrecision::bf16 a bf16 weight's Linear rounds x to bf16 and

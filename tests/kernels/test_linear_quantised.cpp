@@ -180,8 +180,12 @@ TEST(LinearInt8, Q8_0AndQ4_0OnAvx512VnniAreWithinTheActivationRounding) {
   __builtin_cpu_init();
   if (kernels::detected_isa() < kernels::Isa::avx512 || !__builtin_cpu_supports("avx512vnni"))
     GTEST_SKIP() << "no AVX512-VNNI: the decode path serves both precisions";
-  const kernels::ScopedKernelIsa below_amx(kernels::Isa::avx512);  // AMX runs at the top level only
-  expect_every_shape_within(Rounding::int8_activations, {"Q8_0", "Q4_0"});
+  // Both levels below amx (where the AMX kernel would take the product) run the VNNI kernel.
+  for (kernels::Isa isa : {kernels::Isa::avx512, kernels::Isa::avx512_bf16}) {
+    const kernels::ScopedKernelIsa below_amx(isa);
+    SCOPED_TRACE(kernels::isa_name(kernels::kernel_isa()));
+    expect_every_shape_within(Rounding::int8_activations, {"Q8_0", "Q4_0"});
+  }
 }
 
 TEST(LinearQuantisedAmx, BlockFormatsUnderBf16AreWithinBf16Rounding) {

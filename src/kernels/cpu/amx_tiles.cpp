@@ -2,8 +2,6 @@
 #include "kernels/cpu/isa_target.hpp"
 
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <cstdint>
 
@@ -24,22 +22,10 @@ constexpr TileConfig full_tiles() {
   return c;
 }
 
-// The CPU has the tile instructions and Linux lets this process use them (ARCH_REQ_XCOMP_PERM for
-// XFEATURE_XTILEDATA; without it the first tile instruction faults).
-bool tiles_permitted() {
-  constexpr long kReqPermission = 0x1023, kTileData = 18;
-  static const bool ok = __builtin_cpu_supports("amx-tile") && syscall(SYS_arch_prctl, kReqPermission, kTileData) == 0;
-  return ok;
-}
-
-bool top_isa() { return kernel_isa() == Isa::avx512_bf16; }
-
 }  // namespace
 
-bool granted() {
-  static const bool cpu = __builtin_cpu_supports("amx-bf16") && tiles_permitted();
-  return cpu && top_isa();
-}
+// The amx level is detected only where Linux granted the tile state (isa.cpp).
+bool granted() { return kernel_isa() == Isa::amx; }
 
 CPDIT_TARGET_AMX void configure_tiles() {
   static constexpr TileConfig config = full_tiles();

@@ -151,7 +151,7 @@ CPDIT_TARGET_AVX512_BF16 void round_row_avx512(const float* s, int64_t k, bf16* 
 }  // namespace
 
 void round_rows(const float* src, int64_t ld_src, int64_t rows, int64_t k, bf16* dst, int64_t ld_dst) {
-  const bool bf16_dots = kernel_isa() == Isa::avx512_bf16;
+  const bool bf16_dots = kernel_isa() >= Isa::avx512_bf16;
   for (int64_t r = 0; r < rows; ++r) {
     const float* s = src + r * ld_src;
     bf16* d = dst + r * ld_dst;
@@ -184,7 +184,7 @@ void pack_rows(const float* src, int64_t ld_src, int64_t k, int64_t n, bf16* dst
 
 void gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int64_t lda, const bf16* b,
           int64_t ldb, float beta, float* c, int64_t ldc) {
-  if (kernel_isa() != Isa::avx512_bf16) return portable_gemm(m, n, k_pairs, alpha, a, lda, b, ldb, beta, c, ldc);
+  if (kernel_isa() < Isa::avx512_bf16) return portable_gemm(m, n, k_pairs, alpha, a, lda, b, ldb, beta, c, ldc);
   if (amx::granted()) return amx_gemm(m, n, k_pairs, alpha, a, lda, b, ldb, beta, c, ldc);
   avx512_gemm(m, n, k_pairs, alpha, a, lda, b, ldb, beta, c, ldc);
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Q8_0 and Q4_0 blocks for the kernels that compute on them (linear_int8.cpp, linear_amx.cpp): a
-// block's scale and its 32 codes as signed bytes, and an activation block quantised the way Q8_0
-// quantises weights (scale = max|x| / 127, codes rounded to the nearest), so that a block of
+// block's scale (both formats start with it as f16) and its 32 codes as signed bytes, and an
+// activation block quantised the way Q8_0 quantises weights (scale = max|x| / 127, codes rounded to the nearest), so that a block of
 // y = x W^T is dx * dw * (the integer dot product of 32 codes).
 #include "kernels/cpu/isa_target.hpp"
 
@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <string>
 
 // g++ 12 reports its own _mm512_undefined_* placeholders as (maybe-)uninitialised (GCC bug 105593).
 #pragma GCC diagnostic push
@@ -29,29 +28,23 @@ inline float half_at(const uint8_t* p) {
   return _cvtsh_ss(bits);
 }
 
-// A block's scale and its 32 codes.
-using BlockCodes = float (*)(const uint8_t* block, int8_t out[kValues]);
-
-// Q8_0: f16 d, then 32 int8 codes.
-inline float q8_0_codes(const uint8_t* b, int8_t out[kValues]) {
-  std::memcpy(out, b + 2, kValues);
-  return half_at(b);
-}
+// Q8_0: f16 d, then 32 int8 codes. Codes as signed bytes in a 256-bit register.
+struct Q8_0Codes {
+  CPDIT_TARGET_AVX512_VNNI static __m256i of(const uint8_t* b) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 2));
+  }
+};
 
 // Q4_0: f16 d, then 16 bytes; value j is the low nibble of byte j, value j + 16 its high nibble; the
 // code is nibble - 8.
-inline float q4_0_codes(const uint8_t* b, int8_t out[kValues]) {
-  for (int j = 0; j < 16; ++j) {
-    out[j] = int8_t((b[2 + j] & 0x0F) - 8);
-    out[j + 16] = int8_t((b[2 + j] >> 4) - 8);
+struct Q4_0Codes {
+  CPDIT_TARGET_AVX512_VNNI static __m256i of(const uint8_t* b) {
+    const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b + 2)), low = _mm_set1_epi8(0x0F);
+    const __m256i nibbles =
+        _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(bytes, 4), low), _mm_and_si128(bytes, low));
+    return _mm256_sub_epi8(nibbles, _mm256_set1_epi8(8));
   }
-  return half_at(b);
-}
-
-// The decoder of a format the int8 kernels compute on, or null.
-inline BlockCodes codes_of(const std::string& format) {
-  return format == "Q8_0" ? q8_0_codes : format == "Q4_0" ? q4_0_codes : nullptr;
-}
+};
 
 // x's 32 values as codes; returns the scale (0 for a block of zeros, whose codes are all 0).
 CPDIT_TARGET_AVX512 inline float quantise(const float* x, int8_t codes[kValues]) {

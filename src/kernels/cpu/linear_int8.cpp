@@ -12,6 +12,7 @@
 // by a panel at a time, 12 int32 and 12 f32 accumulators in registers.
 #include "kernels/cpu/int8_blocks.hpp"
 #include "kernels/cpu/linear_args.hpp"
+#include "kernels/cpu/tile_rows.hpp"
 
 #include <cpdit/core/block_format.hpp>
 #include <cpdit/core/threads.hpp>
@@ -47,25 +48,40 @@ void quantise_row(const float* x, int64_t k, int8_t* codes, float* scale, int32_
 }
 
 // Rows [n0, n0 + kPanel) of the weight (zeros past n), repacked as the file comment says: per block,
-// 8 x 32 x 4 bytes of codes, then nothing else; scales (blocks, 32) apart.
-void repack_panel(const LinearArgs& a, int8_blocks::BlockCodes codes_of, int64_t block_bytes, int64_t n0,
-                  uint8_t* packed, float* scales) {
+// 8 x 32 x 4 bytes of codes, then nothing else; scales (blocks, 32) apart. Each half of the panel (16
+// rows) is read two blocks at a time, one 64-byte register a row, and transposed in registers: row i's
+// 4-byte group j becomes lane i of register j, the operand vpdpbusd takes.
+template <class Codes>
+CPDIT_TARGET_AVX512_VNNI void repack_panel(const LinearArgs& a, int64_t block_bytes, int64_t n0, uint8_t* packed,
+                                           float* scales) {
   const auto* blocks = static_cast<const uint8_t*>(a.blocks.codes().raw());
   const int64_t row_stride = a.blocks.codes().strides()[0];
-  const int64_t n_blocks = a.k / kValues;
-  int8_t codes[kValues];
-  for (int64_t c = 0; c < kPanel; ++c) {
-    const bool real = n0 + c < a.n;
-    const uint8_t* row = blocks + (n0 + c) * row_stride;
-    for (int64_t b = 0; b < n_blocks; ++b) {
-      float d = 0;
-      if (real) d = codes_of(row + b * block_bytes, codes);
-      else std::memset(codes, 0, kValues);
-      scales[b * kPanel + c] = d;
-      uint8_t* dst = packed + b * kValues * kPanel;
-      for (int g = 0; g < kValues; ++g) dst[((g / 4) * kPanel + c) * 4 + g % 4] = uint8_t(codes[g] ^ 0x80);  // code + 128
+  const int64_t n_blocks = a.k / kValues, rows = std::min(kPanel, a.n - n0);
+  const __m512i plus_128 = _mm512_set1_epi8(char(0x80));  // code + 128 (code ^ 0x80), exact in [-128, 127]
+  for (int64_t half = 0; half < 2; ++half)
+    for (int64_t b = 0; b < n_blocks; b += 2) {
+      const bool pair = b + 1 < n_blocks;
+      __m512i r[16];
+      for (int64_t i = 0; i < 16; ++i) {
+        const int64_t c = half * 16 + i;
+        if (c >= rows) {
+          r[i] = _mm512_setzero_si512();
+          continue;
+        }
+        const uint8_t* block = blocks + (n0 + c) * row_stride + b * block_bytes;
+        const __m256i next = pair ? Codes::of(block + block_bytes) : _mm256_setzero_si256();
+        r[i] = _mm512_inserti64x4(_mm512_castsi256_si512(Codes::of(block)), next, 1);
+      }
+      tile_rows::transpose16(r);
+      for (int64_t j = 0; j < 8; ++j) {
+        const int64_t at = j * kPanel * 4 + half * 64;
+        _mm512_storeu_si512(packed + b * kValues * kPanel + at, _mm512_xor_si512(r[j], plus_128));
+        if (pair) _mm512_storeu_si512(packed + (b + 1) * kValues * kPanel + at, _mm512_xor_si512(r[8 + j], plus_128));
+      }
     }
-  }
+  for (int64_t c = 0; c < kPanel; ++c)
+    for (int64_t b = 0; b < n_blocks; ++b)
+      scales[b * kPanel + c] = c < rows ? int8_blocks::half_at(blocks + (n0 + c) * row_stride + b * block_bytes) : 0.0f;
 }
 
 // y[r, n0 .. n0 + 32) (masked to `columns`) = the rows' products with the panel, + beta * y.
@@ -117,7 +133,8 @@ constexpr PanelKernel kKernels[kKernelRows + 1] = {nullptr,          panel_kerne
 
 __mmask16 panel_lanes(int64_t count) { return count >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << std::max<int64_t>(count, 0)) - 1); }
 
-void run_vnni(const LinearArgs& a, int8_blocks::BlockCodes codes_of, int64_t block_bytes, float beta, float* y) {
+template <class Codes>
+void run_vnni(const LinearArgs& a, int64_t block_bytes, float beta, float* y) {
   const int64_t n_blocks = a.k / kValues;
   // The calling thread's buffers, kept between calls (fresh pages are slow here).
   thread_local QuantisedRows mine;
@@ -139,7 +156,7 @@ void run_vnni(const LinearArgs& a, int8_blocks::BlockCodes codes_of, int64_t blo
     packed.resize(size_t(a.k * kPanel));
     scales.resize(size_t(n_blocks * kPanel));
     const int64_t n0 = p * kPanel;
-    repack_panel(a, codes_of, block_bytes, n0, packed.data(), scales.data());
+    repack_panel<Codes>(a, block_bytes, n0, packed.data(), scales.data());
     const __mmask16 mask0 = panel_lanes(a.n - n0), mask1 = panel_lanes(a.n - n0 - 16);
     for (int64_t row0 = 0; row0 < a.m; row0 += kKernelRows) {
       const int64_t rows = std::min(kKernelRows, a.m - row0);
@@ -151,12 +168,14 @@ void run_vnni(const LinearArgs& a, int8_blocks::BlockCodes codes_of, int64_t blo
 }  // namespace
 
 bool linear_int8(const LinearArgs& a, float beta, float* y) {
-  const int8_blocks::BlockCodes codes_of = int8_blocks::codes_of(a.blocks.format());
-  if (codes_of == nullptr) return false;
+  const std::string& format = a.blocks.format();
+  if (format != "Q8_0" && format != "Q4_0") return false;
   static const bool vnni = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
                            __builtin_cpu_supports("avx512vl");
   if (!vnni || kernel_isa() < Isa::avx512) return false;
-  run_vnni(a, codes_of, find_block_format(a.blocks.format())->block_bytes, beta, y);
+  const int64_t block_bytes = find_block_format(format)->block_bytes;
+  if (format == "Q8_0") run_vnni<int8_blocks::Q8_0Codes>(a, block_bytes, beta, y);
+  else run_vnni<int8_blocks::Q4_0Codes>(a, block_bytes, beta, y);
   return true;
 }
 

@@ -2,8 +2,9 @@
 // buffer each thread keeps between calls (fresh pages are slow here), and each tile is multiplied by
 // the sgemm while it is still in cache. The weight is never decoded whole, so a Q8_0 or Q4_K model
 // holds its blocks only. Under MatmulPrecision::bf16, where a Linear may round its activations and
-// weights: on AMX, runs of 128 weight rows decoded to bf16 for the bf16 tile product
-// (linear_amx.cpp); elsewhere Q8_0 and Q4_0 by AVX512-VNNI int8 dot products (linear_int8.cpp).
+// weights: at the amx kernel level (kernels/isa.hpp), runs of 128 weight rows decoded to bf16 for
+// the bf16 tile product (linear_amx.cpp); below it (a CPU without AMX, or CPDIT_KERNEL_ISA lower) Q8_0
+// and Q4_0 by AVX512-VNNI int8 dot products (linear_int8.cpp).
 // Measured at 1536x3072x3072, one thread, GFLOP per CPU-second (bench gemm, loaded machine): Q8_0
 // decoded to bf16 on AMX 750, int8 on AMX-INT8 tiles 490 (a kernel tried and removed: Q8_0's
 // per-32 scales limit a tile product to one 32-byte block, half of TDPBSSD's depth, so its rate is
