@@ -69,6 +69,32 @@ TEST(Elementwise, AddMulAccumulatesAGatedResidual) {
   }
 }
 
+// y = x + (y + bias) gate in place of y, for every gate shape, without a gate, and without a bias.
+TEST(Elementwise, BiasResidualFinishesABranchInPlace) {
+  const Tensor x = random_tensor({2, 5, 33}, 20), product = random_tensor({2, 5, 33}, 21), bias = random_tensor({33}, 22);
+  std::vector<Tensor> gates{Tensor()};
+  uint32_t seed = 23;
+  for (const Shape& shape : kBroadcastable) gates.push_back(random_tensor(shape, seed++));
+  for (const Tensor& gate : gates)
+    for (bool with_bias : {true, false}) {
+      SCOPED_TRACE((gate.defined() ? shape_string(gate.shape()) : std::string("no gate")) +
+                   (with_bias ? " with bias" : " without bias"));
+      auto branch = to_double(product);
+      const auto b = to_double(bias);
+      if (with_bias)
+        for (size_t i = 0; i < branch.size(); ++i) branch[i] += b[i % 33];
+      const auto g = gate.defined() ? reference_broadcast(Tensor::full(x.shape(), 1.0), gate, times)
+                                    : std::vector<double>(branch.size(), 1.0);
+      const auto xv = to_double(x);
+      std::vector<double> want(branch.size());
+      for (size_t i = 0; i < want.size(); ++i) want[i] = xv[i] + branch[i] * g[i];
+      Tensor y = product.clone();
+      kernels::bias_residual_(y, x, with_bias ? bias : Tensor(), gate);
+      // Three float32 roundings of O(1) values (bias sum, product, sum): a few ulp, absolute near 0.
+      expect_close(y, want, 1e-6, 1e-6);
+    }
+}
+
 TEST(Elementwise, RejectsShapesThatDoNotBroadcast) {
   Tensor a = random_tensor({2, 5, 33}, 1);
   EXPECT_THROW(kernels::add(a, random_tensor({2, 33}, 2)), Error);  // (B, C) needs a reshape to (B, 1, C)
@@ -76,4 +102,7 @@ TEST(Elementwise, RejectsShapesThatDoNotBroadcast) {
   Tensor view = a.narrow(1, 0, 2);
   EXPECT_THROW(kernels::add_(view, random_tensor({33}, 4)), Error);
   EXPECT_THROW(kernels::add_mul_(a, random_tensor({2, 5, 1}, 5), random_tensor({33}, 6)), Error);
+  EXPECT_THROW(kernels::bias_residual_(a, random_tensor({2, 5, 1}, 7), {}, {}), Error);     // x of another shape
+  EXPECT_THROW(kernels::bias_residual_(a, a.clone(), random_tensor({32}, 8), {}), Error);  // bias of another width
+  EXPECT_THROW(kernels::bias_residual_(view, random_tensor({2, 2, 33}, 9), {}, {}), Error);  // in place needs contiguous
 }

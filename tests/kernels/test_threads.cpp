@@ -46,6 +46,11 @@ TEST(Threads, OneAndTwoThreadsGiveIdenticalResults) {
          kernels::add_mul_(r, y, gate);
          return r;
        }},
+      {"bias_residual_", [&] {
+         Tensor r = y.clone();
+         kernels::bias_residual_(r, x, b, gate);
+         return r;
+       }},
       {"modulate", [&] { return kernels::modulate(x, scale, shift); }},
       {"layer_norm_modulate", [&] { return kernels::layer_norm_modulate(x, scale, shift, 1e-6f); }},
   };

@@ -150,6 +150,7 @@ void expect_hooks_run_and_agree(nn::Module& layer, const std::vector<std::string
   // The bias lands before (modules) or after (fused) the product's sum: float32 rounding only, far
   // below the O(1) change a lost bias, norm weight or rotation makes.
   EXPECT_LT(max_abs_diff(fused, modules), 1e-5);
+  for (const std::string& path : hooked) layer.find(path)->remove_hooks("test");
 }
 
 TEST(CommonFeedForward, HookedProjectionRunsAsAModule) {
@@ -177,6 +178,61 @@ TEST(CommonAttention, FusedQkTailAgreesWithItsModules) {
     expect_hooks_run_and_agree(attn, {"to_q", "norm_q", "to_k", "norm_k"},
                                [&] { return attn.forward(x, {}, cos, sin, {}); });
   }
+}
+
+// A branch's output added to the residual by the fused pass (the output projection without its bias,
+// then bias, gate and residual at once) equals the residual added to forward's output, gated (B, 1, D)
+// and per token (B, S, D), or ungated; a hook on the projection or on the layer runs them as modules.
+TEST(CommonAttention, ResidualBranchAgreesWithForward) {
+  const int64_t heads = 2, head_dim = 4, dim = heads * head_dim, tokens = 5;
+  Attention attn(AttentionShape{dim, heads, head_dim, QkNorm::across_heads, 1e-5f});
+  bind_random(attn, 70);
+  const Tensor x = random_normal({2, tokens, dim}, 71), residual = random_normal({2, tokens, dim}, 72);
+  const Tensor text = random_normal({2, 3, dim}, 73);
+  for (const Tensor& gate : {random_normal({2, 1, dim}, 74), random_normal({2, tokens, dim}, 75), Tensor()}) {
+    SCOPED_TRACE(gate.defined() ? gate.describe() : "no gate");
+    const Tensor modules = gated_residual(residual, attn.forward(x, text, {}, {}), gate);
+    // The bias lands after the product's sum instead of before it: float32 rounding only.
+    EXPECT_LT(max_abs_diff(attn.forward_residual(residual, gate, x, text, {}, {}), modules), 1e-5);
+  }
+  const Tensor gate = random_normal({2, 1, dim}, 76);
+  expect_hooks_run_and_agree(attn, {"to_out.0"}, [&] { return attn.forward_residual(residual, gate, x, text, {}, {}); });
+  expect_hooks_run_and_agree(attn, {""}, [&] { return attn.forward_residual(residual, gate, x, text, {}, {}); });
+}
+
+TEST(CommonFeedForward, ResidualBranchAgreesWithForward) {
+  FeedForward ff(16, 64, Activation::gelu_tanh);
+  bind_random(ff, 80);
+  const Tensor x = random_normal({2, 5, 16}, 81), residual = random_normal({2, 5, 16}, 82);
+  const Tensor gate = random_normal({2, 1, 16}, 83);
+  // The bias lands after the product's sum instead of before it: float32 rounding only.
+  EXPECT_LT(max_abs_diff(ff.forward_residual(residual, gate, x), gated_residual(residual, ff.forward(x), gate)), 1e-5);
+  expect_hooks_run_and_agree(ff, {"net.2"}, [&] { return ff.forward_residual(residual, gate, x); });
+  expect_hooks_run_and_agree(ff, {""}, [&] { return ff.forward_residual(residual, gate, x); });
+}
+
+// Text keys after the last one the mask keeps (in any batch) are left out before the key and value
+// projections: NaN there never reaches the output, which equals cross-attention to the text cut
+// after that key, bit for bit. A hidden key before it (batch 1's keys 2 and 3) is still attended
+// under the mask, so it must stay finite.
+TEST(CommonAttention, CrossAttentionLeavesOutTrailingPadding) {
+  const int64_t heads = 2, head_dim = 4, dim = heads * head_dim, tokens = 3, length = 7, kept = 5;
+  AttentionShape shape{dim, heads, head_dim, QkNorm::across_heads, 1e-5f};
+  Attention attn(shape);
+  bind_random(attn, 50);
+  const Tensor x = random_normal({2, tokens, dim}, 60);
+  Tensor text = random_normal({2, length, dim}, 61);
+  const std::vector<uint8_t> keep_values{1, 1, 1, 1, 0, 0, 0,   // batch 0: a prefix of 4
+                                         1, 1, 0, 0, 1, 0, 0};  // batch 1: last kept key 4
+  Tensor keep = Tensor::empty({2, length}, DType::boolean);
+  for (int64_t i = 0; i < 2 * length; ++i) keep.data<bool>()[i] = keep_values[size_t(i)] != 0;
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t j = kept; j < length; ++j)
+      for (int64_t e = 0; e < dim; ++e) text.data<float>()[(b * length + j) * dim + e] = std::nanf("");
+  const Tensor full = attn.forward(x, text, {}, {}, keep);
+  const Tensor cut = attn.forward(x, text.narrow(1, 0, kept).contiguous(), {}, {}, keep.narrow(1, 0, kept).contiguous());
+  EXPECT_EQ(max_abs_diff(full, cut), 0.0);
+  EXPECT_TRUE(std::isfinite(max_abs_diff(full, Tensor::zeros(full.shape()))));
 }
 
 TEST(CommonModulation, ScaleShiftTableAddsEachRowInOrder) {

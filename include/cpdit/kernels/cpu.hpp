@@ -92,6 +92,10 @@ void add_(Tensor& a, const Tensor& b);          // a += b, b broadcast
 // a += b * gate: the gated residual of both models (x = x + attn(...) * g). b has a's shape; gate
 // broadcasts by the rule above, e.g. (B, 1, C) for a (B, S, C) (reshape a (B, C) gate to that).
 void add_mul_(Tensor& a, const Tensor& b, const Tensor& gate);
+// y = x + (y + bias) * gate, in place of y: a residual branch whose last product ran without its
+// bias, finished in one pass over that product. x has y's shape; bias (C) or undefined; gate
+// broadcasts as add_mul_'s, or is undefined for a plain residual.
+void bias_residual_(Tensor& y, const Tensor& x, const Tensor& bias, const Tensor& gate);
 
 // ---- AdaLN ---------------------------------------------------------------------------------------
 

@@ -4,6 +4,7 @@
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
 
+#include <optional>
 #include <vector>
 
 namespace cpdit::kernels {
@@ -105,6 +106,43 @@ void add_(Tensor& a, const Tensor& b_in) {
   binary(dst, b.data<float>(), dst, bc, a.numel(), [](float x, float y) { return x + y; });
 }
 
+namespace {
+
+enum class Gate { none, per_element, per_row };  // per_row: one gate value for a whole row
+
+// out = x + (y + bias) gate for one row of n values (bias null: none; gate as kGate). out may be x or y.
+template <bool kBias, Gate kGate>
+void residual_row(float* out, const float* x, const float* y, const float* bias, const float* gate, int64_t n) {
+  [[maybe_unused]] const float g0 = kGate == Gate::per_row ? gate[0] : 1.0f;
+#pragma omp simd
+  for (int64_t j = 0; j < n; ++j) {
+    const float branch = kBias ? y[j] + bias[j] : y[j];
+    if constexpr (kGate == Gate::none) out[j] = x[j] + branch;
+    else if constexpr (kGate == Gate::per_row) out[j] = x[j] + branch * g0;
+    else out[j] = x[j] + branch * gate[j];
+  }
+}
+
+// The gated residual of a block's branch over rows of x's shape: out = x + (y + bias) gate, with the
+// gate (when defined) broadcast to x as `bc` says. One pass; out may be x (the residual stream
+// updated in place) or y (a product that ran without its bias, finished where it lies).
+template <bool kBias>
+void residual_rows(float* out, const float* x, const float* y, const float* bias, const float* gate,
+                   const Broadcast* bc, int64_t numel, int64_t n) {
+  const int64_t rows = n == 0 ? 0 : numel / n;
+  const bool per_row = gate && bc->inner_stride() == 0;
+#pragma omp parallel for num_threads(compute_threads()) if (numel >= detail::kParallelMin)
+  for (int64_t r = 0; r < rows; ++r) {
+    float* o = out + r * n;
+    const float *xr = x + r * n, *yr = y + r * n;
+    if (!gate) residual_row<kBias, Gate::none>(o, xr, yr, bias, nullptr, n);
+    else if (per_row) residual_row<kBias, Gate::per_row>(o, xr, yr, bias, gate + bc->row_offset(r), n);
+    else residual_row<kBias, Gate::per_element>(o, xr, yr, bias, gate + bc->row_offset(r), n);
+  }
+}
+
+}  // namespace
+
 void add_mul_(Tensor& a, const Tensor& b_in, const Tensor& gate_in) {
   check_in_place(a, "add_mul_");
   Tensor b = detail::f32_input(b_in, "add_mul_", "b");
@@ -112,24 +150,30 @@ void add_mul_(Tensor& a, const Tensor& b_in, const Tensor& gate_in) {
   CPDIT_CHECK(b.shape() == a.shape(), invalid_argument, "add_mul_: b ", b.describe(), " must have the shape of a ",
               a.describe());
   Broadcast bc(a, gate, "add_mul_");
-  const int64_t n = bc.row_length(), rows = n == 0 ? 0 : a.numel() / n, step = bc.inner_stride();
-  float* dst = a.data<float>();
-  const float* src = b.data<float>();
-  const float* g = gate.data<float>();
-#pragma omp parallel for num_threads(compute_threads()) if (a.numel() >= detail::kParallelMin)
-  for (int64_t r = 0; r < rows; ++r) {
-    float* o = dst + r * n;
-    const float* br = src + r * n;
-    const float* gr = g + bc.row_offset(r);
-    if (step == 1) {
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) o[j] += br[j] * gr[j];
-    } else {
-      const float gv = gr[0];
-#pragma omp simd
-      for (int64_t j = 0; j < n; ++j) o[j] += br[j] * gv;
-    }
+  residual_rows<false>(a.data<float>(), a.data<float>(), b.data<float>(), nullptr, gate.data<float>(), &bc, a.numel(),
+                       bc.row_length());
+}
+
+void bias_residual_(Tensor& y, const Tensor& x_in, const Tensor& bias_in, const Tensor& gate_in) {
+  const char* kernel = "bias_residual_";
+  check_in_place(y, kernel);
+  Tensor x = detail::f32_input(x_in, kernel, "x");
+  CPDIT_CHECK(x.shape() == y.shape(), invalid_argument, kernel, ": x ", x.describe(), " must have the shape of y ",
+              y.describe());
+  const int64_t n = y.dim() == 0 ? 1 : y.size(-1);
+  const Tensor bias = detail::optional_vector(bias_in, n, kernel, "bias");
+  std::optional<Broadcast> bc;
+  Tensor gate;
+  if (gate_in.defined()) {
+    gate = detail::f32_input(gate_in, kernel, "gate");
+    bc.emplace(y, gate, kernel);
   }
+  const float* g = gate.defined() ? gate.data<float>() : nullptr;
+  float* out = y.data<float>();
+  if (bias.defined())
+    residual_rows<true>(out, x.data<float>(), out, bias.data<float>(), g, bc ? &*bc : nullptr, y.numel(), n);
+  else
+    residual_rows<false>(out, x.data<float>(), out, nullptr, g, bc ? &*bc : nullptr, y.numel(), n);
 }
 
 }  // namespace cpdit::kernels

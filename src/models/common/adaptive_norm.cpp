@@ -75,9 +75,19 @@ Tensor norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, 
 void add_gated_(Tensor& x, const Tensor& y, const Tensor& gate) { k::add_mul_(x, y, over_tokens(gate)); }
 
 Tensor gated_residual(const Tensor& x, const Tensor& y, const Tensor& gate) {
+  if (!gate.defined()) return k::add(x, y);
   Tensor out = x.clone();
   add_gated_(out, y, gate);
   return out;
+}
+
+Tensor projected_residual(const Tensor& x, const nn::Linear& proj, const Tensor& o, const Tensor& gate) {
+  if (proj.has_hooks()) {
+    return gated_residual(x, proj.forward(o), gate);  // a hook may hold proj's output: a new tensor
+  }
+  Tensor y = k::linear(o, proj.weight());
+  k::bias_residual_(y, x, proj.bias(), gate.defined() ? over_tokens(gate) : Tensor());
+  return y;
 }
 
 }  // namespace cpdit::models::common

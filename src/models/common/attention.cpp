@@ -1,5 +1,6 @@
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/core/error.hpp>
+#include <cpdit/models/common/adaptive_norm.hpp>
 #include <cpdit/models/common/attention.hpp>
 
 namespace cpdit::models::common {
@@ -31,12 +32,38 @@ void rotate(Qkv& qkv, const Tensor& cos, const Tensor& sin) {
 }
 
 // softmax(q kᵀ / √Dh) v over the heads, back to (B, S, H·Dh).
-Tensor attend(const Qkv& qkv, attention::KvPlacement kv, attention::Mask mask = {}) {
+Tensor attend_heads(const Qkv& qkv, attention::KvPlacement kv, attention::Mask mask = {}) {
   attention::Options options;
   options.kv = kv;
   options.mask = std::move(mask);
   Tensor o = attention::dispatch(qkv.q, qkv.k, qkv.v, options).out;
   return o.reshape({o.size(0), o.size(1), o.size(2) * o.size(3)});
+}
+
+// The text keys up to the last one `keep` (bool (B, L)) keeps in any batch, at least one. The padding
+// after it is hidden from every query, so attending without it changes no output (a hidden score
+// weighs exactly 0) and saves its key and value projections and its scores. Under context
+// parallelism `keep` is this rank's share, so only keys hidden on this rank are left out; a share
+// that is all padding keeps one hidden key, as an empty chunk would be a special case everywhere.
+int64_t kept_text_length(const Tensor& keep) {
+  const Tensor k = keep.contiguous();
+  const bool* kept = k.data<bool>();
+  const int64_t batch = k.size(0), length = k.size(1);
+  int64_t n = 1;
+  for (int64_t b = 0; b < batch; ++b)
+    for (int64_t j = length - 1; j >= n; --j)
+      if (kept[b * length + j]) {
+        n = j + 1;
+        break;
+      }
+  return n;
+}
+
+// The arguments of both attention layers by name, as their hooks see them.
+nn::TensorMap attention_inputs(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
+                               const Tensor& sin, const Tensor& text_keep) {
+  return {{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states}, {"cos", cos},
+          {"sin", sin}, {"text_keep", text_keep}};
 }
 
 }  // namespace
@@ -54,28 +81,46 @@ Attention::Attention(const AttentionShape& shape)
 
 Tensor Attention::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
                           const Tensor& sin, const Tensor& text_keep, const attention::Mask& self_mask) const {
-  nn::TensorMap args{{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states},
-                     {"cos", cos}, {"sin", sin}, {"text_keep", text_keep}};
-  return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
-    const Tensor& x = in.at("hidden_states");
-    const Tensor& text = in.at("encoder_hidden_states");
-    const bool cross = text.defined();
-    // RoPE on q and k when the caller passed tables (the text's keys of cross-attention have none).
-    const RopeTables rope{in.at("cos"), in.at("sin")};
-    const bool rotated = !cross && rope.cos.defined();
-    const Qkv qkv = project(projections_, shape_, x, cross ? text : x, rotated ? &rope : nullptr);
-    attention::Mask mask = cross ? attention::Mask::none() : self_mask;
-    if (const Tensor& keep = in.at("text_keep"); keep.defined()) {
-      CPDIT_CHECK(cross && keep.dim() == 2 && keep.size(0) == text.size(0) && keep.size(1) == text.size(1),
-                  invalid_argument, "cross-attention: the text mask must be (B, L) of encoder_hidden_states ",
-                  cross ? text.describe() : "(none given)", ", got ", keep.describe());
-      mask = attention::Mask::key_padding(keep.to(DType::boolean));
-    }
-    // Replicated text keys are attended locally, never through the ring; sharded ones (and the
-    // tokens' own keys) go to the router with the mask share that follows them.
-    Tensor o = attend(qkv, cross ? shape_.text_keys : attention::KvPlacement::sharded, std::move(mask));
+  return with_hooks(attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep),
+                    [&](const nn::TensorMap& in) {
+    const Tensor o = attend(in, self_mask);
     return std::vector<Tensor>{to_out_ ? to_out_->forward(o) : o};
   })[0];
+}
+
+Tensor Attention::forward_residual(const Tensor& residual, const Tensor& gate, const Tensor& hidden_states,
+                                   const Tensor& encoder_hidden_states, const Tensor& cos, const Tensor& sin,
+                                   const Tensor& text_keep) const {
+  if (has_hooks() || !to_out_) {  // the hooks must see this module's own output
+    return gated_residual(residual, forward(hidden_states, encoder_hidden_states, cos, sin, text_keep), gate);
+  }
+  const Tensor o = attend(attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep), {});
+  return projected_residual(residual, *to_out_, o, gate);
+}
+
+Tensor Attention::attend(const nn::TensorMap& in, const attention::Mask& self_mask) const {
+  const Tensor& x = in.at("hidden_states");
+  Tensor text = in.at("encoder_hidden_states");
+  const bool cross = text.defined();
+  attention::Mask mask = cross ? attention::Mask::none() : self_mask;
+  if (const Tensor& keep_in = in.at("text_keep"); keep_in.defined()) {
+    CPDIT_CHECK(cross && keep_in.dim() == 2 && keep_in.size(0) == text.size(0) && keep_in.size(1) == text.size(1),
+                invalid_argument, "cross-attention: the text mask must be (B, L) of encoder_hidden_states ",
+                cross ? text.describe() : "(none given)", ", got ", keep_in.describe());
+    Tensor keep = keep_in.to(DType::boolean);
+    if (const int64_t kept = kept_text_length(keep); kept < keep.size(1)) {
+      text = text.narrow(1, 0, kept);
+      keep = keep.narrow(1, 0, kept).contiguous();
+    }
+    mask = attention::Mask::key_padding(keep);
+  }
+  // RoPE on q and k when the caller passed tables (the text's keys of cross-attention have none).
+  const RopeTables rope{in.at("cos"), in.at("sin")};
+  const bool rotated = !cross && rope.cos.defined();
+  const Qkv qkv = project(projections_, shape_, x, cross ? text : x, rotated ? &rope : nullptr);
+  // Replicated text keys are attended locally, never through the ring; sharded ones (and the
+  // tokens' own keys) go to the router with the mask share that follows them.
+  return attend_heads(qkv, cross ? shape_.text_keys : attention::KvPlacement::sharded, std::move(mask));
 }
 
 JointAttention::JointAttention(const AttentionShape& shape)
@@ -94,9 +139,8 @@ JointAttention::JointAttention(const AttentionShape& shape)
 
 std::vector<Tensor> JointAttention::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states,
                                             const Tensor& cos, const Tensor& sin, const Tensor& text_keep) const {
-  nn::TensorMap args{{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states},
-                     {"cos", cos}, {"sin", sin}, {"text_keep", text_keep}};
-  return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
+  return with_hooks(attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep),
+                    [&](const nn::TensorMap& in) {
     const Tensor &x = in.at("hidden_states"), &c = in.at("encoder_hidden_states");
     CPDIT_CHECK(c.defined(), invalid_argument, "joint attention needs encoder_hidden_states");
     // Text tokens first along the sequence; the tables cover [text; image] in that order.
@@ -111,7 +155,7 @@ std::vector<Tensor> JointAttention::forward(const Tensor& hidden_states, const T
       mask = attention::Mask::key_padding(
           cat({keep.to(DType::boolean), Tensor::full({x.size(0), x.size(1)}, 1.0, DType::boolean)}, 1));
     }
-    const Tensor o = attend(joint, attention::KvPlacement::sharded, std::move(mask));
+    const Tensor o = attend_heads(joint, attention::KvPlacement::sharded, std::move(mask));
     return std::vector<Tensor>{to_out_.forward(o.narrow(1, n_text, o.size(1) - n_text)),
                                to_add_out_.forward(o.narrow(1, 0, n_text))};
   });

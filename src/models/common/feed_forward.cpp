@@ -1,4 +1,5 @@
 #include <cpdit/kernels/cpu.hpp>
+#include <cpdit/models/common/adaptive_norm.hpp>
 #include <cpdit/models/common/feed_forward.hpp>
 
 namespace cpdit::models::common {
@@ -20,19 +21,23 @@ FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, boo
 
 Tensor FeedForward::forward(const Tensor& x) const {
   return with_hooks({{"hidden_states", x}}, [&](const nn::TensorMap& in) {
-    const bool gelu = activation_ == Activation::gelu_tanh || activation_ == Activation::gelu;
-    if (gelu && !gated_)
-      return std::vector<Tensor>{
-          proj_out_.forward(linear_gelu(proj_in_, in.at("hidden_states"), activation_ == Activation::gelu_tanh))};
-    Tensor h = proj_in_.forward(in.at("hidden_states"));
-    if (gated_) {
-      const int64_t half = h.size(-1) / 2;
-      h = kernels::mul(h.narrow(h.dim() - 1, 0, half), activate(activation_, h.narrow(h.dim() - 1, half, half)));
-    } else {
-      h = activate(activation_, h);
-    }
-    return std::vector<Tensor>{proj_out_.forward(h)};
+    return std::vector<Tensor>{proj_out_.forward(hidden_layer(in.at("hidden_states")))};
   })[0];
+}
+
+Tensor FeedForward::forward_residual(const Tensor& residual, const Tensor& gate, const Tensor& x) const {
+  if (has_hooks()) return gated_residual(residual, forward(x), gate);  // the hooks must see this module's output
+  return projected_residual(residual, proj_out_, hidden_layer(x), gate);
+}
+
+Tensor FeedForward::hidden_layer(const Tensor& x) const {
+  const bool gelu = activation_ == Activation::gelu_tanh || activation_ == Activation::gelu;
+  // The hidden layer is the widest tensor of the block: bias and GELU in one pass over it, in place.
+  if (gelu && !gated_) return linear_gelu(proj_in_, x, activation_ == Activation::gelu_tanh);
+  Tensor h = proj_in_.forward(x);
+  if (!gated_) return activate(activation_, h);
+  const int64_t half = h.size(-1) / 2;
+  return kernels::mul(h.narrow(h.dim() - 1, 0, half), activate(activation_, h.narrow(h.dim() - 1, half, half)));
 }
 
 }  // namespace cpdit::models::common

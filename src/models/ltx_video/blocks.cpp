@@ -51,12 +51,11 @@ Tensor TransformerBlock::forward(const Tensor& hidden_states, const Tensor& enco
     auto m = common::scale_shift_modulation(scale_shift_table_.value, in.at("temb"));
     const Tensor& c = in.at("cos");
     const int64_t tokens = c.size(1), width = c.size(2);
-    const Tensor attn = attn1_.forward(kernels::rms_norm_modulate(x, m[1], m[0], eps_), {}, c.reshape({tokens, width}),
-                                       in.at("sin").reshape({tokens, width}));
-    Tensor y = common::gated_residual(x, attn, m[2]);  // never write into the inputs, which hooks may hold
-    kernels::add_(y, attn2_.forward(y, in.at("encoder_hidden_states"), {}, {}, in.at("encoder_attention_mask")));
-    common::add_gated_(y, ff_.forward(kernels::rms_norm_modulate(y, m[4], m[3], eps_)), m[5]);
-    return std::vector<Tensor>{y};
+    // Each branch ends in its residual: a new tensor each time, never written into the inputs (hooks may hold them).
+    Tensor y = attn1_.forward_residual(x, m[2], kernels::rms_norm_modulate(x, m[1], m[0], eps_), {},
+                                       c.reshape({tokens, width}), in.at("sin").reshape({tokens, width}));
+    y = attn2_.forward_residual(y, {}, y, in.at("encoder_hidden_states"), {}, {}, in.at("encoder_attention_mask"));
+    return std::vector<Tensor>{ff_.forward_residual(y, m[5], kernels::rms_norm_modulate(y, m[4], m[3], eps_))};
   })[0];
 }
 

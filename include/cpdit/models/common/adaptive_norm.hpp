@@ -64,7 +64,11 @@ Tensor norm_modulate(const Tensor& x, const Tensor& scale, const Tensor& shift, 
 
 // x += y · gate (the gated residual). x must be the caller's own tensor, not one a hook may hold.
 void add_gated_(Tensor& x, const Tensor& y, const Tensor& gate);
-// x + y · gate as a new tensor.
+// x + y · gate as a new tensor (gate undefined: x + y).
 Tensor gated_residual(const Tensor& x, const Tensor& y, const Tensor& gate);
+// x + proj(o) · gate as a new tensor (gate undefined: x + proj(o)), the gated residual of a branch
+// whose last layer is `proj`: its product runs without the bias, and bias, gate and residual finish
+// in one pass over it. A proj with hooks runs as a module (its hooks see it), then the residual.
+Tensor projected_residual(const Tensor& x, const nn::Linear& proj, const Tensor& o, const Tensor& gate);
 
 }  // namespace cpdit::models::common

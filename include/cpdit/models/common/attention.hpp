@@ -37,7 +37,8 @@ struct StreamProjections {
 // Self-attention (RoPE when tables are given, sharded keys) when encoder_hidden_states is undefined;
 // cross-attention to encoder_hidden_states (no RoPE, keys placed as shape.text_keys) otherwise.
 // text_keep (B, L) bool, when given, hides the padded text keys of cross-attention (true = attend);
-// it is the share of the mask that belongs to this rank's keys. `self_mask` is handed to
+// it is the share of the mask that belongs to this rank's keys; the hidden keys after the last kept
+// one are left out before the key/value projections. `self_mask` is handed to
 // attention::dispatch for self-attention as is: a position rule on global token positions
 // (block-causal video frames), never S x S. Returns (B, S, dim), or (B, S, heads·head_dim) without an
 // output projection.
@@ -46,8 +47,17 @@ class Attention : public nn::Module {
   explicit Attention(const AttentionShape& shape);
   Tensor forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
                  const Tensor& sin, const Tensor& text_keep = {}, const attention::Mask& self_mask = {}) const;
+  // residual + forward(...) · gate as a new tensor (gate undefined: residual + forward(...)), the
+  // block's residual branch: to_out.0's product runs without its bias, and bias, gate and residual
+  // finish in one pass over it (projected_residual). With a hook on this module it runs as forward.
+  Tensor forward_residual(const Tensor& residual, const Tensor& gate, const Tensor& hidden_states,
+                          const Tensor& encoder_hidden_states, const Tensor& cos, const Tensor& sin,
+                          const Tensor& text_keep = {}) const;
 
  private:
+  // The attention's heads joined, (B, S, heads·head_dim), before the output projection.
+  Tensor attend(const nn::TensorMap& in, const attention::Mask& self_mask) const;
+
   AttentionShape shape_;
   StreamProjections projections_;
   nn::Linear* to_out_ = nullptr;

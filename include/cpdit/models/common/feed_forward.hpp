@@ -12,8 +12,13 @@ class FeedForward : public nn::Module {
  public:
   FeedForward(int64_t dim, int64_t hidden, Activation activation, bool gated = false);
   Tensor forward(const Tensor& x) const;
+  // residual + forward(x) · gate as a new tensor, net.2's bias, the gate and the residual in one
+  // pass over its product (projected_residual). With a hook on this module it runs as forward.
+  Tensor forward_residual(const Tensor& residual, const Tensor& gate, const Tensor& x) const;
 
  private:
+  Tensor hidden_layer(const Tensor& x) const;  // net.2's input: the activation of net.0.proj's output
+
   nn::Container& net_;
   nn::Linear& proj_in_;
   nn::Linear& proj_out_;
