@@ -43,6 +43,15 @@ void expect_decodes(const std::string& fixture, std::initializer_list<int> rank_
 TEST(VaeCli, ForwardDecodesAutoencoderKLLatents) { expect_decodes("vae_kl_tiny", {1, 2, 3, 4}); }  // 4 latent rows
 TEST(VaeCli, ForwardDecodesAutoencoderKLWanLatents) { expect_decodes("vae_wan_tiny", {1, 2, 3}); }  // 3 latent rows
 
+// `args` refused in one line naming `words`, exit 2, `out` not written.
+void expect_refused(const std::string& args, const std::string& out, const std::string& words) {
+  const auto r = cpdit::testing::run_cli(args + " --output " + out);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << args;
+}
+
 // An input `sample` is encoded into `latent`, the posterior's mean, on one rank: Wan's video and
 // AutoencoderKL's image (the first half of the fixture's moments), within 1e-5 of the range as the
 // in-process tests; the encoders split over no ranks, which is one line and exit 2.
@@ -63,11 +72,7 @@ TEST(VaeCli, ForwardEncodesASampleIntoTheLatentMean) {
   EXPECT_LE(relative_to_range(io::load_safetensors(dir.file("kl.safetensors")).at("latent"),
                               moments.narrow(1, 0, moments.size(1) / 2).contiguous()),
             1e-5);
-  const auto split = cpdit::testing::run_cli(wan + " --ranks 2 --output " + dir.file("split.safetensors"));
-  EXPECT_EQ(split.code, 2) << split.err;
-  EXPECT_NE(split.err.find("runs on one rank"), std::string::npos) << split.err;
-  EXPECT_EQ(std::count(split.err.begin(), split.err.end(), '\n'), 1) << split.err;
-  EXPECT_FALSE(fs::exists(dir.file("split.safetensors")));
+  expect_refused(wan + " --ranks 2", dir.file("split.safetensors"), "runs on one rank");
 }
 
 // forward --vae-split frames: each of 2 ranks decodes one of vae_wan_tiny's 2 latent frames, equal to
@@ -83,16 +88,10 @@ TEST(VaeCli, ForwardSplitsAWanVideoByFrames) {
                               fixture_file("vae_wan_tiny", "expected").at("sample")),
             1e-5);
   const std::string out = dir.file("bad.safetensors");
-  for (const auto& [args, words] : {std::pair<std::string, std::string>{wan + " --ranks 3", "at least as many latent frames"},
-                                    {"forward" + model_args("vae_kl_tiny") + " --inputs " + fixture_dir("vae_kl_tiny") +
-                                         "/inputs.safetensors --ranks 2 --vae-split frames",
-                                     "a frame split is for Wan"}}) {
-    const auto bad = cpdit::testing::run_cli(args + " --output " + out);
-    EXPECT_EQ(bad.code, 2) << bad.err;
-    EXPECT_NE(bad.err.find(words), std::string::npos) << bad.err;
-    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
-    EXPECT_FALSE(fs::exists(out));
-  }
+  expect_refused(wan + " --ranks 3", out, "at least as many latent frames");
+  expect_refused("forward" + model_args("vae_kl_tiny") + " --inputs " + fixture_dir("vae_kl_tiny") +
+                     "/inputs.safetensors --ranks 2 --vae-split frames",
+                 out, "a frame split is for Wan");
 }
 
 TEST(VaeCli, BadInputIsOneLineAndWritesNothing) {
