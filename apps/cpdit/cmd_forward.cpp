@@ -6,12 +6,14 @@
 #include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "parallel_flags.hpp"
+#include "vae_split_option.hpp"
 #include "weight_flags.hpp"
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/pipeline/vae_decode.hpp>
 
 #include <memory>
 #include <optional>
@@ -23,6 +25,7 @@ namespace {
 struct ForwardOptions {
   std::string model, inputs, output, config, backend, rotate = "p2p", dtype = "auto";
   int ring = 1, ulysses = 1, ranks = 0, threads = 0;
+  models::vae::VideoSplit vae_split = models::vae::VideoSplit::rows;  // frames: Wan's video VAE only
 };
 
 void run_forward(const ForwardOptions& o) {
@@ -48,6 +51,8 @@ void run_forward(const ForwardOptions& o) {
   // Loaded and converted once; every rank's replica shares these weights.
   const models::LoadedModel loaded =
       models::open_model(o.model, o.config.empty() ? std::nullopt : std::optional(o.config), load);
+  const bool by_frames = o.vae_split == models::vae::VideoSplit::frames;
+  pipeline::check_vae_split(loaded, o.vae_split);
   // After the model is found (its class and files named in the errors first), before anything runs.
   std::vector<NamedPath> read = model_inputs("--model", o.model, "transformer",
                                              o.config.empty() ? std::nullopt : std::optional(o.config));
@@ -60,6 +65,7 @@ void run_forward(const ForwardOptions& o) {
   comm::run_ranks(ranks, [&](comm::Communicator& world) {
     auto model = loaded.replica();
     if (!o.backend.empty()) model->set_attention_backend(o.backend);
+    if (by_frames) dynamic_cast<models::vae::AutoencoderKLWan&>(*model).set_video_split(o.vae_split);
     if (world.size() > 1 || config.group_size() > 1) {
       // The communicator outlives this call; the model only borrows it.
       model->enable_parallelism(std::shared_ptr<comm::Communicator>(&world, [](comm::Communicator*) {}),
@@ -75,7 +81,7 @@ void run_forward(const ForwardOptions& o) {
 void add_forward(CLI::App& parent) {
   auto o = std::make_shared<ForwardOptions>();
   CLI::App* cmd = parent.add_subcommand(
-      "forward", "Run one model forward (the class named by config.json's _class_name or architectures); writes its outputs (`sample`; a text encoder's `last_hidden_state` [, `pooler_output`]) to a safetensors file.");
+      "forward", "Run one model forward (the class named by config.json's _class_name or architectures); writes its outputs (`sample`; a VAE's `latent` from an input `sample`; a text encoder's `last_hidden_state` [, `pooler_output`]) to a safetensors file.");
   cmd->add_option("--model", o->model,
                   "model folder (config.json + weights, single or sharded), diffusers pipeline folder (its transformer/), "
                   "index json, or one .safetensors file (diffusers layout, or the original FLUX.1 one; its config is "
@@ -93,6 +99,7 @@ void add_forward(CLI::App& parent) {
   cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)")
       ->check(whole_number<int>());
   add_dtype_flag(*cmd, o->dtype);
+  add_vae_split_option(cmd, o->vae_split);
   cmd->callback([o] { run_forward(*o); });
 }
 

@@ -1,5 +1,5 @@
 #pragma once
-// --vae-split, which `decode` and `generate` share: how their ranks split a VAE decode.
+// --vae-split, which `decode`, `generate` and `forward` share: how their ranks split a VAE decode.
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 
 #include <CLI/CLI.hpp>

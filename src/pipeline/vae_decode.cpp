@@ -56,12 +56,16 @@ nn::TensorMap ltx_vae_inputs(const models::vae::AutoencoderKLLTXVideo& vae, cons
 
 }  // namespace
 
+void check_vae_split(const models::LoadedModel& vae, models::vae::VideoSplit split) {
+  CPDIT_CHECK(split != models::vae::VideoSplit::frames || std::any_cast<models::vae::WanVaeConfig>(&vae.config),
+              invalid_argument, "a frame split is for Wan's video VAE (AutoencoderKLWan); this model is ",
+              vae.class_name, ": split by rows");
+}
+
 Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world,
                       const DecodeTimestep& ltx, models::vae::VideoSplit split) {
+  check_vae_split(vae, split);
   const bool by_frames = split == models::vae::VideoSplit::frames;
-  CPDIT_CHECK(!by_frames || std::any_cast<models::vae::WanVaeConfig>(&vae.config), invalid_argument,
-              "a frame split is for Wan's video VAE (AutoencoderKLWan); this VAE is ", vae.class_name,
-              ": split by rows");
   // Each rank needs a latent row (frame): a world with more ranks decodes on its first `parts`.
   const int64_t parts = !latents.defined() || latents.dim() < 4 ? 1
                         : by_frames && latents.dim() == 5   ? latents.size(2)

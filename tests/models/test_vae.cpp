@@ -1,4 +1,5 @@
-// The VAE decoders against diffusers' own numbers (vae_kl_tiny, vae_wan_tiny).
+// The VAE decoders and encoders against diffusers' own numbers (vae_kl_tiny, vae_wan_tiny and their
+// encode fixtures).
 #include "models/vae_fixture.hpp"
 #include "support/record_outputs.hpp"
 
@@ -66,6 +67,48 @@ TEST(AutoencoderKLWan, LaterFramesDoNotChangeEarlierOnes) {
   const Tensor first = vae->decode(latents.narrow(2, 0, 1));
   const Tensor full = vae->decode(latents);
   EXPECT_EQ(relative_to_range(first, full.narrow(2, 0, 1).contiguous()), 0.0);
+}
+
+// vae_wan_tiny_encode: the same model's encoder and Qwen-Image's VAE (tools/reference/vae_wan_encode.py),
+// whose float32 outputs lie within 3e-7 of the range from float64 runs.
+TEST(AutoencoderKLWan, EncodesAVideoToTheMeanAsDiffusers) {
+  auto vae = load_autoencoder_kl_wan(fixture_weights("vae_wan_tiny"), fixture_config("vae_wan_tiny"));
+  // 9 frames: the first alone, then two chunks of 4 whose time downsamplers reach back across chunks.
+  const Tensor latent = vae->encode(fixture_file("vae_wan_tiny_encode", "inputs").at("sample"));
+  EXPECT_EQ(latent.shape(), (Shape{1, 4, 3, 4, 6}));
+  EXPECT_LE(relative_to_range(latent, fixture_file("vae_wan_tiny_encode", "expected").at("latent")), kTolerance);
+  // A batch of one-frame videos (images).
+  EXPECT_LE(relative_to_range(vae->encode(fixture_file("vae_wan_tiny_encode", "image_inputs").at("sample")),
+                              fixture_file("vae_wan_tiny_encode", "image_expected").at("latent")),
+            kTolerance);
+}
+
+TEST(AutoencoderKLWan, EncodesWithQwenImagesVae) {
+  // AutoencoderKLQwenImage: one downsampler, none in time, so each chunk of 4 frames stays 4 frames.
+  const std::string folder = testing::fixture_dir("qwenimage_pipeline_tiny") + "/pipeline/vae";
+  auto vae = load_autoencoder_kl_wan(folder);
+  EXPECT_LE(relative_to_range(vae->encode(fixture_file("vae_wan_tiny_encode", "qwenimage_inputs").at("sample")),
+                              fixture_file("vae_wan_tiny_encode", "qwenimage_expected").at("latent")),
+            kTolerance);
+}
+
+TEST(AutoencoderKLWan, EncodingIsCausalAndLeavesOutAPartialChunk) {
+  // The first 5 frames encode to the first 2 latent frames of the 9-frame encode exactly (the caches
+  // carry the past, never the future); 8 frames are the same 2 chunks, the last 3 frames left out.
+  auto vae = load_autoencoder_kl_wan(fixture_weights("vae_wan_tiny"), fixture_config("vae_wan_tiny"));
+  const Tensor video = fixture_file("vae_wan_tiny_encode", "inputs").at("sample");
+  const Tensor full = vae->encode(video).narrow(2, 0, 2).contiguous();
+  EXPECT_EQ(relative_to_range(vae->encode(video.narrow(2, 0, 5).contiguous()), full), 0.0);
+  EXPECT_EQ(relative_to_range(vae->encode(video.narrow(2, 0, 8).contiguous()), full), 0.0);
+}
+
+TEST(AutoencoderKLWan, RefusesAVideoItCannotEncode) {
+  auto vae = load_autoencoder_kl_wan(fixture_weights("vae_wan_tiny"), fixture_config("vae_wan_tiny"));
+  EXPECT_THROW(vae->encode(Tensor::zeros({1, 3, 16, 16})), Error);        // an image, not a video
+  EXPECT_THROW(vae->encode(Tensor::zeros({1, 4, 1, 16, 16})), Error);     // 4 channels, not 3
+  EXPECT_THROW(vae->encode(Tensor::zeros({1, 3, 0, 16, 16})), Error);     // no frames
+  EXPECT_THROW(vae->encode(Tensor::zeros({1, 3, 1, 4, 16})), Error);      // 4 rows: three halvings need 8
+  EXPECT_NO_THROW(vae->encode(Tensor::zeros({1, 3, 1, 8, 8})));           // the least it encodes: one latent pixel
 }
 
 TEST(AutoencoderKLWan, RefusesAConfigOfAnotherClass) {

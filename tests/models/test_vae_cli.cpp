@@ -1,5 +1,6 @@
-// `cpdit forward` on the VAE fixtures: config.json's _class_name picks the decoder, an input
-// `latents` is decoded on one rank or split by rows over several, and bad input is one line, exit 2.
+// `cpdit forward` on the VAE fixtures: config.json's _class_name picks the VAE, an input `latents` is
+// decoded on one rank or split by rows over several, an input `sample` encoded on one rank, and bad
+// input is one line, exit 2.
 // `cpdit decode` on pipeline folders: FLUX.1 latents to a sample or PNG, Wan latents to an MP4.
 #include "models/vae_fixture.hpp"
 #include "support/read_mp4.hpp"
@@ -42,13 +43,64 @@ void expect_decodes(const std::string& fixture, std::initializer_list<int> rank_
 TEST(VaeCli, ForwardDecodesAutoencoderKLLatents) { expect_decodes("vae_kl_tiny", {1, 2, 3, 4}); }  // 4 latent rows
 TEST(VaeCli, ForwardDecodesAutoencoderKLWanLatents) { expect_decodes("vae_wan_tiny", {1, 2, 3}); }  // 3 latent rows
 
+// `args` refused in one line naming `words`, exit 2, `out` not written.
+void expect_refused(const std::string& args, const std::string& out, const std::string& words) {
+  const auto r = cpdit::testing::run_cli(args + " --output " + out);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_FALSE(fs::exists(out)) << args;
+}
+
+// An input `sample` is encoded into `latent`, the posterior's mean, on one rank: Wan's video and
+// AutoencoderKL's image (the first half of the fixture's moments), within 1e-5 of the range as the
+// in-process tests; the encoders split over no ranks, which is one line and exit 2.
+TEST(VaeCli, ForwardEncodesASampleIntoTheLatentMean) {
+  cpdit::testing::TempDir dir("vae_cli_encode");
+  const std::string wan = "forward" + model_args("vae_wan_tiny") + " --inputs " + fixture_dir("vae_wan_tiny_encode") +
+                          "/inputs.safetensors --threads 1";
+  const auto r = cpdit::testing::run_cli(wan + " --output " + dir.file("wan.safetensors"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LE(relative_to_range(io::load_safetensors(dir.file("wan.safetensors")).at("latent"),
+                              fixture_file("vae_wan_tiny_encode", "expected").at("latent")),
+            1e-5);
+  const auto kl = cpdit::testing::run_cli("forward" + model_args("vae_kl_tiny") + " --inputs " +
+                                          fixture_dir("vae_kl_tiny_encode") + "/inputs.safetensors --threads 1 --output " +
+                                          dir.file("kl.safetensors"));
+  ASSERT_EQ(kl.code, 0) << kl.err;
+  const Tensor moments = fixture_file("vae_kl_tiny_encode", "expected").at("moments");
+  EXPECT_LE(relative_to_range(io::load_safetensors(dir.file("kl.safetensors")).at("latent"),
+                              moments.narrow(1, 0, moments.size(1) / 2).contiguous()),
+            1e-5);
+  expect_refused(wan + " --ranks 2", dir.file("split.safetensors"), "runs on one rank");
+}
+
+// forward --vae-split frames: each of 2 ranks decodes one of vae_wan_tiny's 2 latent frames, equal to
+// diffusers' sample within 1e-5 of the range as every split; 3 ranks have a frame too few, and an
+// image VAE has no frames to split: one line, exit 2, nothing written.
+TEST(VaeCli, ForwardSplitsAWanVideoByFrames) {
+  cpdit::testing::TempDir dir("vae_cli_frames");
+  const std::string wan = "forward" + model_args("vae_wan_tiny") + " --inputs " + fixture_dir("vae_wan_tiny") +
+                          "/inputs.safetensors --threads 1 --vae-split frames";
+  const auto r = cpdit::testing::run_cli(wan + " --ranks 2 --output " + dir.file("frames.safetensors"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LE(relative_to_range(io::load_safetensors(dir.file("frames.safetensors")).at("sample"),
+                              fixture_file("vae_wan_tiny", "expected").at("sample")),
+            1e-5);
+  const std::string out = dir.file("bad.safetensors");
+  expect_refused(wan + " --ranks 3", out, "at least as many latent frames");
+  expect_refused("forward" + model_args("vae_kl_tiny") + " --inputs " + fixture_dir("vae_kl_tiny") +
+                     "/inputs.safetensors --ranks 2 --vae-split frames",
+                 out, "a frame split is for Wan");
+}
+
 TEST(VaeCli, BadInputIsOneLineAndWritesNothing) {
   cpdit::testing::TempDir dir("vae_cli_bad");
   const std::string out = dir.file("sample.safetensors");
   const std::string kl = "forward" + model_args("vae_kl_tiny") + " --output " + out;
   for (const std::string& args :
        {kl + " --inputs " + fixture_dir("vae_wan_tiny") + "/inputs.safetensors",         // 5-D latents
-        kl + " --inputs " + fixture_dir("vae_kl_tiny") + "/expected.safetensors",         // no `latents`
+        kl + " --inputs " + fixture_dir("vae_kl_tiny") + "/intermediates.safetensors",    // no `latents` nor `sample`
         kl + " --inputs " + fixture_dir("vae_kl_tiny") + "/inputs.safetensors --ranks 5"}) {  // 4 rows, 5 ranks
     const auto r = cpdit::testing::run_cli(args);
     EXPECT_EQ(r.code, 2) << args;

@@ -34,6 +34,9 @@ struct DecodeTimestep {
   Tensor noise;                      // ... unless given here (e.g. the draw of diffusers' generator)
 };
 
+// A frame split is for Wan's video VAE: refused for any other `vae` (a models::LoadedModel) in one line.
+void check_vae_split(const models::LoadedModel& vae, models::vae::VideoSplit split);
+
 // The pipeline's decode: the latents prepared as the VAE's pipeline does (vae_latents; LTX-Video:
 // the VAE's own latents_mean/std, and `ltx` for a timestep-conditioned one), then `vae` (a LoadedModel
 // of a VAE) over the ranks of `world`, its rows split when the world has more than one rank (or, for

@@ -189,7 +189,10 @@ AutoencoderKL::AutoencoderKL(const KLConfig& config)
 }
 
 nn::TensorMap AutoencoderKL::forward(const nn::TensorMap& inputs) const {
-  return {{"sample", decode(detail::latents_input(inputs, "AutoencoderKL"))}};
+  // An input `sample` gives the posterior's mean (latent_dist.mode()): the moments' first half.
+  return detail::autoencoder_forward(
+      inputs, "AutoencoderKL", [this](const Tensor& latents) { return decode(latents); },
+      [this](const Tensor& image) { return encode(image).narrow(1, 0, config_.latent_channels).contiguous(); });
 }
 
 Tensor AutoencoderKL::decode(const Tensor& latents) const {

@@ -1,3 +1,4 @@
+#include "models/vae/autoencoder_kl_wan_encoder.hpp"
 #include "models/vae/checkpoint.hpp"
 
 #include <cpdit/attention/attention.hpp>
@@ -20,15 +21,17 @@ constexpr int64_t kCachedFrames = 2;  // a kernel 3 deep in time needs the two f
 }  // namespace
 
 CausalConv3d::CausalConv3d(int64_t in_channels, int64_t out_channels, std::array<int64_t, 3> kernel,
-                           std::array<int64_t, 3> padding)
+                           std::array<int64_t, 3> padding, int64_t time_stride)
     : weight_(add_parameter("weight", {out_channels, in_channels, kernel[0], kernel[1], kernel[2]})),
       bias_(add_parameter("bias", {out_channels})),
-      padding_(padding) {}
+      padding_(padding),
+      time_stride_(time_stride) {}
 
 Tensor CausalConv3d::forward(const Tensor& x, FrameCache* cache) const {
   return with_hooks({{"x", x}}, [&](const nn::TensorMap& in) {
     const Tensor& input = in.at("x");
     k::ConvGeometry g;
+    g.stride[0] = time_stride_;
     g.pad_before = {2 * padding_[0], padding_[1], padding_[2]};
     g.pad_after = {0, padding_[1], padding_[2]};
     if (!cache || padding_[0] == 0) return one(parallel::conv3d_rows(input, weight(), bias(), g));
@@ -208,10 +211,15 @@ AutoencoderKLWan::AutoencoderKLWan(const WanVaeConfig& config)
     : config_(config),
       post_quant_conv_(add_module<CausalConv3d>("post_quant_conv", config.z_dim, config.z_dim,
                                                 std::array<int64_t, 3>{1, 1, 1}, std::array<int64_t, 3>{0, 0, 0})),
-      decoder_(add_module<WanDecoder3d>("decoder", config)) {}
+      decoder_(add_module<WanDecoder3d>("decoder", config)),
+      encoder_(add_module<WanEncoder3d>("encoder", config)),
+      quant_conv_(add_module<CausalConv3d>("quant_conv", 2 * config.z_dim, 2 * config.z_dim,
+                                           std::array<int64_t, 3>{1, 1, 1}, std::array<int64_t, 3>{0, 0, 0})) {}
 
 nn::TensorMap AutoencoderKLWan::forward(const nn::TensorMap& inputs) const {
-  return {{"sample", decode(detail::latents_input(inputs, "AutoencoderKLWan"))}};
+  return detail::autoencoder_forward(
+      inputs, "AutoencoderKLWan", [this](const Tensor& latents) { return decode(latents); },
+      [this](const Tensor& video) { return encode(video); });
 }
 
 Tensor AutoencoderKLWan::decode(const Tensor& latents) const {
@@ -250,7 +258,7 @@ void AutoencoderKLWan::set_video_split(VideoSplit split) {
 
 std::unique_ptr<AutoencoderKLWan> load_autoencoder_kl_wan(const std::string& path, const std::string& config_path) {
   const auto checkpoint = detail::read_vae_checkpoint(path, config_path, {"AutoencoderKLWan", "AutoencoderKLQwenImage"},
-                                                      {"decoder.", "post_quant_conv."});
+                                                      {"decoder.", "post_quant_conv.", "encoder.", "quant_conv."});
   auto model = std::make_unique<AutoencoderKLWan>(WanVaeConfig::from_json(checkpoint.config));
   nn::load_state_dict(*model, checkpoint.state, detail::f32_weights());
   return model;

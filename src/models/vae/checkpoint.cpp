@@ -52,4 +52,14 @@ Tensor latents_input(const nn::TensorMap& inputs, const char* model) {
   return it->second;
 }
 
+nn::TensorMap autoencoder_forward(const nn::TensorMap& inputs, const char* model,
+                                  const std::function<Tensor(const Tensor&)>& decode,
+                                  const std::function<Tensor(const Tensor&)>& encode) {
+  const bool decodes = inputs.count("latents") > 0, encodes = inputs.count("sample") > 0;
+  CPDIT_CHECK(decodes != encodes, invalid_argument, model, " decodes an input `latents` or encodes an input `sample`; ",
+              "the inputs hold ", decodes ? "both" : "neither");
+  if (decodes) return {{"sample", decode(inputs.at("latents"))}};
+  return {{"latent", encode(inputs.at("sample"))}};
+}
+
 }  // namespace cpdit::models::vae::detail

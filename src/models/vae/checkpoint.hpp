@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,13 @@ parallel::ContextParallelPlan decoder_rows_plan(const char* input, int dims);
 
 // inputs["latents"], or a one-line error naming `model` when the inputs lack it.
 Tensor latents_input(const nn::TensorMap& inputs, const char* model);
+
+// The registry's call of a VAE that also encodes: an input `latents` is decoded into `sample`, an
+// input `sample` (pixels in [-1, 1]) encoded into `latent`, the posterior's mean. The inputs hold one
+// of the two, else a one-line error naming `model`.
+nn::TensorMap autoencoder_forward(const nn::TensorMap& inputs, const char* model,
+                                  const std::function<Tensor(const Tensor&)>& decode,
+                                  const std::function<Tensor(const Tensor&)>& encode);
 
 }  // namespace cpdit::models::vae::detail
 

@@ -41,6 +41,9 @@ WanVaeConfig WanVaeConfig::from_json(const nlohmann::json& j) {
     read_config_field(j, "base_dim", c.base_dim);
     read_config_field(j, "decoder_base_dim", c.decoder_base_dim);
     read_config_field(j, "z_dim", c.z_dim);
+    read_config_field(j, "in_channels", c.in_channels);
+    read_config_field(j, "input_channels", c.in_channels);  // Qwen-Image's name, for the input and the output
+    read_config_field(j, "input_channels", c.out_channels);
     read_config_field(j, "out_channels", c.out_channels);
     read_config_field(j, "dim_mult", c.dim_mult);
     read_config_field(j, "num_res_blocks", c.num_res_blocks);
@@ -59,8 +62,9 @@ WanVaeConfig WanVaeConfig::from_json(const nlohmann::json& j) {
   CPDIT_CHECK(c.dim_mult.size() >= 1 && c.temperal_downsample.size() + 1 == c.dim_mult.size(), invalid_argument,
               "AutoencoderKLWan config: temperal_downsample needs one entry per dim_mult entry but the last (",
               c.dim_mult.size(), " dim_mult, ", c.temperal_downsample.size(), " temperal_downsample)");
-  CPDIT_CHECK(c.decoder_dim() > 0 && c.z_dim > 0 && c.num_res_blocks >= 0 && c.out_channels > 0, invalid_argument,
-              "AutoencoderKLWan config: base_dim, z_dim, out_channels must be positive");
+  CPDIT_CHECK(c.base_dim > 0 && c.decoder_dim() > 0 && c.z_dim > 0 && c.num_res_blocks >= 0 && c.in_channels > 0 &&
+                  c.out_channels > 0,
+              invalid_argument, "AutoencoderKLWan config: base_dim, z_dim, in_channels, out_channels must be positive");
   CPDIT_CHECK(c.latents_mean.empty() || (int64_t(c.latents_mean.size()) == c.z_dim &&
                                          int64_t(c.latents_std.size()) == c.z_dim),
               invalid_argument, "AutoencoderKLWan config: latents_mean/latents_std need z_dim = ", c.z_dim,

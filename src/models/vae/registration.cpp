@@ -1,6 +1,7 @@
 // The VAEs in the model registry: AutoencoderKL, AutoencoderKLWan with AutoencoderKLQwenImage
 // (the same architecture), and AutoencoderKLLTXVideo. A VAE is told by its config.json only (its
-// tensors do not give the config). Its forward decodes `latents` into `sample`.
+// tensors do not give the config). Its forward decodes `latents` into `sample`; AutoencoderKL's and
+// AutoencoderKLWan's also encode `sample` into `latent`.
 #include "models/entries.hpp"
 
 #include <cpdit/models/vae/autoencoder_kl.hpp>

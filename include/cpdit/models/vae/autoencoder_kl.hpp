@@ -114,7 +114,8 @@ class AutoencoderKL : public nn::Model {
   // latents (B, latent_channels, h, w), already unscaled by the pipeline -> sample (B, 3, 8h, 8w)
   // for FLUX.1's four blocks.
   Tensor decode(const Tensor& latents) const;
-  // The registry's call: `latents` -> {`sample`: decode(latents)}.
+  // The registry's call: `latents` -> {`sample`: decode(latents)}, or `sample` -> {`latent`: the mean
+  // half of encode(sample)}.
   nn::TensorMap forward(const nn::TensorMap& inputs) const override;
   // image (B, in_channels, H, W) in [-1, 1] -> the posterior's moments (B, 2 latent_channels, h, w):
   // channels [0, C) the mean, [C, 2C) the log-variance (diffusers clamps it to [-30, 20] when it

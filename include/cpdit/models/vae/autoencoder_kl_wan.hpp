@@ -1,9 +1,10 @@
 #pragma once
-// AutoencoderKLWan's decoder (Wan 2.1's causal video VAE; Qwen-Image's VAE is the same architecture),
-// computing what diffusers computes, with its parameters under diffusers' key names. The decoder
-// runs latent frame by latent frame: the first latent frame yields one video frame, each later one
-// four. Time convolutions are causal, and each remembers the last two frames of the stream it has
-// seen (a FrameCache), so decoding chunk by chunk equals decoding the whole stream at once.
+// AutoencoderKLWan (Wan 2.1's causal video VAE; Qwen-Image's VAE is the same architecture): its
+// decoder and encoder, computing what diffusers computes, with their parameters under diffusers' key
+// names. The decoder runs latent frame by latent frame: the first latent frame yields one video
+// frame, each later one four; the encoder runs the other way, the first frame alone, then four
+// frames per chunk. Time convolutions are causal, and each remembers the last two frames of the
+// stream it has seen (a FrameCache), so running chunk by chunk equals running the whole stream at once.
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/models/vae/config.hpp>
 #include <cpdit/nn/image_layers.hpp>
@@ -15,8 +16,9 @@
 
 namespace cpdit::models::vae {
 
-// The state of one decode: per causal convolution, the last (up to two) frames of its input stream;
-// and which time upsamplers have seen their first chunk (they pass it through without doubling).
+// The state of one decode or encode: per causal convolution, the last (up to two) frames of its input
+// stream (per time downsampler of the encoder, the last frame); and which time upsamplers have seen
+// their first chunk (they pass it through without doubling).
 // Under a frame split (VideoSplit::frames) each rank decodes its frames in one chunk, the frames
 // before it come from the rank before (parallel::time_halo over `time_group`), and only the rank
 // holding the first latent frame passes it through the upsamplers.
@@ -27,12 +29,12 @@ struct FrameCache {
   bool holds_first_frame = true;
 };
 
-// Conv3d zero-padded causally in time (2*p frames before, none after) and symmetrically in space.
-// weight [out, in, kt, kh, kw], bias [out].
+// Conv3d zero-padded causally in time (2*p frames before, none after) and symmetrically in space,
+// with a stride in time (the encoder's time downsampling: 2). weight [out, in, kt, kh, kw], bias [out].
 class CausalConv3d : public nn::Module {
  public:
   CausalConv3d(int64_t in_channels, int64_t out_channels, std::array<int64_t, 3> kernel,
-               std::array<int64_t, 3> padding);
+               std::array<int64_t, 3> padding, int64_t time_stride = 1);
   // With a cache, the frames remembered from earlier chunks stand in for the zero padding, and the
   // cache then holds the last two frames of the stream including x.
   Tensor forward(const Tensor& x, FrameCache* cache = nullptr) const;
@@ -44,6 +46,7 @@ class CausalConv3d : public nn::Module {
   nn::Parameter& weight_;
   nn::Parameter& bias_;
   std::array<int64_t, 3> padding_;
+  int64_t time_stride_;
 };
 
 // Wan's RMS_norm over channels: gamma shaped [C, 1, 1, 1] (videos) or [C, 1, 1] (images).
@@ -116,6 +119,8 @@ class WanUpBlock : public nn::Module {
   WanUpsample* upsampler_ = nullptr;
 };
 
+class WanEncoder3d;  // the encoder's own layers: src/models/vae/autoencoder_kl_wan_encoder.hpp
+
 class WanDecoder3d : public nn::Module {
  public:
   explicit WanDecoder3d(const WanVaeConfig& config);
@@ -151,7 +156,12 @@ class AutoencoderKLWan : public nn::Model {
   // latents (B, z_dim, F, h, w), already denormalised by the pipeline -> sample
   // (B, 3, 1 + 4(F-1), 8h, 8w), clamped to [-1, 1].
   Tensor decode(const Tensor& latents) const;
-  // The registry's call: `latents` -> {`sample`: decode(latents)}.
+  // video (B, in_channels, F, H, W) in [-1, 1] -> the posterior's mean (diffusers' latent_dist.mode()),
+  // not normalised: (B, z_dim, 1 + (F-1)/4, H/8, W/8) for Wan 2.1's layout (integer division; frames
+  // after the last whole chunk of four are left out, as diffusers does). One rank only: the
+  // encoder has no split plan.
+  Tensor encode(const Tensor& video) const;
+  // The registry's call: `latents` -> {`sample`: decode(latents)}, or `sample` -> {`latent`: encode(sample)}.
   nn::TensorMap forward(const nn::TensorMap& inputs) const override;
   parallel::ContextParallelPlan context_parallel_plan() const override { return autoencoder_kl_wan_plan(split_); }
   // Before enable_parallelism, which installs the split's plan; rows unless set.
@@ -164,6 +174,9 @@ class AutoencoderKLWan : public nn::Model {
   VideoSplit split_ = VideoSplit::rows;
   CausalConv3d& post_quant_conv_;
   WanDecoder3d& decoder_;
+  // Made after the decoder, so that a preset's random weights for the decoder stay what they were.
+  WanEncoder3d& encoder_;
+  CausalConv3d& quant_conv_;
 };
 
 // As load_autoencoder_kl; accepts _class_name AutoencoderKLWan and AutoencoderKLQwenImage.

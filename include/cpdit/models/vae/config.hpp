@@ -26,7 +26,7 @@ struct KLConfig {
 // decodes latents * latents_std + latents_mean, per channel.
 struct WanVaeConfig {
   int64_t base_dim = 96, decoder_base_dim = 0;  // 0: same as base_dim
-  int64_t z_dim = 16, out_channels = 3;
+  int64_t z_dim = 16, in_channels = 3, out_channels = 3;  // Qwen-Image's config names both input_channels
   std::vector<int64_t> dim_mult{1, 2, 4, 4};
   int64_t num_res_blocks = 2;
   std::vector<double> attn_scales;
