@@ -62,4 +62,27 @@ void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t
   file.commit();
 }
 
+RgbImage read_png(const std::string& path) {
+  // The simplified API keeps libpng's longjmp inside libpng: errors come back as a flag and a message.
+  png_image image;
+  std::memset(&image, 0, sizeof image);
+  image.version = PNG_IMAGE_VERSION;
+  CPDIT_CHECK(png_image_begin_read_from_file(&image, path.c_str()) != 0, invalid_argument, "cannot read ", path,
+              " as a PNG: ", image.message);
+  const int64_t pixels = int64_t(image.width) * int64_t(image.height);
+  if (pixels > (int64_t(1) << 28)) png_image_free(&image);
+  CPDIT_CHECK(pixels <= (int64_t(1) << 28), invalid_argument, path, " is ", image.width, "x", image.height,
+              ": more than 2^28 pixels");
+  // Read with alpha, then drop it: PIL's RGB conversion keeps the colour of a transparent pixel as it is
+  // (libpng would composite it onto a background without the alpha channel).
+  image.format = PNG_FORMAT_RGBA;
+  std::vector<uint8_t> rgba(size_t(PNG_IMAGE_SIZE(image)));
+  CPDIT_CHECK(png_image_finish_read(&image, nullptr, rgba.data(), 0, nullptr) != 0, invalid_argument, "cannot decode ",
+              path, " as a PNG: ", image.message);
+  RgbImage out{int64_t(image.width), int64_t(image.height), std::vector<uint8_t>(size_t(pixels) * 3)};
+  for (int64_t i = 0; i < pixels; ++i)
+    for (int64_t c = 0; c < 3; ++c) out.rgb[size_t(3 * i + c)] = rgba[size_t(4 * i + c)];
+  return out;
+}
+
 }  // namespace cpdit::io

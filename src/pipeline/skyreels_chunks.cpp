@@ -38,6 +38,8 @@ std::vector<SkyReelsChunk> skyreels_chunks(int64_t latent_frames, int64_t base_l
   return out;
 }
 
-double skyreels_flow_shift(const models::wan::WanConfig& config) { return config.in_channels == 36 ? 5.0 : 8.0; }
+double skyreels_flow_shift(const models::wan::WanConfig& config, bool image_to_video) {
+  return image_to_video || config.in_channels == 36 ? 5.0 : 8.0;
+}
 
 }  // namespace cpdit::pipeline

@@ -117,10 +117,35 @@ Tensor noisy_prefix(const Tensor& prefix, const Tensor& noise, double addnoise_c
   return out;
 }
 
-// One chunk's timestep matrix: the whole chunk in one window, its prefix ready.
-TimestepMatrix chunk_matrix(const SkyReelsChunk& chunk, const std::vector<int64_t>& timesteps, int64_t ar_step,
-                            int64_t block) {
-  return generate_timestep_matrix(chunk.frames, timesteps, chunk.frames, ar_step, chunk.prefix, block);
+// One chunk's timestep matrix: the whole chunk in one window, its prefix ready; `end_frames` given frames
+// after it (a last image's) scheduled as frames of the chunk, then fed at timestep 0 and never stepped,
+// as the image-to-video pipeline overwrites their columns.
+TimestepMatrix chunk_matrix(const SkyReelsChunk& chunk, int64_t end_frames, const std::vector<int64_t>& timesteps,
+                            int64_t ar_step, int64_t block) {
+  const int64_t frames = chunk.frames + end_frames;
+  TimestepMatrix m = generate_timestep_matrix(frames, timesteps, frames, ar_step, chunk.prefix, block);
+  for (size_t i = 0; i < m.timesteps.size(); ++i)
+    for (int64_t f = chunk.frames; f < frames; ++f) {
+      m.timesteps[i][size_t(f)] = 0;
+      m.update[i][size_t(f)] = false;
+    }
+  return m;
+}
+
+// Image latents (1 or B, C, F', h, w) as F' frames (B, C, 1, h, w) of a clip of `shape`; `what` names
+// them in errors.
+std::vector<Tensor> image_frames(const Tensor& latents, const Shape& shape, const char* what) {
+  if (!latents.defined()) return {};
+  CPDIT_CHECK(latents.dim() == 5 && (latents.size(0) == 1 || latents.size(0) == shape[0]) &&
+                  latents.size(1) == shape[1] && latents.size(3) == shape[3] && latents.size(4) == shape[4],
+              invalid_argument, what, " latents must be (1 or ", shape[0], ", ", shape[1], ", F, ", shape[3], ", ",
+              shape[4], "), got ", latents.describe());
+  const Tensor batch = latents.size(0) == shape[0]
+                           ? latents.to(DType::f32)
+                           : cat(std::vector<Tensor>(size_t(shape[0]), latents.to(DType::f32)), 0);
+  std::vector<Tensor> frames;
+  for (int64_t f = 0; f < batch.size(2); ++f) frames.push_back(batch.narrow(2, f, 1).contiguous());
+  return frames;
 }
 
 }  // namespace
@@ -142,10 +167,18 @@ WanGenerateResult generate_skyreels_v2(const nn::Model& model, const models::sky
   CPDIT_CHECK(video.frames <= options.base_frames || options.overlap_history, invalid_argument, video.frames,
               " frames are more than base_num_frames (", options.base_frames,
               "): a long video needs overlap_history (frames each chunk shares with the one before)");
-  const std::vector<SkyReelsChunk> chunks =
+  std::vector<SkyReelsChunk> chunks =
       skyreels_chunks(shape[2], latent_frames(options.base_frames),
                       options.overlap_history ? std::optional(latent_frames(*options.overlap_history)) : std::nullopt,
                       block);
+  // Image-to-video: the first image is the first chunk's prefix (and the clip's first frames), the last
+  // image's frames follow the last chunk.
+  const std::vector<Tensor> first_image = image_frames(options.first_image_latents, shape, "the first image's");
+  const std::vector<Tensor> last_image = image_frames(options.last_image_latents, shape, "the last image's");
+  CPDIT_CHECK(int64_t(first_image.size()) < chunks.front().frames, invalid_argument, "the first image's ",
+              first_image.size(), " latent frames leave none to generate in a chunk of ", chunks.front().frames);
+  if (!first_image.empty()) chunks.front().prefix = int64_t(first_image.size());
+  const int64_t end_frames = int64_t(last_image.size());
 
   UniPCMultistepScheduler frame_scheduler(scheduler);
   frame_scheduler.set_timesteps(video.steps);
@@ -153,8 +186,9 @@ WanGenerateResult generate_skyreels_v2(const nn::Model& model, const models::sky
   // the total.
   std::vector<TimestepMatrix> matrices;
   int iterations = 0;
-  for (const SkyReelsChunk& chunk : chunks) {
-    matrices.push_back(chunk_matrix(chunk, frame_scheduler.timesteps(), options.ar_step, block));
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    matrices.push_back(chunk_matrix(chunks[c], c + 1 == chunks.size() ? end_frames : 0, frame_scheduler.timesteps(),
+                                    options.ar_step, block));
     iterations += int(matrices.back().timesteps.size());
   }
 
@@ -171,11 +205,15 @@ WanGenerateResult generate_skyreels_v2(const nn::Model& model, const models::sky
     chunk_shape[2] = chunk.frames;
     const Tensor noise = draw_noise(options, draw++, chunk_shape);
     std::vector<Tensor> frame_latents;
-    const int64_t prefix_start = int64_t(clip.size()) - chunk.overlap;
+    // The prefix: the first image's frames in the first chunk, the end of the clip so far in a later one.
+    const std::vector<Tensor>& history = c == 0 ? first_image : clip;
+    const int64_t prefix_start = c == 0 ? 0 : int64_t(clip.size()) - chunk.overlap;
     for (int64_t f = 0; f < chunk.frames; ++f)
-      frame_latents.push_back(f < chunk.prefix ? clip[size_t(prefix_start + f)] : noise.narrow(2, f, 1).contiguous());
+      frame_latents.push_back(f < chunk.prefix ? history[size_t(prefix_start + f)] : noise.narrow(2, f, 1).contiguous());
+    const bool last_chunk = c + 1 == chunks.size();
+    if (last_chunk) frame_latents.insert(frame_latents.end(), last_image.begin(), last_image.end());
     // One scheduler per latent frame: each keeps its own multistep state and step count.
-    std::vector<UniPCMultistepScheduler> schedulers(size_t(chunk.frames), frame_scheduler);
+    std::vector<UniPCMultistepScheduler> schedulers(frame_latents.size(), frame_scheduler);
 
     for (size_t i = 0; i < matrix.timesteps.size(); ++i) {
       auto start = std::chrono::steady_clock::now();
@@ -208,8 +246,9 @@ WanGenerateResult generate_skyreels_v2(const nn::Model& model, const models::sky
       result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       if (video.on_step) video.on_step(int(result.step_seconds.size()) - 1, iterations, result.step_seconds.back());
     }
-    // The first chunk whole; a later one from the end of its overlap on.
-    clip.insert(clip.end(), frame_latents.begin() + chunk.overlap, frame_latents.end());
+    // The first chunk whole; a later one from the end of its overlap on; never the last image's frames.
+    // (diffusers 0.42.1 cuts the last prefix's length off a long clip instead of the last image's.)
+    clip.insert(clip.end(), frame_latents.begin() + chunk.overlap, frame_latents.end() - (last_chunk ? end_frames : 0));
   }
   result.latents = cat(clip, 2);
   return result;

@@ -20,13 +20,35 @@ Tensor unscale_kl_latents(const Tensor& latents, const models::vae::KLConfig& co
   return kernels::add(scaled, Tensor::full({1}, config.shift_factor));
 }
 
-Tensor denormalize_wan_latents(const Tensor& latents, const models::vae::WanVaeConfig& config) {
+namespace {
+
+// Wan latents (B, z_dim, F, h, w) and a config with a mean and a std per channel; `verb` for errors.
+void check_wan_latents(const Tensor& latents, const models::vae::WanVaeConfig& config, const char* verb) {
   const int64_t c = config.z_dim;
   CPDIT_CHECK(latents.defined() && latents.dim() == 5 && latents.size(1) == c, invalid_argument,
               "AutoencoderKLWan latents must be (B, ", c, ", F, h, w), got ",
               latents.defined() ? latents.describe() : "undefined");
   CPDIT_CHECK(int64_t(config.latents_mean.size()) == c && int64_t(config.latents_std.size()) == c, invalid_argument,
-              "the VAE config needs latents_mean and latents_std of ", c, " values to denormalise latents");
+              "the VAE config needs latents_mean and latents_std of ", c, " values to ", verb, " latents");
+}
+
+}  // namespace
+
+Tensor normalize_wan_latents(const Tensor& latents, const models::vae::WanVaeConfig& config) {
+  check_wan_latents(latents, config, "normalise");
+  const int64_t c = config.z_dim;
+  // The config's values as the pipeline's f32 tensors, and the reciprocal of the standard deviation
+  // taken in f32 (x + (-m) is x - m exactly).
+  std::vector<float> negative_mean, inverse_std;
+  for (double m : config.latents_mean) negative_mean.push_back(-float(m));
+  for (double s : config.latents_std) inverse_std.push_back(1.0f / float(s));
+  const Tensor centred = kernels::add(latents.to(DType::f32), Tensor::from_vector(negative_mean, {c, 1, 1, 1}));
+  return kernels::mul(centred, Tensor::from_vector(inverse_std, {c, 1, 1, 1}));
+}
+
+Tensor denormalize_wan_latents(const Tensor& latents, const models::vae::WanVaeConfig& config) {
+  check_wan_latents(latents, config, "denormalise");
+  const int64_t c = config.z_dim;
   std::vector<float> mean(config.latents_mean.begin(), config.latents_mean.end());
   std::vector<float> std(config.latents_std.begin(), config.latents_std.end());
   const Tensor scaled = kernels::mul(latents.to(DType::f32), Tensor::from_vector(std, {c, 1, 1, 1}));

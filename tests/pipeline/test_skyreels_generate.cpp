@@ -76,6 +76,7 @@ TEST(SkyReelsTimestepMatrix, RefusesFramesThatDoNotFillTheBlocks) {
 TEST(SkyReelsFlowShift, FiveForImageToVideoEightOtherwise) {
   models::wan::WanConfig config = wan_preset_config("skyreels-tiny");
   EXPECT_EQ(skyreels_flow_shift(config), 8.0);
+  EXPECT_EQ(skyreels_flow_shift(config, /*image_to_video=*/true), 5.0);  // a diffusion-forcing model from an image
   config.in_channels = 36;
   EXPECT_EQ(skyreels_flow_shift(config), 5.0);
   EXPECT_EQ(video_preset_scheduler("skyreels-mini").flow_shift, 8.0);

@@ -6,8 +6,6 @@
 #include "pipeline/skyreels_case.hpp"
 #include "support/run_cli.hpp"
 
-#include <cpdit/comm/local.hpp>
-#include <cpdit/comm/mesh.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 #include <cpdit/io/safetensors.hpp>
@@ -16,7 +14,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <mutex>
 #include <string>
 
 namespace cpdit::pipeline {
@@ -50,9 +47,7 @@ TEST(SkyReelsChunks, RefuseChunksThatAreNotWholeBlocks) {
   EXPECT_THROW(skyreels_chunks(10, 6, 1, 2), Error);             // the overlap is less than a block
 }
 
-struct Split {
-  int cfg, ring, ulysses;
-};
+using testing::Split;
 
 // The fixture case `name` on cfg x ring x ulysses local ranks: rank 0's final latents.
 Tensor long_video(const std::string& name, Split split) {
@@ -62,25 +57,8 @@ Tensor long_video(const std::string& name, Split split) {
   const nn::TensorMap draws = io::load_safetensors((kLong / name / "noise.safetensors").string());
   EXPECT_EQ(int64_t(draws.size()), c["draws"].get<int64_t>());
   const UniPCConfig scheduler = UniPCConfig::from_file((kPipeline / "scheduler" / "scheduler_config.json").string());
-  Tensor latents;
-  std::mutex mutex;
-  comm::LocalOptions one_thread_each;
-  one_thread_each.threads_per_rank = 1;
-  comm::run_local(
-      split.cfg * split.ring * split.ulysses,
-      [&](comm::Communicator& world) {
-        comm::Mesh mesh(world.split(0, world.rank()), split.ring, split.ulysses, split.cfg);
-        auto model = models::skyreels_v2::load_skyreels_v2(ck);
-        if (mesh.flat().size() > 1) model->enable_parallelism(mesh.flat_group(), {split.ring, split.ulysses});
-        SkyReelsGenerateOptions options = testing::case_options(c, inputs);
-        options.video.cfg = &mesh.cfg();
-        options.noise = [&](int64_t draw, const Shape&) { return draws.at("noise_" + std::to_string(draw)); };
-        const WanGenerateResult r = generate_skyreels_v2(*model, ck.config, scheduler, inputs.at("prompt_embeds"), options);
-        std::lock_guard lock(mutex);
-        if (world.rank() == 0) latents = r.latents;
-      },
-      one_thread_each);
-  return latents;
+  return testing::generate_on_ranks(ck, scheduler, inputs.at("prompt_embeds"), testing::case_options(c, inputs), draws,
+                                    split);
 }
 
 // With added noise (ar_step 1, guidance 6): every draw is used, and the splits include CFG-parallel.

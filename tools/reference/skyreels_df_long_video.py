@@ -42,17 +42,19 @@ CASES = {"addnoise": dict(ar_step=1, addnoise_condition=20.0, guidance=6.0),
          "plain": dict(ar_step=0, addnoise_condition=0.0, guidance=1.0)}
 
 
+def recording(draw, draws):
+    """`draw` (a random function) that also appends each value it returns to `draws`."""
+    def wrapper(*args, **kwargs):
+        value = draw(*args, **kwargs)
+        draws.append(value.clone())
+        return value
+    return wrapper
+
+
 def run(pipe, prompt_embeds, negative, ar_step, addnoise_condition, guidance):
     draws = []
     randn_tensor, randn_like = df.randn_tensor, torch.randn_like
-
-    def recorded(draw):
-        def wrapper(*args, **kwargs):
-            value = draw(*args, **kwargs)
-            draws.append(value.clone())
-            return value
-        return wrapper
-
+    recorded = lambda draw: recording(draw, draws)  # noqa: E731
     df.randn_tensor, torch.randn_like = recorded(randn_tensor), recorded(randn_like)
     try:
         with torch.no_grad():

@@ -1,5 +1,6 @@
 #pragma once
-// Writing 8-bit RGB PNG images (previews), atomically like every output of cpdit.
+// Writing 8-bit RGB PNG images (previews), atomically like every output of cpdit, and reading one
+// (the image an image-to-video run starts from).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -8,5 +9,15 @@ namespace cpdit::io {
 
 // `rgb` holds height * width * 3 bytes, row-major, R G B per pixel.
 void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t width, int64_t height);
+
+struct RgbImage {
+  int64_t width = 0, height = 0;
+  std::vector<uint8_t> rgb;  // height * width * 3 bytes, row-major, R G B per pixel
+};
+
+// Any PNG as 8-bit RGB, as PIL's convert("RGB") gives it for 8-bit files: gray copied to R, G and B,
+// a palette looked up, alpha dropped (16-bit channels are scaled to 8 bits by libpng). Decoded by
+// libpng's simplified reader; a file it cannot read, or of more than 2^28 pixels, is a one-line error.
+RgbImage read_png(const std::string& path);
 
 }  // namespace cpdit::io

@@ -1,5 +1,6 @@
 #pragma once
-// SkyReels-V2 text-to-video by diffusion forcing (diffusers' SkyReelsV2DiffusionForcingPipeline).
+// SkyReels-V2 text-to-video and image-to-video by diffusion forcing (diffusers'
+// SkyReelsV2DiffusionForcingPipeline and SkyReelsV2DiffusionForcingImageToVideoPipeline).
 // Every latent frame has its own timestep: the timestep matrix says, iteration by iteration, which
 // timestep each frame is fed and which frames take a step, so a block of frames can run ar_step steps
 // ahead of the next ("asynchronous" generation); each frame keeps its own UniPC state and steps only
@@ -9,6 +10,10 @@
 // chunk starts from the last overlap_history frames of what came before (its prefix, counted as
 // ready in its timestep matrix, optionally fed to the model with a little fresh noise:
 // addnoise_condition) and adds only its frames past the overlap to the clip.
+//
+// Image-to-video needs no image encoder: the image's normalised VAE latents (skyreels_image.hpp) are the
+// first chunk's prefix, as an overlap is a later chunk's; a last image's latents are appended after
+// the last chunk's frames, fed at timestep 0 and never stepped.
 //
 // Under context parallelism the model gathers its output (the SkyReels-V2 plan), so every rank
 // steps the same full latents with the same per-frame schedulers, as in the Wan loop.
@@ -59,10 +64,10 @@ std::vector<SkyReelsChunk> skyreels_chunks(int64_t latent_frames, int64_t base_l
                                            std::optional<int64_t> overlap_latent_frames, int64_t block_frames);
 
 // The flow_shift SkyReels-V2 samples with when no scheduler config sets it: 5.0 for image-to-video
-// models (in_channels 36: the noise, a 4-channel first-frame mask and the image's 16 latent channels),
-// 8.0 for text-to-video and diffusion forcing, as SkyReels-V2's model cards and diffusers' examples set it.
-// (Image conditioning itself, image_dim, is refused when such a model is loaded.)
-double skyreels_flow_shift(const models::wan::WanConfig& config);
+// (models of in_channels 36: the noise, a 4-channel first-frame mask and the image's 16 latent
+// channels; or a diffusion-forcing model given a first image), 8.0 for text-to-video, as SkyReels-V2's
+// model cards and diffusers' examples set it.
+double skyreels_flow_shift(const models::wan::WanConfig& config, bool image_to_video = false);
 
 struct SkyReelsGenerateOptions {
   // steps, frames, size, seed, VAE factors, initial latents (the first chunk's), guidance and the
@@ -77,9 +82,15 @@ struct SkyReelsGenerateOptions {
   // > 0: a later chunk's prefix is fed to the model as (1 - c/1000) x + (c/1000) noise at timestep
   // int(c), fresh noise at every iteration (the prefix itself stays clean).
   double addnoise_condition = 0;
+  // Image-to-video: the normalised latents (B or 1, C, F', h, w) of the first image, the first chunk's
+  // prefix in place of its first F' noise frames (counted as ready in its timestep matrix when they are
+  // whole blocks, as diffusers counts them; fed with noise under addnoise_condition like any prefix);
+  // and of a last image, appended after the last chunk's frames (which must then still be whole blocks),
+  // fed at timestep 0, never stepped, and left out of the result. Undefined: none.
+  Tensor first_image_latents, last_image_latents;
   // Random draw number `draw` of `shape`, in the order the pipeline draws: each chunk's initial latents
-  // (its prefix frames then overwritten), and within a later chunk with addnoise_condition one per
-  // iteration for its prefix. Every rank must get the same numbers. Unset: draw 0 is
+  // (its prefix frames then overwritten), and within a chunk with a prefix and addnoise_condition one
+  // per iteration for its prefix. Every rank must get the same numbers. Unset: draw 0 is
   // video.initial_latents or seeded noise (video.seed), draw n > 0 seeded noise of its own stream.
   std::function<Tensor(int64_t draw, const Shape& shape)> noise;
 };

@@ -1,6 +1,6 @@
 #pragma once
-// The pipeline's side of decoding: what FLUX.1 and Wan do to latents before their VAE decoder, and
-// the image post-processing after it (diffusers' VaeImageProcessor).
+// The pipeline's side of decoding: what FLUX.1 and Wan do to latents before their VAE decoder (and Wan
+// to latents its encoder made), and the image post-processing after it (diffusers' VaeImageProcessor).
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/core/tensor.hpp>
 #include <cpdit/models/registry.hpp>
@@ -19,6 +19,9 @@ Tensor unscale_kl_latents(const Tensor& latents, const models::vae::KLConfig& co
 // Wan: latents * latents_std + latents_mean per channel, (B, C, F, h, w); the config's vectors must
 // have C entries.
 Tensor denormalize_wan_latents(const Tensor& latents, const models::vae::WanVaeConfig& config);
+// The way in, for latents the VAE encoded (SkyReels-V2 image-to-video): (latents - latents_mean) *
+// (1 / latents_std) per channel, in f32 as the pipeline computes it.
+Tensor normalize_wan_latents(const Tensor& latents, const models::vae::WanVaeConfig& config);
 
 // What the pipelines do before their VAE, chosen by the VAE's config (a models::LoadedModel config:
 // KLConfig or WanVaeConfig); any other config is refused as not a VAE.

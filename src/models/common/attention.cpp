@@ -1,5 +1,6 @@
 #include <cpdit/attention/attention.hpp>
 #include <cpdit/core/error.hpp>
+#include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/common/adaptive_norm.hpp>
 #include <cpdit/models/common/attention.hpp>
 
@@ -77,12 +78,19 @@ Attention::Attention(const AttentionShape& shape)
                    add_module<nn::RMSNorm>("norm_k", norm_width(shape), shape.eps)},
       to_out_(shape.output_projection
                   ? &add_module<nn::Container>("to_out").add_module<nn::Linear>("0", inner(shape), shape.dim)
-                  : nullptr) {}
+                  : nullptr) {
+  if (shape.image_keys)
+    image_.emplace(ImageKeys{add_module<nn::Linear>("add_k_proj", shape.dim, inner(shape)),
+                             add_module<nn::Linear>("add_v_proj", shape.dim, inner(shape)),
+                             add_module<nn::RMSNorm>("norm_added_k", norm_width(shape), shape.eps)});
+}
 
 Tensor Attention::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
-                          const Tensor& sin, const Tensor& text_keep, const attention::Mask& self_mask) const {
-  return with_hooks(attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep),
-                    [&](const nn::TensorMap& in) {
+                          const Tensor& sin, const Tensor& text_keep, const attention::Mask& self_mask,
+                          const Tensor& encoder_hidden_states_image) const {
+  nn::TensorMap args = attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep);
+  args["encoder_hidden_states_image"] = encoder_hidden_states_image;
+  return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
     const Tensor o = attend(in, self_mask);
     return std::vector<Tensor>{to_out_ ? to_out_->forward(o) : o};
   })[0];
@@ -90,11 +98,15 @@ Tensor Attention::forward(const Tensor& hidden_states, const Tensor& encoder_hid
 
 Tensor Attention::forward_residual(const Tensor& residual, const Tensor& gate, const Tensor& hidden_states,
                                    const Tensor& encoder_hidden_states, const Tensor& cos, const Tensor& sin,
-                                   const Tensor& text_keep) const {
+                                   const Tensor& text_keep, const Tensor& encoder_hidden_states_image) const {
   if (has_hooks() || !to_out_) {  // the hooks must see this module's own output
-    return gated_residual(residual, forward(hidden_states, encoder_hidden_states, cos, sin, text_keep), gate);
+    return gated_residual(
+        residual, forward(hidden_states, encoder_hidden_states, cos, sin, text_keep, {}, encoder_hidden_states_image),
+        gate);
   }
-  const Tensor o = attend(attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep), {});
+  nn::TensorMap args = attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep);
+  args["encoder_hidden_states_image"] = encoder_hidden_states_image;
+  const Tensor o = attend(args, {});
   return projected_residual(residual, *to_out_, o, gate);
 }
 
@@ -120,7 +132,16 @@ Tensor Attention::attend(const nn::TensorMap& in, const attention::Mask& self_ma
   const Qkv qkv = project(projections_, shape_, x, cross ? text : x, rotated ? &rope : nullptr);
   // Replicated text keys are attended locally, never through the ring; sharded ones (and the
   // tokens' own keys) go to the router with the mask share that follows them.
-  return attend_heads(qkv, cross ? shape_.text_keys : attention::KvPlacement::sharded, std::move(mask));
+  Tensor o = attend_heads(qkv, cross ? shape_.text_keys : attention::KvPlacement::sharded, std::move(mask));
+  if (const Tensor& image = in.at("encoder_hidden_states_image"); image.defined()) {
+    CPDIT_CHECK(cross && image_, invalid_argument,
+                "attention: image tokens go with a cross-attention that has add_k_proj / add_v_proj");
+    const Qkv image_qkv{qkv.q, project_heads(image_->k, &image_->norm_k, shape_.qk_norm, shape_.heads, image),
+                        project_heads(image_->v, nullptr, shape_.qk_norm, shape_.heads, image)};
+    // Every rank holds all the image tokens (no plan splits them): attended locally.
+    kernels::add_(o, attend_heads(image_qkv, attention::KvPlacement::replicated));
+  }
+  return o;
 }
 
 JointAttention::JointAttention(const AttentionShape& shape)

@@ -11,11 +11,11 @@ Tensor linear_gelu(const nn::Linear& layer, const Tensor& x, bool tanh_approx) {
   return h;
 }
 
-FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, bool gated)
+FeedForward::FeedForward(int64_t dim, int64_t hidden, Activation activation, bool gated, int64_t out)
     : net_(add_module<nn::Container>("net")),
       // net.0 is diffusers' GELU / GEGLU / SwiGLU module, which holds its Linear as "proj".
       proj_in_(net_.add_module<nn::Container>("0").add_module<nn::Linear>("proj", dim, gated ? 2 * hidden : hidden)),
-      proj_out_(net_.add_module<nn::Linear>("2", hidden, dim)),
+      proj_out_(net_.add_module<nn::Linear>("2", hidden, out > 0 ? out : dim)),
       activation_(activation),
       gated_(gated) {}
 

@@ -12,7 +12,7 @@ WanConfig WanConfig::from_json(const nlohmann::json& j, WanConfig c) {
                          {{"patch_size", c.patch_size}, {"text_dim", c.text_dim}, {"freq_dim", c.freq_dim},
                           {"ffn_dim", c.ffn_dim}, {"cross_attn_norm", c.cross_attn_norm}, {"qk_norm", c.qk_norm},
                           {"eps", c.eps}, {"rope_max_seq_len", c.rope_max_seq_len}, {"image_dim", c.image_dim},
-                          {"added_kv_proj_dim", c.added_kv_proj_dim}});
+                          {"added_kv_proj_dim", c.added_kv_proj_dim}, {"pos_embed_seq_len", c.pos_embed_seq_len}});
   return c;
 }
 
@@ -33,6 +33,13 @@ WanConfig WanConfig::infer(const nn::StateDict& state) {
     c.cross_attn_norm = state.count("blocks.0.norm2.weight") > 0;
   }
   c.out_channels = shape("proj_out.weight")[0] / c.patch_volume();
+  // Image conditioning: the image embedder's first norm spans image_dim, add_k_proj takes added_kv_proj_dim.
+  if (state.count("condition_embedder.image_embedder.norm1.weight"))
+    c.image_dim = shape("condition_embedder.image_embedder.norm1.weight")[0];
+  if (state.count("condition_embedder.image_embedder.pos_embed"))
+    c.pos_embed_seq_len = shape("condition_embedder.image_embedder.pos_embed")[1];
+  if (c.num_layers > 0 && state.count("blocks.0.attn2.add_k_proj.weight"))
+    c.added_kv_proj_dim = shape("blocks.0.attn2.add_k_proj.weight")[1];
   return c;
 }
 
@@ -47,9 +54,15 @@ void WanConfig::validate() const {
               "Wan config: attention_head_dim must be even and at least 6 (3-axis RoPE), got ", attention_head_dim);
   CPDIT_CHECK(qk_norm == "rms_norm_across_heads", invalid_argument, "Wan config: qk_norm '", qk_norm,
               "' is not supported (only \"rms_norm_across_heads\", as every released Wan checkpoint uses)");
-  CPDIT_CHECK(image_dim == 0 && added_kv_proj_dim == 0, unsupported,
-              "Wan config: image conditioning (image_dim / added_kv_proj_dim, the I2V and FLF2V models) is not "
-              "supported; use a text-to-video checkpoint");
+  CPDIT_CHECK(image_dim >= 0 && (image_dim > 0) == (added_kv_proj_dim > 0), invalid_argument,
+              "Wan config: image_dim (", image_dim, ") and added_kv_proj_dim (", added_kv_proj_dim,
+              ") go together: both set (image-to-video) or both null");
+  CPDIT_CHECK(added_kv_proj_dim == 0 || added_kv_proj_dim == inner_dim(), invalid_argument,
+              "Wan config: added_kv_proj_dim must be the model width ", inner_dim(),
+              " (add_k_proj takes the image embedder's output), got ", added_kv_proj_dim);
+  CPDIT_CHECK(pos_embed_seq_len == 0 || (image_dim > 0 && pos_embed_seq_len > 0 && pos_embed_seq_len % 2 == 0),
+              invalid_argument, "Wan config: pos_embed_seq_len (", pos_embed_seq_len,
+              ") is the image tokens of a first and a last frame: even, and only with image_dim");
 }
 
 }  // namespace cpdit::models::common::wan

@@ -21,15 +21,48 @@ Tensor PatchEmbedding::forward(const Tensor& input) const {
   })[0];
 }
 
-ConditionEmbedder::ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text_dim, SinusoidPrecision precision)
+ImageEmbedding::ImageEmbedding(int64_t image_dim, int64_t dim, int64_t pos_embed_seq_len)
+    : image_dim_(image_dim),
+      pos_embed_(pos_embed_seq_len > 0 ? &add_parameter("pos_embed", {1, pos_embed_seq_len, image_dim}) : nullptr),
+      norm1_(add_module<nn::LayerNorm>("norm1", image_dim, 1e-5f, /*affine=*/true)),
+      ff_(add_module<common::FeedForward>("ff", image_dim, image_dim, Activation::gelu, /*gated=*/false, dim)),
+      norm2_(add_module<nn::LayerNorm>("norm2", dim, 1e-5f, /*affine=*/true)) {}
+
+Tensor ImageEmbedding::forward(const Tensor& encoder_hidden_states_image) const {
+  return with_hooks({{"encoder_hidden_states_image", encoder_hidden_states_image}}, [&](const nn::TensorMap& in) {
+    Tensor x = in.at("encoder_hidden_states_image").to(DType::f32).contiguous();
+    CPDIT_CHECK(x.dim() == 3 && x.size(2) == image_dim_, invalid_argument,
+                "Wan encoder_hidden_states_image must be (B, L, ", image_dim_, "), got ", x.describe());
+    if (pos_embed_) {
+      const Tensor table = pos_embed_->value.values("image pos_embed").to(DType::f32);
+      const int64_t images = x.size(0), tokens = x.size(1);
+      CPDIT_CHECK(images % 2 == 0 && 2 * tokens == table.size(1), invalid_argument,
+                  "Wan encoder_hidden_states_image with pos_embed (FLF2V) must be a first and a last image per item, (2B, ",
+                  table.size(1) / 2, ", ", image_dim_, "), got ", x.describe());
+      x = k::add(x.reshape({images / 2, 2 * tokens, image_dim_}), table);
+    }
+    return std::vector<Tensor>{norm2_.forward(ff_.forward(norm1_.forward(x)))};
+  })[0];
+}
+
+ConditionEmbedder::ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text_dim, SinusoidPrecision precision,
+                                     int64_t image_dim, int64_t pos_embed_seq_len)
     : freq_dim_(freq_dim),
       precision_(precision),
       time_embedder_(add_module<common::MlpEmbedder>("time_embedder", freq_dim, dim, Activation::silu)),
       time_proj_(add_module<nn::Linear>("time_proj", dim, 6 * dim)),
-      text_embedder_(add_module<common::MlpEmbedder>("text_embedder", text_dim, dim, Activation::gelu_tanh)) {}
+      text_embedder_(add_module<common::MlpEmbedder>("text_embedder", text_dim, dim, Activation::gelu_tanh)),
+      image_embedder_(image_dim > 0 ? &add_module<ImageEmbedding>("image_embedder", image_dim, dim, pos_embed_seq_len)
+                                    : nullptr) {}
 
-std::vector<Tensor> ConditionEmbedder::forward(const Tensor& timestep, const Tensor& encoder_hidden_states) const {
-  return with_hooks({{"timestep", timestep}, {"encoder_hidden_states", encoder_hidden_states}},
+std::vector<Tensor> ConditionEmbedder::forward(const Tensor& timestep, const Tensor& encoder_hidden_states,
+                                               const Tensor& encoder_hidden_states_image) const {
+  CPDIT_CHECK(encoder_hidden_states_image.defined() == (image_embedder_ != nullptr), invalid_argument,
+              image_embedder_ ? "this Wan image-to-video model (image_dim set) needs the input encoder_hidden_states_image"
+                              : "this Wan model has no image conditioning (image_dim is null): it takes no "
+                                "encoder_hidden_states_image");
+  return with_hooks({{"timestep", timestep}, {"encoder_hidden_states", encoder_hidden_states},
+                     {"encoder_hidden_states_image", encoder_hidden_states_image}},
                     [&](const nn::TensorMap& in) {
                       // Integer timesteps (SkyReels-V2 passes I64) are exact in f32 up to 2^24.
                       const Tensor t = in.at("timestep").to(DType::f32);
@@ -45,27 +78,40 @@ std::vector<Tensor> ConditionEmbedder::forward(const Tensor& timestep, const Ten
                         temb = temb.reshape({t.size(0), t.size(1), -1});
                         proj = proj.reshape({t.size(0), t.size(1), -1});
                       }
-                      return std::vector<Tensor>{temb, proj, text_embedder_.forward(in.at("encoder_hidden_states"))};
+                      std::vector<Tensor> out{temb, proj, text_embedder_.forward(in.at("encoder_hidden_states"))};
+                      if (image_embedder_) out.push_back(image_embedder_->forward(in.at("encoder_hidden_states_image")));
+                      return out;
                     });
 }
 
 // ---- block ----------------------------------------------------------------------------------------
 
-Block::Block(int64_t dim, int64_t heads, int64_t head_dim, int64_t ffn_dim, bool cross_attn_norm, float eps)
+namespace {
+
+common::AttentionShape cross_attention_shape(int64_t dim, int64_t heads, int64_t head_dim, float eps, bool image_keys) {
+  common::AttentionShape shape{dim, heads, head_dim, common::QkNorm::across_heads, eps};
+  shape.image_keys = image_keys;
+  return shape;
+}
+
+}  // namespace
+
+Block::Block(int64_t dim, int64_t heads, int64_t head_dim, int64_t ffn_dim, bool cross_attn_norm, float eps,
+             bool image_keys)
     : eps_(eps),
       attn1_(add_module<common::Attention>("attn1", common::AttentionShape{dim, heads, head_dim,
                                                                            common::QkNorm::across_heads, eps})),
-      attn2_(add_module<common::Attention>("attn2", common::AttentionShape{dim, heads, head_dim,
-                                                                           common::QkNorm::across_heads, eps})),
+      attn2_(add_module<common::Attention>("attn2", cross_attention_shape(dim, heads, head_dim, eps, image_keys))),
       norm2_(cross_attn_norm ? &add_module<nn::LayerNorm>("norm2", dim, eps, /*affine=*/true) : nullptr),
       ffn_(add_module<common::FeedForward>("ffn", dim, ffn_dim, Activation::gelu_tanh)),
       scale_shift_table_(add_parameter("scale_shift_table", {1, 6, dim})) {}
 
 Tensor Block::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& temb,
                       const Tensor& rotary_cos, const Tensor& rotary_sin,
-                      const attention::Mask& self_attention_mask) const {
+                      const attention::Mask& self_attention_mask, const Tensor& encoder_hidden_states_image) const {
   nn::TensorMap args{{"hidden_states", hidden_states}, {"encoder_hidden_states", encoder_hidden_states},
-                     {"temb", temb}, {"rotary_cos", rotary_cos}, {"rotary_sin", rotary_sin}};
+                     {"temb", temb}, {"rotary_cos", rotary_cos}, {"rotary_sin", rotary_sin},
+                     {"encoder_hidden_states_image", encoder_hidden_states_image}};
   return with_hooks(std::move(args), [&](const nn::TensorMap& in) {
     const Tensor& x = in.at("hidden_states");
     // shift, scale, gate (self-attention), c_shift, c_scale, c_gate (feed-forward)
@@ -73,7 +119,8 @@ Tensor Block::forward(const Tensor& hidden_states, const Tensor& encoder_hidden_
     Tensor a = attn1_.forward(common::norm_modulate(x, m[1], m[0], eps_), {}, in.at("rotary_cos"), in.at("rotary_sin"),
                               /*text_keep=*/{}, self_attention_mask);
     Tensor h = common::gated_residual(x, a, m[2]);  // never write into the input, which a hook may hold
-    k::add_(h, attn2_.forward(norm2_ ? norm2_->forward(h) : h, in.at("encoder_hidden_states"), {}, {}));
+    k::add_(h, attn2_.forward(norm2_ ? norm2_->forward(h) : h, in.at("encoder_hidden_states"), {}, {}, {}, {},
+                              in.at("encoder_hidden_states_image")));
     common::add_gated_(h, ffn_.forward(common::norm_modulate(h, m[4], m[3], eps_)), m[5]);
     return std::vector<Tensor>{h};
   })[0];

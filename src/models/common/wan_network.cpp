@@ -9,7 +9,8 @@ Wan21Network::Wan21Network(const WanConfig& config, SinusoidPrecision sinusoid)
       patch_embedding_(add_module<PatchEmbedding>("patch_embedding", config.in_channels, config.inner_dim(),
                                                   config.patch_size)),
       condition_embedder_(add_module<ConditionEmbedder>("condition_embedder", config.inner_dim(), config.freq_dim,
-                                                        config.text_dim, sinusoid)),
+                                                        config.text_dim, sinusoid, config.image_dim,
+                                                        config.pos_embed_seq_len)),
       patch_size_(config.patch_size),
       blocks_(add_module<nn::ModuleList<Block>>("blocks")),
       norm_out_(add_module<nn::LayerNorm>("norm_out", config.inner_dim(), config.eps, /*affine=*/false)),
@@ -17,13 +18,19 @@ Wan21Network::Wan21Network(const WanConfig& config, SinusoidPrecision sinusoid)
       scale_shift_table_(add_parameter("scale_shift_table", {1, 2, config.inner_dim()})) {
   for (int64_t i = 0; i < config.num_layers; ++i)
     blocks_.append(config.inner_dim(), config.num_attention_heads, config.attention_head_dim, config.ffn_dim,
-                   config.cross_attn_norm, config.eps);
+                   config.cross_attn_norm, config.eps, /*image_keys=*/config.added_kv_proj_dim > 0);
 }
 
-Tensor Wan21Network::blocks_and_head(Tensor x, const Tensor& text, const Tensor& timestep_proj, const Tensor& temb,
-                                     const std::vector<Tensor>& rope, const attention::Mask& mask,
+Tensor Wan21Network::image_tokens(const nn::TensorMap& inputs) {
+  auto it = inputs.find("encoder_hidden_states_image");
+  return it == inputs.end() ? Tensor() : it->second;
+}
+
+Tensor Wan21Network::blocks_and_head(Tensor x, const std::vector<Tensor>& cond, const Tensor& timestep_proj,
+                                     const Tensor& temb, const std::vector<Tensor>& rope, const attention::Mask& mask,
                                      std::array<int64_t, 3> grid) const {
-  for (Block* block : blocks_) x = block->forward(x, text, timestep_proj, rope[0], rope[1], mask);
+  const Tensor image = cond.size() > 3 ? cond[3] : Tensor();
+  for (Block* block : blocks_) x = block->forward(x, cond[2], timestep_proj, rope[0], rope[1], mask, image);
   // The output head takes temb itself, not timestep_proj: shift, scale in that order.
   const int64_t batch = temb.size(0), dim = temb.size(-1);
   auto head = scale_shift_modulation(scale_shift_table_.value, temb.dim() == 2

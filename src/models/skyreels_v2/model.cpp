@@ -60,7 +60,7 @@ Tensor repeat_per_token(const Tensor& rows, int64_t tokens_per_frame) {
 }
 
 const std::set<std::string> kRequired{"hidden_states", "timestep", "encoder_hidden_states"};
-const std::set<std::string> kOptional{"enable_diffusion_forcing", "fps"};
+const std::set<std::string> kOptional{"enable_diffusion_forcing", "fps", "encoder_hidden_states_image"};
 
 }  // namespace
 
@@ -106,7 +106,8 @@ Tensor SkyReelsV2Transformer3DModel::add_fps(const Tensor& timestep_proj, const 
 nn::TensorMap SkyReelsV2Transformer3DModel::forward(const nn::TensorMap& inputs) const {
   for (const auto& [name, t] : inputs)
     CPDIT_CHECK(kRequired.count(name) || kOptional.count(name), invalid_argument, "SkyReels-V2 forward takes no input '",
-                name, "' (it takes hidden_states, timestep, encoder_hidden_states, enable_diffusion_forcing, fps)");
+                name, "' (it takes hidden_states, timestep, encoder_hidden_states, enable_diffusion_forcing, fps, "
+                "encoder_hidden_states_image)");
   nn::TensorMap args;
   for (const auto& name : kRequired) {
     auto it = inputs.find(name);
@@ -146,7 +147,7 @@ nn::TensorMap SkyReelsV2Transformer3DModel::forward(const nn::TensorMap& inputs)
 
     auto rope = rope_.forward(latent);
     Tensor x = patch_embedding_.forward(latent);
-    auto cond = condition_embedder_.forward(timestep, text.to(DType::f32));  // temb (B, F, D), ...
+    auto cond = condition_embedder_.forward(timestep, text.to(DType::f32), image_tokens(in));  // temb (B, F, D), ...
     Tensor timestep_proj = cond[1];  // (B, F, 6D)
     if (config_.inject_sample_info) timestep_proj = add_fps(timestep_proj, in.count("fps") ? in.at("fps") : Tensor(), batch);
     auto per_token = frame_to_tokens_.forward(cond[0], timestep_proj, tokens_per_frame);
@@ -155,7 +156,7 @@ nn::TensorMap SkyReelsV2Transformer3DModel::forward(const nn::TensorMap& inputs)
     const attention::Mask mask = config_.num_frame_per_block > 1
                                      ? attention::Mask::block_causal(config_.num_frame_per_block * tokens_per_frame)
                                      : attention::Mask::none();
-    return std::vector<Tensor>{blocks_and_head(x, cond[2], per_token[1], per_token[0], rope, mask, grid)};
+    return std::vector<Tensor>{blocks_and_head(x, cond, per_token[1], per_token[0], rope, mask, grid)};
   })[0]}};
 }
 

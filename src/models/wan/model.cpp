@@ -20,18 +20,20 @@ WanTransformer3DModel::WanTransformer3DModel(const WanConfig& config)
 
 namespace {
 const std::set<std::string> kInputNames{"hidden_states", "timestep", "encoder_hidden_states"};
+const char* const kImageInput = "encoder_hidden_states_image";  // I2V / FLF2V models only
 }  // namespace
 
 nn::TensorMap WanTransformer3DModel::forward(const nn::TensorMap& inputs) const {
   for (const auto& [name, t] : inputs)
-    CPDIT_CHECK(kInputNames.count(name), invalid_argument, "Wan forward takes no input '", name,
-                "' (it takes hidden_states, timestep, encoder_hidden_states)");
+    CPDIT_CHECK(kInputNames.count(name) || name == kImageInput, invalid_argument, "Wan forward takes no input '", name,
+                "' (it takes hidden_states, timestep, encoder_hidden_states, encoder_hidden_states_image)");
   nn::TensorMap args;
   for (const auto& name : kInputNames) {
     auto it = inputs.find(name);
     CPDIT_CHECK(it != inputs.end() && it->second.defined(), invalid_argument, "Wan forward needs the input '", name, "'");
     args[name] = it->second;
   }
+  if (inputs.count(kImageInput)) args[kImageInput] = inputs.at(kImageInput);
 
   ForwardScope scope(*this);
   return {{"sample", with_hooks(std::move(args), [&](const nn::TensorMap& in) {
@@ -45,12 +47,12 @@ nn::TensorMap WanTransformer3DModel::forward(const nn::TensorMap& inputs) const 
 
     auto rope = rope_.forward(latent);
     Tensor x = patch_embedding_.forward(latent);
-    auto cond = condition_embedder_.forward(in.at("timestep"), text.to(DType::f32));
+    auto cond = condition_embedder_.forward(in.at("timestep"), text.to(DType::f32), image_tokens(in));
     const Tensor& temb = cond[0];  // (B, D) | (B, S, D)
     const int64_t dim = config_.inner_dim();
     // (B, 6, D), or (B, S, 6, D) for per-token timesteps
     Tensor tproj = temb.dim() == 2 ? cond[1].reshape({batch, 6, dim}) : cond[1].reshape({batch, temb.size(1), 6, dim});
-    return std::vector<Tensor>{blocks_and_head(x, cond[2], tproj, temb, rope, {}, grid)};
+    return std::vector<Tensor>{blocks_and_head(x, cond, tproj, temb, rope, {}, grid)};
   })[0]}};
 }
 

@@ -8,6 +8,8 @@
 #include <cpdit/models/common/qk_norm.hpp>
 #include <cpdit/models/common/rope.hpp>
 #include <cpdit/nn/layers.hpp>
+#include <optional>
+
 
 namespace cpdit::models::common {
 
@@ -22,6 +24,9 @@ struct AttentionShape {
   // plan splits only the video tokens), or split with the tokens (LTX-Video's plan splits the text
   // too, so a rank holds a share of the keys, of another length than its queries).
   attention::KvPlacement text_keys = attention::KvPlacement::replicated;
+  // Wan's image-to-video cross-attention: a second set of keys and values from the image tokens
+  // (add_k_proj, add_v_proj, norm_added_k), attended with the same queries.
+  bool image_keys = false;
 };
 
 // One stream's query, key and value projections with their q/k norms (named by the module that
@@ -40,26 +45,36 @@ struct StreamProjections {
 // it is the share of the mask that belongs to this rank's keys; the hidden keys after the last kept
 // one are left out before the key/value projections. `self_mask` is handed to
 // attention::dispatch for self-attention as is: a position rule on global token positions
-// (block-causal video frames), never S x S. Returns (B, S, dim), or (B, S, heads·head_dim) without an
-// output projection.
+// (block-causal video frames), never S x S. encoder_hidden_states_image (B, L_img, dim), for a layer
+// built with shape.image_keys, is attended on its own (keys whole on every rank, unmasked) and its
+// output added to the text's before to_out, as diffusers' WanAttnProcessor does. Returns (B, S, dim),
+// or (B, S, heads·head_dim) without an output projection.
 class Attention : public nn::Module {
  public:
   explicit Attention(const AttentionShape& shape);
   Tensor forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
-                 const Tensor& sin, const Tensor& text_keep = {}, const attention::Mask& self_mask = {}) const;
+                 const Tensor& sin, const Tensor& text_keep = {}, const attention::Mask& self_mask = {},
+                 const Tensor& encoder_hidden_states_image = {}) const;
   // residual + forward(...) · gate as a new tensor (gate undefined: residual + forward(...)), the
   // block's residual branch: to_out.0's product runs without its bias, and bias, gate and residual
   // finish in one pass over it (projected_residual). With a hook on this module it runs as forward.
   Tensor forward_residual(const Tensor& residual, const Tensor& gate, const Tensor& hidden_states,
                           const Tensor& encoder_hidden_states, const Tensor& cos, const Tensor& sin,
-                          const Tensor& text_keep = {}) const;
+                          const Tensor& text_keep = {}, const Tensor& encoder_hidden_states_image = {}) const;
 
  private:
   // The attention's heads joined, (B, S, heads·head_dim), before the output projection.
   Tensor attend(const nn::TensorMap& in, const attention::Mask& self_mask) const;
+  // The image tokens' keys and values: (add_k_proj, norm_added_k) and add_v_proj.
+  struct ImageKeys {
+    nn::Linear& k;
+    nn::Linear& v;
+    nn::RMSNorm& norm_k;
+  };
 
   AttentionShape shape_;
   StreamProjections projections_;
+  std::optional<ImageKeys> image_;
   nn::Linear* to_out_ = nullptr;
 };
 

@@ -7,10 +7,11 @@ namespace cpdit::models::common {
 
 // Plain (gated = false): net.2(act(net.0.proj(x))), net.0.proj D -> F ("gelu-approximate": FLUX.1, Wan,
 // LTX, Qwen-Image). Gated: net.0.proj D -> 2F, cut into (hidden, gate) halves in that order,
-// net.2(hidden * act(gate)): SwiGLU with Activation::silu, GEGLU with Activation::gelu.
+// net.2(hidden * act(gate)): SwiGLU with Activation::silu, GEGLU with Activation::gelu. net.2 returns
+// `out` channels (0: dim), as diffusers' dim_out (Wan's image embedder: image_dim in, the model width out).
 class FeedForward : public nn::Module {
  public:
-  FeedForward(int64_t dim, int64_t hidden, Activation activation, bool gated = false);
+  FeedForward(int64_t dim, int64_t hidden, Activation activation, bool gated = false, int64_t out = 0);
   Tensor forward(const Tensor& x) const;
   // residual + forward(x) · gate as a new tensor, net.2's bias, the gate and the residual in one
   // pass over its product (projected_residual). With a hook on this module it runs as forward.

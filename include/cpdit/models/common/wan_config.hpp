@@ -26,9 +26,13 @@ struct WanConfig : common::TransformerConfig {
   std::string qk_norm = "rms_norm_across_heads";
   float eps = 1e-6f;
   int64_t rope_max_seq_len = 1024;
-  // Image conditioning (I2V / FLF2V); this port serves text-to-video only, so both must stay 0 (null).
+  // Image conditioning (I2V / FLF2V), 0 for null: the width of the image encoder's tokens (CLIP's
+  // 1280), and the width add_k_proj / add_v_proj take them in (the model width: they take the image
+  // embedder's output). Set together or not at all.
   int64_t image_dim = 0;
   int64_t added_kv_proj_dim = 0;
+  // FLF2V: the learned position table over the first and the last image's tokens (2 x 257), 0 for none.
+  int64_t pos_embed_seq_len = 0;
 
   int64_t patch_volume() const { return patch_size[0] * patch_size[1] * patch_size[2]; }
 

@@ -43,15 +43,37 @@ class PatchEmbedding : public nn::Module {
   std::array<int64_t, 3> patch_size_;
 };
 
-// forward(timestep (B,) or (B, S) raw in [0, 1000], encoder_hidden_states (B, L, text_dim)) returns
-// (temb (B, D) | (B, S, D), timestep_proj (B, 6D) | (B, S, 6D), text (B, L, D)).
+// The image encoder's tokens (B, L, image_dim) -> (B, L, D), as diffusers' WanImageEmbedding: norm1
+// (LayerNorm with weight and bias, eps 1e-5: FP32LayerNorm's default), ff (net.0.proj image_dim ->
+// image_dim, exact GELU, net.2 -> D), norm2. With a pos_embed table (FLF2V: pos_embed_seq_len = 2 x L),
+// the tokens of a first and a last image, (2B, L, image_dim) with the two images of an item next to each
+// other, are read as one sequence (B, 2L, image_dim) of the same memory and the table is added first.
+class ImageEmbedding : public nn::Module {
+ public:
+  ImageEmbedding(int64_t image_dim, int64_t dim, int64_t pos_embed_seq_len);  // 0: no pos_embed
+  Tensor forward(const Tensor& encoder_hidden_states_image) const;
+
+ private:
+  int64_t image_dim_;
+  nn::Parameter* pos_embed_ = nullptr;  // [1, pos_embed_seq_len, image_dim]
+  nn::LayerNorm& norm1_;
+  common::FeedForward& ff_;
+  nn::LayerNorm& norm2_;
+};
+
+// forward(timestep (B,) or (B, S) raw in [0, 1000], encoder_hidden_states (B, L, text_dim)
+// [, encoder_hidden_states_image]) returns (temb (B, D) | (B, S, D), timestep_proj (B, 6D) | (B, S, 6D),
+// text (B, L, D) [, image (B, L_img, D)]). The image tokens are required by, and only taken by, an
+// embedder built with image_dim (the I2V / FLF2V models).
 // The sinusoid of the raw timestep is computed in float32 as Wan does, or in float64 and rounded
 // once as SkyReels-V2 does (the two differ in the last bits of arguments up to 1000).
 enum class SinusoidPrecision { f32, f64 };
 class ConditionEmbedder : public nn::Module {
  public:
-  ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text_dim, SinusoidPrecision precision = SinusoidPrecision::f32);
-  std::vector<Tensor> forward(const Tensor& timestep, const Tensor& encoder_hidden_states) const;
+  ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text_dim, SinusoidPrecision precision = SinusoidPrecision::f32,
+                    int64_t image_dim = 0, int64_t pos_embed_seq_len = 0);
+  std::vector<Tensor> forward(const Tensor& timestep, const Tensor& encoder_hidden_states,
+                              const Tensor& encoder_hidden_states_image = {}) const;
 
  private:
   int64_t freq_dim_;
@@ -59,17 +81,22 @@ class ConditionEmbedder : public nn::Module {
   common::MlpEmbedder& time_embedder_;  // TimestepEmbedding: SiLU
   nn::Linear& time_proj_;
   common::MlpEmbedder& text_embedder_;  // PixArtAlphaTextProjection: GELU-tanh
+  ImageEmbedding* image_embedder_ = nullptr;
 };
 
 // One transformer block: forward(hidden_states, encoder_hidden_states (projected text), temb
-// (timestep_proj: (B, 6, D) or (B, S, 6, D)), rotary_cos, rotary_sin, self-attention mask) returns
-// hidden_states. The mask is a position rule (SkyReels-V2's block-causal frames) or none.
+// (timestep_proj: (B, 6, D) or (B, S, 6, D)), rotary_cos, rotary_sin, self-attention mask, projected
+// image tokens) returns hidden_states. The mask is a position rule (SkyReels-V2's block-causal frames)
+// or none. A block built with image_keys (I2V) attends to the image tokens in its cross-attention
+// beside the text; diffusers hands them over concatenated before the text and cuts them off again
+// there, taking the last 512 tokens as the text; here they stay two tensors, so any text length works.
 class Block : public nn::Module {
  public:
-  Block(int64_t dim, int64_t heads, int64_t head_dim, int64_t ffn_dim, bool cross_attn_norm, float eps);
+  Block(int64_t dim, int64_t heads, int64_t head_dim, int64_t ffn_dim, bool cross_attn_norm, float eps,
+        bool image_keys = false);
   Tensor forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& temb,
-                 const Tensor& rotary_cos, const Tensor& rotary_sin,
-                 const attention::Mask& self_attention_mask = {}) const;
+                 const Tensor& rotary_cos, const Tensor& rotary_sin, const attention::Mask& self_attention_mask = {},
+                 const Tensor& encoder_hidden_states_image = {}) const;
 
  private:
   float eps_;

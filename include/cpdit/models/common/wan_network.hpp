@@ -20,10 +20,15 @@ class Wan21Network : public nn::Model {
   // The blocks over the patch tokens x (B, S, D) with the text (the condition embedder's third
   // output), timestep_proj (B, 6, D) or per token (B, S, 6, D), the RoPE tables and the
   // self-attention mask rule; then the output head, shifted and scaled by temb ((B, D) or per token
-  // (B, S, D)), unpatchified over `grid` to (B, out_channels, F, H, W).
-  Tensor blocks_and_head(Tensor x, const Tensor& text, const Tensor& timestep_proj, const Tensor& temb,
+  // (B, S, D)), unpatchified over `grid` to (B, out_channels, F, H, W). `cond` is the condition
+  // embedder's output: its third entry the projected text, its fourth (I2V only) the projected image tokens.
+  Tensor blocks_and_head(Tensor x, const std::vector<Tensor>& cond, const Tensor& timestep_proj, const Tensor& temb,
                          const std::vector<Tensor>& rope, const attention::Mask& mask,
                          std::array<int64_t, 3> grid) const;
+
+  // The input encoder_hidden_states_image of `inputs` (the image encoder's tokens of an I2V model), else
+  // undefined; the condition embedder checks it against the config.
+  static Tensor image_tokens(const nn::TensorMap& inputs);
 
   RotaryPosEmbed& rope_;
   PatchEmbedding& patch_embedding_;

@@ -13,8 +13,7 @@
 
 namespace cpdit::models::skyreels_v2 {
 
-// The Wan 2.1 fields, and what SkyReels-V2 adds. Image conditioning (I2V: image_dim) is refused by
-// the Wan checks.
+// The Wan 2.1 fields (image_dim and added_kv_proj_dim set for the I2V models), and what SkyReels-V2 adds.
 struct SkyReelsV2Config : common::wan::WanConfig {
   bool inject_sample_info = false;  // fps_embedding (2 rows: 16 fps or not) and fps_projection
   int64_t num_frame_per_block = 1;  // > 1: a latent frame block attends to itself and earlier blocks
@@ -37,7 +36,8 @@ SkyReelsV2Checkpoint read_skyreels_v2_checkpoint(const std::string& path,
                                                  const std::optional<std::string>& config_path = {});
 
 // Our plan, as data (diffusers has none for this class). Every per-token tensor is split on its
-// token dim, so each rank computes only its own tokens and the text stays whole:
+// token dim, so each rank computes only its own tokens; the text and the image tokens (I2V) stay
+// whole, so cross-attention attends to every one of them locally:
 //   rope outputs       cos, sin (1, S, 1, head_dim), computed for the whole grid, split afterwards;
 //   blocks.0 input     hidden_states (B, S, D), split after the patch embedding of the full latent;
 //   frame_to_tokens    temb (B, S, D) for the output head's shift/scale and timestep_proj
@@ -64,7 +64,9 @@ class SkyReelsV2Transformer3DModel : public common::wan::Wan21Network {
   // Inputs by diffusers' argument names: hidden_states (B, in_channels, F, H, W); timestep raw in
   // [0, 1000], (B, F') one per latent frame when enable_diffusion_forcing (BOOL (1,)) is true, else
   // (B,); encoder_hidden_states (B, L, text_dim); fps I64 (1,) or (B,), each 0 or 1, required when
-  // inject_sample_info and ignored otherwise (as diffusers does). Returns {`sample`: (B, out_channels, F, H, W)}.
+  // inject_sample_info and ignored otherwise (as diffusers does); encoder_hidden_states_image
+  // (B, 257, image_dim), the image encoder's tokens, for the I2V models (image_dim set) only.
+  // Returns {`sample`: (B, out_channels, F, H, W)}.
   nn::TensorMap forward(const nn::TensorMap& inputs) const override;
 
   parallel::ContextParallelPlan context_parallel_plan() const override { return skyreels_v2_plan(); }
