@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 #include <string>
 
@@ -98,6 +99,57 @@ INSTANTIATE_TEST_SUITE_P(
                       Family{"qwenimage", "QwenImageTransformer2DModel", "transformer_blocks.0.attn.to_q.weight"},
                       Family{"ltx", "LTXVideoTransformer3DModel", "model.diffusion_model.transformer_blocks.0.attn1.to_q.weight"}),
     [](const ::testing::TestParamInfo<Family>& info) { return info.param.name; });
+
+// generate with a GGUF as --model, as with any single transformer file: the class and the pipeline it
+// runs come from the tensor names, the config from --config (else config.json beside the file, else
+// the built-in one sized by the tensors), the scheduler from --scheduler-config (else the family's
+// released default), the text from --embeddings (encode-prompt on the pipeline folder) or seeded
+// random embeddings; a single file has no VAE, so it writes the latents (decode on the pipeline folder).
+struct GenerateCase {
+  std::string family;    // the fixtures' file prefix: gguf/FAMILY_tiny_q8_0.gguf, FAMILY_tiny/config.json
+  std::string size;      // the flags of a small generation
+  std::string parallel;  // one context-parallel layout
+};
+
+std::ostream& operator<<(std::ostream& out, const GenerateCase& c) { return out << c.family; }
+
+class GgufGenerate : public ::testing::TestWithParam<GenerateCase> {};
+
+// The latents of a GGUF's generate equal those of the same weights decoded to f32 and saved as a
+// diffusers transformer folder (config.json and diffusion_pytorch_model.safetensors), on one rank and
+// on two: the Linear layers multiply the same values, the blocks decoded one tile at a time.
+TEST_P(GgufGenerate, LatentsEqualTheDecodedWeightsInADiffusersFolder) {
+  const GenerateCase& c = GetParam();
+  cpdit::testing::TempDir dir("gguf_generate");
+  const std::string file = kData + "gguf/" + c.family + "_tiny_q8_0.gguf";
+  const std::string config = kData + c.family + "_tiny/config.json";
+  auto decoded = open_model(file, config, nn::load_options("f32")).replica();
+  nn::TensorMap dense;
+  for (const auto& [name, w] : nn::parameters_of(*decoded)) dense[name] = w.values();
+  std::filesystem::create_directories(dir.path() / "dense");
+  io::save_safetensors(dir.file("dense/diffusion_pytorch_model.safetensors"), dense);
+  std::filesystem::copy_file(config, dir.file("dense/config.json"));
+
+  auto latents = [&](const std::string& model, const std::string& flags, const std::string& name) {
+    auto r = run_cli("generate --model " + model + " " + c.size + " --steps 2 --text-tokens 4 --threads 1 --json --out " +
+                     dir.file(name) + flags);
+    EXPECT_EQ(r.code, 0) << model << flags << "\n" << r.err;
+    return io::load_safetensors(dir.file(name)).at("latents");
+  };
+  const Tensor want = latents(dir.file("dense"), "", "dense.safetensors");
+  const std::string gguf_model = file + " --config " + config;
+  // Latents of unit scale after 2 steps of f32 arithmetic on the same values: 1e-5 is f32 rounding
+  // (summation order).
+  EXPECT_LT(relative_error(latents(gguf_model, "", "one.safetensors"), want), 1e-5);
+  EXPECT_LT(relative_error(latents(gguf_model, " " + c.parallel, "split.safetensors"), want), 1e-5) << c.parallel;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, GgufGenerate,
+                         ::testing::Values(GenerateCase{"flux", "--height 64 --width 64", "--ring 2"},
+                                           GenerateCase{"wan", "--frames 5 --height 32 --width 32", "--ulysses 2"},
+                                           GenerateCase{"qwenimage", "--height 64 --width 64", "--ring 2"},
+                                           GenerateCase{"ltx", "--frames 9 --height 64 --width 64", "--ulysses 2"}),
+                         [](const ::testing::TestParamInfo<GenerateCase>& info) { return info.param.family; });
 
 }  // namespace
 }  // namespace cpdit::models
