@@ -84,6 +84,11 @@ TEST(FluxGguf, CliForwardAndInspect) {
   ASSERT_EQ(listed.code, 0) << listed.err;
   EXPECT_NE(listed.out.find("class: FluxTransformer2DModel (from tensor names)"), std::string::npos) << listed.out;
   EXPECT_NE(listed.out.find("general.architecture = flux"), std::string::npos) << listed.out;
+  // FLUX.1-dev's config sized by the tensors: 2 heads of 128, the RoPE axes of FLUX.1-dev
+  EXPECT_TRUE(std::regex_search(listed.out, std::regex(R"(config \(from the tensor shapes\): )"
+                                                       R"(\{"attention_head_dim":128,"axes_dims_rope":\[16,56,56\],)"
+                                                       R"(.*"num_attention_heads":2,)")))
+      << listed.out;
   // Columns padded to the widest entry: name, ggml type, shape, bytes (3 x 256 rows of one 144-byte Q4_K block).
   EXPECT_TRUE(std::regex_search(listed.out, std::regex(R"(double_blocks\.0\.img_attn\.qkv\.weight +Q4_K +\(768, 256\) +110592)")))
       << listed.out;

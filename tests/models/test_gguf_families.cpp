@@ -26,6 +26,7 @@ struct Family {
   std::string name;        // the fixtures' file prefix
   std::string class_name;  // what the tensor names must tell
   std::string q4_k_tensor; // a Q4_K tensor of the wide file, as `inspect` lists it (original name)
+  int64_t heads, head_dim; // the wide file's, as the built-in config splits its width
 };
 
 std::ostream& operator<<(std::ostream& out, const Family& f) { return out << f.name; }
@@ -88,6 +89,11 @@ TEST_P(GgufFamilies, Q4_KThroughTheCliWithTheBuiltInConfig) {
   auto listed = run_cli("inspect " + gguf(f, "wide_q4_k"));
   ASSERT_EQ(listed.code, 0) << listed.err;
   EXPECT_NE(listed.out.find("class: " + f.class_name + " (from tensor names)"), std::string::npos) << listed.out;
+  // the config forward ran with: the built-in one, sized by the tensors (one block of width 256)
+  const std::string config = "config \\(from the tensor shapes\\): \\{.*\"attention_head_dim\":" +
+                             std::to_string(f.head_dim) + ",.*\"num_attention_heads\":" + std::to_string(f.heads) +
+                             ",\"num_layers\":1,";
+  EXPECT_TRUE(std::regex_search(listed.out, std::regex(config))) << listed.out;
   EXPECT_TRUE(std::regex_search(listed.out, std::regex(std::regex_replace(f.q4_k_tensor, std::regex(R"(\.)"), R"(\.)") +
                                                        R"( +Q4_K +\()")))
       << listed.out;
@@ -95,10 +101,32 @@ TEST_P(GgufFamilies, Q4_KThroughTheCliWithTheBuiltInConfig) {
 
 INSTANTIATE_TEST_SUITE_P(
     Families, GgufFamilies,
-    ::testing::Values(Family{"wan", "WanTransformer3DModel", "model.diffusion_model.blocks.0.self_attn.q.weight"},
-                      Family{"qwenimage", "QwenImageTransformer2DModel", "transformer_blocks.0.attn.to_q.weight"},
-                      Family{"ltx", "LTXVideoTransformer3DModel", "model.diffusion_model.transformer_blocks.0.attn1.to_q.weight"}),
+    ::testing::Values(
+        Family{"wan", "WanTransformer3DModel", "model.diffusion_model.blocks.0.self_attn.q.weight", 2, 128},
+        Family{"qwenimage", "QwenImageTransformer2DModel", "transformer_blocks.0.attn.to_q.weight", 2, 128},
+        Family{"ltx", "LTXVideoTransformer3DModel", "model.diffusion_model.transformer_blocks.0.attn1.to_q.weight", 4, 64}),
     [](const ::testing::TestParamInfo<Family>& info) { return info.param.name; });
+
+// Wan's width does not tell its head split; the built-in 128 per head leaves 24 wide wan_tiny no
+// heads. inspect says so, and still lists the file; the same file with its config.json beside it
+// shows that config.
+TEST(GgufInspect, ConfigTheTensorsCannotSizeIsSaidAndAConfigBesideIsShown) {
+  const Family wan{"wan", "WanTransformer3DModel", "", 2, 12};
+  auto listed = run_cli("inspect " + gguf(wan, "tiny_q8_0"));
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("config: not told (Wan config: num_attention_heads must be positive"), std::string::npos)
+      << listed.out;
+  EXPECT_NE(listed.out.find("blocks.0.ffn.0.weight"), std::string::npos) << listed.out;
+
+  cpdit::testing::TempDir dir("gguf_inspect");
+  std::filesystem::copy_file(gguf(wan, "tiny_q8_0"), dir.file("wan.gguf"));
+  std::filesystem::copy_file(tiny_dir(wan) + "/config.json", dir.file("config.json"));
+  listed = run_cli("inspect " + dir.file("wan.gguf"));
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("config (from " + dir.file("config.json") + "): {"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("\"attention_head_dim\":12,"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("\"eps\":1e-06,"), std::string::npos) << listed.out;  // a float as written
+}
 
 // generate with a GGUF as --model, as with any single transformer file: the class and the pipeline it
 // runs come from the tensor names, the config from --config (else config.json beside the file, else
