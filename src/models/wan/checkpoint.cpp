@@ -22,6 +22,9 @@ const nn::KeyLayout kWanOriginalNames = {
         {"img_emb.proj.1", "condition_embedder.image_embedder.ff.net.0.proj"},
         {"img_emb.proj.3", "condition_embedder.image_embedder.ff.net.2"},
         {"img_emb.proj.4", "condition_embedder.image_embedder.norm2"},
+        // FLF2V: the position embedding of the first and the last image's tokens (Wan's MLPProj.emb_pos;
+        // diffusers' single-file conversion leaves it out, its conversion script names it so)
+        {"img_emb.emb_pos", "condition_embedder.image_embedder.pos_embed"},
     },
     {{"blocks",
       "blocks",
