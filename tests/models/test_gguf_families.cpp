@@ -107,6 +107,28 @@ INSTANTIATE_TEST_SUITE_P(
         Family{"ltx", "LTXVideoTransformer3DModel", "model.diffusion_model.transformer_blocks.0.attn1.to_q.weight", 4, 64}),
     [](const ::testing::TestParamInfo<Family>& info) { return info.param.name; });
 
+// Wan 2.1's image conditioning in its original names (FLF2V: img_emb.proj.*, img_emb.emb_pos,
+// cross_attn.k_img / v_img / norm_k_img, behind the prefix): every image tensor is bound to diffusers'
+// parameter and the sample is diffusers' on the decoded weights.
+TEST(GgufWanImageConditioning, OriginalNamesGiveDiffusersSample) {
+  const std::string dir = kData + "wan_flf2v_tiny";
+  const LoadedModel loaded = open_model(kData + "gguf/wan_flf2v_tiny_q8_0.gguf", dir + "/config.json", {});
+  EXPECT_EQ(loaded.class_name, "WanTransformer3DModel");
+  auto model = loaded.replica();
+  int image_parameters = 0;
+  for (auto& [name, p] : model->named_parameters())
+    image_parameters += name.find("image_embedder") != std::string::npos || name.find("added") != std::string::npos ||
+                        name.find("add_") != std::string::npos;
+  // the embedder's 2 norms and 2 linears (weight and bias each) and pos_embed; per block add_k_proj and
+  // add_v_proj (weight and bias) and norm_added_k: 9 + 2 x 5
+  EXPECT_EQ(image_parameters, 19);
+  const Tensor sample = model->forward(io::load_safetensors(dir + "/inputs.safetensors")).at("sample");
+  // f32 rounding only, as for the other tiny Q8_0 files
+  EXPECT_LT(relative_error(sample, io::load_safetensors(kData + "gguf/wan_flf2v_tiny_q8_0_expected.safetensors")
+                                       .at("sample")),
+            1e-5);
+}
+
 // Wan's width does not tell its head split; the built-in 128 per head leaves 24 wide wan_tiny no
 // heads. inspect says so, and still lists the file; the same file with its config.json beside it
 // shows that config.
