@@ -1,9 +1,10 @@
-// `cpdit inspect PATH`: what a checkpoint holds (the model class it resolves to; tensors with dtype,
-// shape and size; metadata). PATH is a .safetensors file, a *.safetensors.index.json, or a folder
-// holding one of those, a diffusers pipeline folder (its transformer), or a GGUF file (dtype: its
-// ggml type, e.g. Q8_0).
+// `cpdit inspect PATH`: what a checkpoint holds (the model class it resolves to and the config it is
+// opened with; tensors with dtype, shape and size; metadata). PATH is a .safetensors file, a
+// *.safetensors.index.json, or a folder holding one of those, a diffusers pipeline folder (its
+// transformer), or a GGUF file (dtype: its ggml type, e.g. Q8_0).
 #include "command.hpp"
 
+#include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
 
@@ -24,6 +25,19 @@ std::string human_bytes(uint64_t bytes) {
   return text;
 }
 
+// The config the model would be opened with: config.json over what the tensors tell, or the tensors
+// alone (a GGUF or single file without one: the built-in config sized by the tensor shapes). One
+// the tensors cannot size is said, not fatal: the listing is still wanted.
+void print_config(const cpdit::io::ModelFiles& files) {
+  try {
+    if (auto config = cpdit::models::checkpoint_config(files))
+      std::printf("config (%s): %s\n", files.config ? ("from " + *files.config).c_str() : "from the tensor shapes",
+                  config->dump().c_str());
+  } catch (const cpdit::Error& e) {
+    std::printf("config: not told (%s); forward and generate take one with --config\n", e.what());
+  }
+}
+
 void inspect(const std::string& path) {
   cpdit::io::Checkpoint checkpoint = cpdit::io::Checkpoint::open(path);
   std::vector<std::string> names = checkpoint.names();
@@ -39,11 +53,14 @@ void inspect(const std::string& path) {
   std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(), human_bytes(total).c_str(), files,
               files == 1 ? "" : "s");
   // The class the model registry would open it as (a class it does not know is still named).
-  if (auto model = cpdit::models::checkpoint_class(cpdit::io::resolve_model(path)))
+  const cpdit::io::ModelFiles model_files = cpdit::io::resolve_model(path);
+  if (auto model = cpdit::models::checkpoint_class(model_files)) {
     std::printf("class: %s (from %s)\n", model->name.c_str(), model->told_by.c_str());
-  else
+    print_config(model_files);
+  } else {
     std::printf("class: not told by a config.json or the tensor names (known: %s)\n",
                 cpdit::models::known_classes().c_str());
+  }
   if (const auto& gguf = checkpoint.gguf()) {
     std::printf("metadata (GGUF version %u):\n", gguf->version());
     for (const auto& [key, value] : gguf->metadata()) std::printf("  %s = %s\n", key.c_str(), value.c_str());
@@ -65,8 +82,9 @@ void inspect(const std::string& path) {
 
 void add_inspect(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
-      "inspect", "Print the model class and list the tensors (name, dtype, shape, bytes) and metadata of a "
-                 ".safetensors file, a *.safetensors.index.json, a model folder, a diffusers pipeline folder (its transformer) or a GGUF file");
+      "inspect", "Print the model class and the config it is opened with, and list the tensors (name, dtype, "
+                 "shape, bytes) and metadata of a .safetensors file, a *.safetensors.index.json, a model folder, a "
+                 "diffusers pipeline folder (its transformer) or a GGUF file");
   auto path = std::make_shared<std::string>();
   cmd->add_option("path", *path, "file, index or folder")->required();
   cmd->callback([path] { inspect(*path); });

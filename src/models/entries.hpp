@@ -3,8 +3,19 @@
 // registry.cpp lists them explicitly: a self-registering static initialiser in a static library is
 // dropped by the linker when nothing else references its object file.
 #include <cpdit/models/registry.hpp>
+#include <cpdit/nn/config_inference.hpp>
 
 namespace cpdit::models {
+
+// A ModelEntry's read_config for a family whose checkpoint reader `read(weights, config)` returns a
+// struct with the config (one with fields(), for nn::config_json).
+template <class Read>
+ModelEntry::ReadConfig config_reader(Read read) {
+  return [read](const std::string& weights, const std::optional<std::string>& config) {
+    return nn::config_json(read(weights, config).config);
+  };
+}
+
 namespace flux {
 ModelEntry registry_entry();
 }

@@ -58,6 +58,14 @@ std::optional<ModelClass> checkpoint_class(const io::ModelFiles& files) {
   return std::nullopt;
 }
 
+std::optional<nlohmann::json> checkpoint_config(const io::ModelFiles& files) {
+  const std::optional<ModelClass> found = checkpoint_class(files);
+  if (!found) return std::nullopt;
+  for (const ModelEntry& e : entries())
+    if (e.class_name == found->name && e.read_config) return e.read_config(files.weights, files.config);
+  return std::nullopt;
+}
+
 LoadedModel open_model(const std::string& path, const std::optional<std::string>& config,
                        const nn::LoadOptions& load, const std::string& component) {
   // A config naming a class nobody registered is refused before the weights are sought.

@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <regex>
 #include <string>
 
@@ -25,6 +26,7 @@ struct Family {
   std::string name;        // the fixtures' file prefix
   std::string class_name;  // what the tensor names must tell
   std::string q4_k_tensor; // a Q4_K tensor of the wide file, as `inspect` lists it (original name)
+  int64_t heads, head_dim; // the wide file's, as the built-in config splits its width
 };
 
 std::ostream& operator<<(std::ostream& out, const Family& f) { return out << f.name; }
@@ -87,6 +89,11 @@ TEST_P(GgufFamilies, Q4_KThroughTheCliWithTheBuiltInConfig) {
   auto listed = run_cli("inspect " + gguf(f, "wide_q4_k"));
   ASSERT_EQ(listed.code, 0) << listed.err;
   EXPECT_NE(listed.out.find("class: " + f.class_name + " (from tensor names)"), std::string::npos) << listed.out;
+  // the config forward ran with: the built-in one, sized by the tensors (one block of width 256)
+  const std::string config = "config \\(from the tensor shapes\\): \\{.*\"attention_head_dim\":" +
+                             std::to_string(f.head_dim) + ",.*\"num_attention_heads\":" + std::to_string(f.heads) +
+                             ",\"num_layers\":1,";
+  EXPECT_TRUE(std::regex_search(listed.out, std::regex(config))) << listed.out;
   EXPECT_TRUE(std::regex_search(listed.out, std::regex(std::regex_replace(f.q4_k_tensor, std::regex(R"(\.)"), R"(\.)") +
                                                        R"( +Q4_K +\()")))
       << listed.out;
@@ -94,10 +101,105 @@ TEST_P(GgufFamilies, Q4_KThroughTheCliWithTheBuiltInConfig) {
 
 INSTANTIATE_TEST_SUITE_P(
     Families, GgufFamilies,
-    ::testing::Values(Family{"wan", "WanTransformer3DModel", "model.diffusion_model.blocks.0.self_attn.q.weight"},
-                      Family{"qwenimage", "QwenImageTransformer2DModel", "transformer_blocks.0.attn.to_q.weight"},
-                      Family{"ltx", "LTXVideoTransformer3DModel", "model.diffusion_model.transformer_blocks.0.attn1.to_q.weight"}),
+    ::testing::Values(
+        Family{"wan", "WanTransformer3DModel", "model.diffusion_model.blocks.0.self_attn.q.weight", 2, 128},
+        Family{"qwenimage", "QwenImageTransformer2DModel", "transformer_blocks.0.attn.to_q.weight", 2, 128},
+        Family{"ltx", "LTXVideoTransformer3DModel", "model.diffusion_model.transformer_blocks.0.attn1.to_q.weight", 4, 64}),
     [](const ::testing::TestParamInfo<Family>& info) { return info.param.name; });
+
+// Wan 2.1's image conditioning in its original names (FLF2V: img_emb.proj.*, img_emb.emb_pos,
+// cross_attn.k_img / v_img / norm_k_img, behind the prefix): every image tensor is bound to diffusers'
+// parameter and the sample is diffusers' on the decoded weights.
+TEST(GgufWanImageConditioning, OriginalNamesGiveDiffusersSample) {
+  const std::string dir = kData + "wan_flf2v_tiny";
+  const LoadedModel loaded = open_model(kData + "gguf/wan_flf2v_tiny_q8_0.gguf", dir + "/config.json", {});
+  EXPECT_EQ(loaded.class_name, "WanTransformer3DModel");
+  auto model = loaded.replica();
+  int image_parameters = 0;
+  for (auto& [name, p] : model->named_parameters())
+    image_parameters += name.find("image_embedder") != std::string::npos || name.find("added") != std::string::npos ||
+                        name.find("add_") != std::string::npos;
+  // the embedder's 2 norms and 2 linears (weight and bias each) and pos_embed; per block add_k_proj and
+  // add_v_proj (weight and bias) and norm_added_k: 9 + 2 x 5
+  EXPECT_EQ(image_parameters, 19);
+  const Tensor sample = model->forward(io::load_safetensors(dir + "/inputs.safetensors")).at("sample");
+  // f32 rounding only, as for the other tiny Q8_0 files
+  EXPECT_LT(relative_error(sample, io::load_safetensors(kData + "gguf/wan_flf2v_tiny_q8_0_expected.safetensors")
+                                       .at("sample")),
+            1e-5);
+}
+
+// Wan's width does not tell its head split; the built-in 128 per head leaves 24 wide wan_tiny no
+// heads. inspect says so, and still lists the file; the same file with its config.json beside it
+// shows that config.
+TEST(GgufInspect, ConfigTheTensorsCannotSizeIsSaidAndAConfigBesideIsShown) {
+  const Family wan{"wan", "WanTransformer3DModel", "", 2, 12};
+  auto listed = run_cli("inspect " + gguf(wan, "tiny_q8_0"));
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("config: not told (Wan config: num_attention_heads must be positive"), std::string::npos)
+      << listed.out;
+  EXPECT_NE(listed.out.find("blocks.0.ffn.0.weight"), std::string::npos) << listed.out;
+
+  cpdit::testing::TempDir dir("gguf_inspect");
+  std::filesystem::copy_file(gguf(wan, "tiny_q8_0"), dir.file("wan.gguf"));
+  std::filesystem::copy_file(tiny_dir(wan) + "/config.json", dir.file("config.json"));
+  listed = run_cli("inspect " + dir.file("wan.gguf"));
+  ASSERT_EQ(listed.code, 0) << listed.err;
+  EXPECT_NE(listed.out.find("config (from " + dir.file("config.json") + "): {"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("\"attention_head_dim\":12,"), std::string::npos) << listed.out;
+  EXPECT_NE(listed.out.find("\"eps\":1e-06,"), std::string::npos) << listed.out;  // a float as written
+}
+
+// generate with a GGUF as --model, as with any single transformer file: the class and the pipeline it
+// runs come from the tensor names, the config from --config (else config.json beside the file, else
+// the built-in one sized by the tensors), the scheduler from --scheduler-config (else the family's
+// released default), the text from --embeddings (encode-prompt on the pipeline folder) or seeded
+// random embeddings; a single file has no VAE, so it writes the latents (decode on the pipeline folder).
+struct GenerateCase {
+  std::string family;    // the fixtures' file prefix: gguf/FAMILY_tiny_q8_0.gguf, FAMILY_tiny/config.json
+  std::string size;      // the flags of a small generation
+  std::string parallel;  // one context-parallel layout
+};
+
+std::ostream& operator<<(std::ostream& out, const GenerateCase& c) { return out << c.family; }
+
+class GgufGenerate : public ::testing::TestWithParam<GenerateCase> {};
+
+// The latents of a GGUF's generate equal those of the same weights decoded to f32 and saved as a
+// diffusers transformer folder (config.json and diffusion_pytorch_model.safetensors), on one rank and
+// on two: the Linear layers multiply the same values, the blocks decoded one tile at a time.
+TEST_P(GgufGenerate, LatentsEqualTheDecodedWeightsInADiffusersFolder) {
+  const GenerateCase& c = GetParam();
+  cpdit::testing::TempDir dir("gguf_generate");
+  const std::string file = kData + "gguf/" + c.family + "_tiny_q8_0.gguf";
+  const std::string config = kData + c.family + "_tiny/config.json";
+  auto decoded = open_model(file, config, nn::load_options("f32")).replica();
+  nn::TensorMap dense;
+  for (const auto& [name, w] : nn::parameters_of(*decoded)) dense[name] = w.values();
+  std::filesystem::create_directories(dir.path() / "dense");
+  io::save_safetensors(dir.file("dense/diffusion_pytorch_model.safetensors"), dense);
+  std::filesystem::copy_file(config, dir.file("dense/config.json"));
+
+  auto latents = [&](const std::string& model, const std::string& flags, const std::string& name) {
+    auto r = run_cli("generate --model " + model + " " + c.size + " --steps 2 --text-tokens 4 --threads 1 --json --out " +
+                     dir.file(name) + flags);
+    EXPECT_EQ(r.code, 0) << model << flags << "\n" << r.err;
+    return io::load_safetensors(dir.file(name)).at("latents");
+  };
+  const Tensor want = latents(dir.file("dense"), "", "dense.safetensors");
+  const std::string gguf_model = file + " --config " + config;
+  // Latents of unit scale after 2 steps of f32 arithmetic on the same values: 1e-5 is f32 rounding
+  // (summation order).
+  EXPECT_LT(relative_error(latents(gguf_model, "", "one.safetensors"), want), 1e-5);
+  EXPECT_LT(relative_error(latents(gguf_model, " " + c.parallel, "split.safetensors"), want), 1e-5) << c.parallel;
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, GgufGenerate,
+                         ::testing::Values(GenerateCase{"flux", "--height 64 --width 64", "--ring 2"},
+                                           GenerateCase{"wan", "--frames 5 --height 32 --width 32", "--ulysses 2"},
+                                           GenerateCase{"qwenimage", "--height 64 --width 64", "--ring 2"},
+                                           GenerateCase{"ltx", "--frames 9 --height 64 --width 64", "--ulysses 2"}),
+                         [](const ::testing::TestParamInfo<GenerateCase>& info) { return info.param.family; });
 
 }  // namespace
 }  // namespace cpdit::models

@@ -78,6 +78,26 @@ TEST(RegistryCli, InspectPrintsTheResolvedClass) {
       << r.out;
 }
 
+// Qwen-Image 2.1 (ComfyUI's files: diffusers' names, its SwiGLU gate and up rows fused in
+// img_mlp.gate_up) is another architecture than Qwen-Image's; its img_in must not pass it off as
+// FLUX.1's original layout, and no registered class takes it.
+TEST(RegistryCli, QwenImage21IsNotTakenForAnotherClass) {
+  TempDir dir("registry_cli_qwen21");
+  const std::string file = dir.file("qwen-image-2.1.safetensors");
+  const std::string prefix = "model.diffusion_model.";
+  io::save_safetensors(file, {{prefix + "img_in.weight", Tensor::zeros({8, 4})},
+                              {prefix + "txt_in.text_norm.weight", Tensor::zeros({6})},
+                              {prefix + "transformer_blocks.0.img_mlp.gate_up.weight", Tensor::zeros({32, 8})}});
+  auto r = run_cli("inspect " + file);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("class: not told by a config.json or the tensor names"), std::string::npos) << r.out;
+  r = run_cli("forward --model " + file + " --inputs " + fixture("inputs.safetensors") + " --output " +
+              dir.file("never.safetensors"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find("cannot tell the model class of " + file), std::string::npos) << r.err;
+}
+
 TEST(RegistryCli, ForwardOpensTheTransformerOfAPipelineFolder) {
   TempDir dir("registry_cli_pipeline");
   fs::create_directories(dir.path() / "transformer");

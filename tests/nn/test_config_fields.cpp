@@ -1,10 +1,15 @@
 // Config fields read from a config.json: an integer field takes a whole number it can hold (not
-// 1.5 truncated to 1, nor 1e30 wrapped), and a config asking for more blocks than the checkpoint's
-// tensors hold is refused before any module is built.
+// 1.5 truncated to 1, nor 1e30 wrapped), the fields written back as config.json keys read the same,
+// and a config asking for more blocks than the checkpoint's tensors hold is refused before any
+// module is built.
 #include <cpdit/core/error.hpp>
 #include <cpdit/nn/config_inference.hpp>
 
 #include <gtest/gtest.h>
+
+#include <array>
+#include <string>
+#include <vector>
 
 namespace cpdit::nn {
 namespace {
@@ -41,6 +46,35 @@ TEST(ConfigFields, TheMessageNamesTheConfigAndTheField) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "FLUX config: num_layers must be a whole number, got 1.5");
   }
+}
+
+// A config as families write theirs: fields() lists every field from_json reads.
+struct ToyConfig {
+  int64_t num_layers = 1;
+  float eps = 1e-6f;
+  std::string qk_norm = "rms_norm";
+  std::array<int64_t, 3> patch_size{1, 2, 2};
+  bool guidance_embeds = false;
+  std::vector<ConfigField> fields() {
+    return {{"num_layers", num_layers}, {"eps", eps}, {"qk_norm", qk_norm}, {"patch_size", patch_size},
+            {"guidance_embeds", guidance_embeds}};
+  }
+};
+
+TEST(ConfigFields, ConfigJsonWritesBackWhatTheFieldsRead) {
+  ToyConfig c;
+  c.num_layers = 7, c.eps = 1e-5f, c.qk_norm = "layer_norm", c.patch_size = {1, 4, 4}, c.guidance_embeds = true;
+  const nlohmann::json j = config_json(c);
+  // every field under its config.json key; a float as the shortest decimal of its value
+  EXPECT_EQ(j.dump(),
+            R"({"eps":1e-05,"guidance_embeds":true,"num_layers":7,"patch_size":[1,4,4],"qk_norm":"layer_norm"})");
+  ToyConfig back;
+  read_config_fields(j, "Toy", back.fields());
+  EXPECT_EQ(back.num_layers, 7);
+  EXPECT_EQ(back.eps, 1e-5f);
+  EXPECT_EQ(back.qk_norm, "layer_norm");
+  EXPECT_EQ(back.patch_size, c.patch_size);
+  EXPECT_TRUE(back.guidance_embeds);
 }
 
 struct Layers {

@@ -20,6 +20,9 @@ Writes tests/data/fixtures/gguf/, for FAMILY in wan, qwenimage, ltx:
   FAMILY_*_expected.safetensors
                             `sample`: diffusers' model on FAMILY_tiny's inputs with the dequantised
                             weights; `sample_f32`: the same model on the weights before quantisation
+  wan_flf2v_tiny_q8_0.gguf  tests/data/fixtures/wan_flf2v_tiny's weights (Wan 2.1 FLF2V: img_emb.proj.*,
+                            img_emb.emb_pos, cross_attn.k_img/v_img/norm_k_img) as FAMILY_tiny_q8_0, with
+                            the prefix; its expected file as theirs (run with wan_flf2v_tiny's config)
 Layouts: wan_tiny without prefix, its 5-D patch_embedding as ComfyUI-GGUF's fix_5d_tensors writes it
 (F32, 5 dims); wan_wide with the prefix and patch_embedding folded to 4 dims (out * in, t, h, w) as
 stable-diffusion.cpp's Conv3d stores it; qwenimage_tiny and ltx_wide with the prefix, the others without.
@@ -40,8 +43,15 @@ from gguf_fixtures import OUT, ROOT, Q, quantised, quantize_q4_k, write_gguf
 
 PREFIX = "model.diffusion_model."
 
-# diffusers substring -> original substring, applied in order (the inverse of diffusers' tables).
-WAN = [("condition_embedder.time_embedder.linear_1", "time_embedding.0"),
+# diffusers substring -> original substring, applied in order (the inverse of diffusers' tables); the
+# image conditioning's names (I2V, FLF2V) first, before ".norm2." would rename the image embedder's.
+WAN = [("condition_embedder.image_embedder.norm1", "img_emb.proj.0"),
+       ("condition_embedder.image_embedder.ff.net.0.proj", "img_emb.proj.1"),
+       ("condition_embedder.image_embedder.ff.net.2", "img_emb.proj.3"),
+       ("condition_embedder.image_embedder.norm2", "img_emb.proj.4"),
+       ("condition_embedder.image_embedder.pos_embed", "img_emb.emb_pos"),
+       (".add_k_proj.", ".k_img."), (".add_v_proj.", ".v_img."), (".norm_added_k.", ".norm_k_img."),
+       ("condition_embedder.time_embedder.linear_1", "time_embedding.0"),
        ("condition_embedder.time_embedder.linear_2", "time_embedding.2"),
        ("condition_embedder.text_embedder.linear_1", "text_embedding.0"),
        ("condition_embedder.text_embedder.linear_2", "text_embedding.2"),
@@ -64,6 +74,15 @@ def wan_original(name):
     return name
 
 
+def wan_to_diffusers(state):
+    """diffusers' single-file conversion, and FLF2V's img_emb.emb_pos, which it leaves out, named as
+    diffusers' Wan conversion script names it."""
+    converted = sfu.convert_wan_transformer_to_diffusers(state)
+    if "img_emb.emb_pos" in converted:
+        converted["condition_embedder.image_embedder.pos_embed"] = converted.pop("img_emb.emb_pos")
+    return converted
+
+
 def ltx_original(name):
     for a, b in LTX:
         name = name.replace(a, b)
@@ -72,7 +91,7 @@ def ltx_original(name):
 
 FAMILIES = {
     # model class, diffusers' single-file conversion, diffusers name -> original name, call convention
-    "wan": (WanTransformer3DModel, sfu.convert_wan_transformer_to_diffusers, wan_original,
+    "wan": (WanTransformer3DModel, wan_to_diffusers, wan_original,
             lambda inputs: dict(inputs)),
     "qwenimage": (QwenImageTransformer2DModel, lambda sd: {k.replace(PREFIX, ""): v for k, v in sd.items()},
                   lambda name: name,
@@ -154,6 +173,17 @@ def main():
         wide_state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
         fixture(family, f"{family}_wide_q4_k", wide, wide_state, inputs, Q.Q4_K, quantize_q4_k,
                 PREFIX if family in ("wan", "ltx") else "", fold_patch=family == "wan")
+
+    # Wan 2.1's image conditioning (FLF2V: I2V's tensors and the first and last image's emb_pos)
+    source = os.path.join(ROOT, "wan_flf2v_tiny")
+    with open(os.path.join(source, "config.json")) as f:
+        config = {k: v for k, v in json.load(f).items() if not k.startswith("_")}
+    state = load_file(os.path.join(source, "weights.safetensors"))
+    inputs = load_file(os.path.join(source, "inputs.safetensors"))
+    sample_f32 = fixture("wan", "wan_flf2v_tiny_q8_0", config, state, inputs, Q.Q8_0,
+                         lambda x: gguf.quantize(x, Q.Q8_0), PREFIX)
+    reference = load_file(os.path.join(source, "expected.safetensors"))["sample"]
+    assert (sample_f32 - reference).abs().max().item() < 1e-5, "wan_flf2v"
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
 #include <cpdit/nn/load.hpp>
 #include <cpdit/nn/model.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <any>
 #include <functional>
 #include <memory>
@@ -30,13 +32,26 @@ struct LoadedModel {
 };
 
 struct ModelEntry {
+  using Recognises = std::function<bool(const io::Checkpoint&)>;
+  using Open = std::function<LoadedModel(const std::string& weights, const std::optional<std::string>& config,
+                                         const nn::LoadOptions& load)>;
+  using ReadConfig =
+      std::function<nlohmann::json(const std::string& weights, const std::optional<std::string>& config)>;
+
+  ModelEntry(std::string class_name, Recognises recognises, Open open, ReadConfig read_config = {})
+      : class_name(std::move(class_name)),
+        recognises(std::move(recognises)),
+        open(std::move(open)),
+        read_config(std::move(read_config)) {}
+
   std::string class_name;
   // By tensor names, for a checkpoint without a config that names its class.
-  std::function<bool(const io::Checkpoint&)> recognises;
+  Recognises recognises;
   // weights: a .safetensors file or index json; config: its config.json, when there is one.
-  std::function<LoadedModel(const std::string& weights, const std::optional<std::string>& config,
-                            const nn::LoadOptions& load)>
-      open;
+  Open open;
+  // The config `open` builds the model with, as the config.json keys it reads, from the same weights
+  // and config but without building the model (for `inspect`); empty where a class does not tell it.
+  ReadConfig read_config;
 };
 
 // The registered classes, comma-separated, for error messages.
@@ -54,6 +69,11 @@ struct ModelClass {
 // The class the model's config.json declares, registered or not; else the registered class that
 // recognises the tensors; nullopt when neither tells.
 std::optional<ModelClass> checkpoint_class(const io::ModelFiles& files);
+
+// The config the model of `files` is opened with (its class's read_config), as config.json keys;
+// nullopt when no registered class with a read_config is told. Throws as opening it would (e.g. a
+// config that the tensors cannot size and no config.json gives).
+std::optional<nlohmann::json> checkpoint_config(const io::ModelFiles& files);
 
 // Opens the model at `path` (any layout io::resolve_model knows; `component` of a diffusers pipeline
 // folder) with the entry of its class; `config` overrides its config.json. A class that is unknown,

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
+#include <cstdlib>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -47,12 +49,37 @@ void read_config_field(const nlohmann::json& j, const char* key, T& field) {
   field = value.get<T>();
 }
 
+// Sets j[key] to `value`; a float as the shortest decimal that reads back as it (1e-06, not the
+// 9.999999974752427e-07 its widening to double would print).
+template <class T>
+void write_config_field(nlohmann::json& j, const char* key, const T& value) {
+  if constexpr (std::is_same_v<T, float>) {
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+    j[key] = std::strtod(std::string(text, end).c_str(), nullptr);
+  } else {
+    j[key] = value;
+  }
+}
+
 // One field of a config and the slot it fills: {"num_layers", config.num_layers}.
 struct ConfigField {
   template <class T>
-  ConfigField(const char* key, T& slot) : read([key, &slot](const nlohmann::json& j) { read_config_field(j, key, slot); }) {}
+  ConfigField(const char* key, T& slot)
+      : read([key, &slot](const nlohmann::json& j) { read_config_field(j, key, slot); }),
+        write([key, &slot](nlohmann::json& j) { write_config_field(j, key, slot); }) {}
   std::function<void(const nlohmann::json&)> read;
+  std::function<void(nlohmann::json&)> write;
 };
+
+// A config (a struct whose fields() lists every field it reads) as those config.json keys, e.g. for
+// `inspect` to show the config a checkpoint is opened with.
+template <class Config>
+nlohmann::json config_json(Config config) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const ConfigField& field : config.fields()) field.write(j);
+  return j;
+}
 
 // Fills every field present in `j` (an object); anything else — not an object, a field of the wrong
 // type — is one Error(invalid_argument) naming the `model` config.

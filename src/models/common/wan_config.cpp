@@ -6,13 +6,17 @@
 
 namespace cpdit::models::common::wan {
 
+std::vector<nn::ConfigField> WanConfig::fields() {
+  std::vector<nn::ConfigField> all = shared_fields();
+  all.insert(all.end(), {{"patch_size", patch_size}, {"text_dim", text_dim}, {"freq_dim", freq_dim},
+                         {"ffn_dim", ffn_dim}, {"cross_attn_norm", cross_attn_norm}, {"qk_norm", qk_norm},
+                         {"eps", eps}, {"rope_max_seq_len", rope_max_seq_len}, {"image_dim", image_dim},
+                         {"added_kv_proj_dim", added_kv_proj_dim}, {"pos_embed_seq_len", pos_embed_seq_len}});
+  return all;
+}
+
 WanConfig WanConfig::from_json(const nlohmann::json& j, WanConfig c) {
-  nn::read_config_fields(j, "Wan", c.shared_fields());
-  nn::read_config_fields(j, "Wan",
-                         {{"patch_size", c.patch_size}, {"text_dim", c.text_dim}, {"freq_dim", c.freq_dim},
-                          {"ffn_dim", c.ffn_dim}, {"cross_attn_norm", c.cross_attn_norm}, {"qk_norm", c.qk_norm},
-                          {"eps", c.eps}, {"rope_max_seq_len", c.rope_max_seq_len}, {"image_dim", c.image_dim},
-                          {"added_kv_proj_dim", c.added_kv_proj_dim}, {"pos_embed_seq_len", c.pos_embed_seq_len}});
+  nn::read_config_fields(j, "Wan", c.fields());
   return c;
 }
 

@@ -7,12 +7,16 @@
 
 namespace cpdit::models::flux {
 
+std::vector<nn::ConfigField> FluxConfig::fields() {
+  std::vector<nn::ConfigField> all = shared_fields();
+  all.insert(all.end(), {{"patch_size", patch_size}, {"num_single_layers", num_single_layers},
+                         {"joint_attention_dim", joint_attention_dim}, {"pooled_projection_dim", pooled_projection_dim},
+                         {"guidance_embeds", guidance_embeds}, {"axes_dims_rope", axes_dims_rope}});
+  return all;
+}
+
 FluxConfig FluxConfig::from_json(const nlohmann::json& j, FluxConfig c) {
-  nn::read_config_fields(j, "FLUX", c.shared_fields());
-  nn::read_config_fields(j, "FLUX",
-                         {{"patch_size", c.patch_size}, {"num_single_layers", c.num_single_layers},
-                          {"joint_attention_dim", c.joint_attention_dim}, {"pooled_projection_dim", c.pooled_projection_dim},
-                          {"guidance_embeds", c.guidance_embeds}, {"axes_dims_rope", c.axes_dims_rope}});
+  nn::read_config_fields(j, "FLUX", c.fields());
   return c;
 }
 

@@ -4,14 +4,18 @@
 
 namespace cpdit::models::ltx_video {
 
+std::vector<nn::ConfigField> LtxVideoConfig::fields() {
+  std::vector<nn::ConfigField> all = shared_fields();
+  all.insert(all.end(), {{"patch_size", patch_size}, {"patch_size_t", patch_size_t},
+                         {"cross_attention_dim", cross_attention_dim}, {"caption_channels", caption_channels},
+                         {"norm_eps", norm_eps}, {"activation_fn", activation_fn}, {"qk_norm", qk_norm},
+                         {"norm_elementwise_affine", norm_elementwise_affine},
+                         {"attention_bias", attention_bias}, {"attention_out_bias", attention_out_bias}});
+  return all;
+}
+
 LtxVideoConfig LtxVideoConfig::from_json(const nlohmann::json& j, LtxVideoConfig c) {
-  nn::read_config_fields(j, "LTX-Video", c.shared_fields());
-  nn::read_config_fields(j, "LTX-Video",
-                         {{"patch_size", c.patch_size}, {"patch_size_t", c.patch_size_t},
-                          {"cross_attention_dim", c.cross_attention_dim}, {"caption_channels", c.caption_channels},
-                          {"norm_eps", c.norm_eps}, {"activation_fn", c.activation_fn}, {"qk_norm", c.qk_norm},
-                          {"norm_elementwise_affine", c.norm_elementwise_affine},
-                          {"attention_bias", c.attention_bias}, {"attention_out_bias", c.attention_out_bias}});
+  nn::read_config_fields(j, "LTX-Video", c.fields());
   return c;
 }
 

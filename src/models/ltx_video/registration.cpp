@@ -20,7 +20,8 @@ ModelEntry registry_entry() {
           },
           [](const std::string& weights, const std::optional<std::string>& config, const nn::LoadOptions& load) {
             return share_ltx_video(read_ltx_video_checkpoint(weights, config), load);
-          }};
+          },
+          config_reader(read_ltx_video_checkpoint)};
 }
 
 }  // namespace cpdit::models::ltx_video

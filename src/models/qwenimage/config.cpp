@@ -4,13 +4,17 @@
 
 namespace cpdit::models::qwenimage {
 
+std::vector<nn::ConfigField> QwenImageConfig::fields() {
+  std::vector<nn::ConfigField> all = shared_fields();
+  all.insert(all.end(), {{"patch_size", patch_size}, {"joint_attention_dim", joint_attention_dim},
+                         {"axes_dims_rope", axes_dims_rope}, {"guidance_embeds", guidance_embeds},
+                         {"zero_cond_t", zero_cond_t}, {"use_additional_t_cond", use_additional_t_cond},
+                         {"use_layer3d_rope", use_layer3d_rope}});
+  return all;
+}
+
 QwenImageConfig QwenImageConfig::from_json(const nlohmann::json& j, QwenImageConfig c) {
-  nn::read_config_fields(j, "Qwen-Image", c.shared_fields());
-  nn::read_config_fields(j, "Qwen-Image",
-                         {{"patch_size", c.patch_size}, {"joint_attention_dim", c.joint_attention_dim},
-                          {"axes_dims_rope", c.axes_dims_rope}, {"guidance_embeds", c.guidance_embeds},
-                          {"zero_cond_t", c.zero_cond_t}, {"use_additional_t_cond", c.use_additional_t_cond},
-                          {"use_layer3d_rope", c.use_layer3d_rope}});
+  nn::read_config_fields(j, "Qwen-Image", c.fields());
   return c;
 }
 

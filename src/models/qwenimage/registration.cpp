@@ -18,7 +18,8 @@ ModelEntry registry_entry() {
           },
           [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
             return share_qwenimage(read_qwenimage_checkpoint(path, config), load);
-          }};
+          },
+          config_reader(read_qwenimage_checkpoint)};
 }
 
 }  // namespace cpdit::models::qwenimage

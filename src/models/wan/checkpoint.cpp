@@ -17,6 +17,14 @@ const nn::KeyLayout kWanOriginalNames = {
         {"time_projection.1", "condition_embedder.time_proj"},
         {"head.head", "proj_out"},
         {"head.modulation", "scale_shift_table"},
+        // I2V: the CLIP image embedding's projection (LayerNorm, Linear, GELU, Linear, LayerNorm)
+        {"img_emb.proj.0", "condition_embedder.image_embedder.norm1"},
+        {"img_emb.proj.1", "condition_embedder.image_embedder.ff.net.0.proj"},
+        {"img_emb.proj.3", "condition_embedder.image_embedder.ff.net.2"},
+        {"img_emb.proj.4", "condition_embedder.image_embedder.norm2"},
+        // FLF2V: the position embedding of the first and the last image's tokens (Wan's MLPProj.emb_pos;
+        // diffusers' single-file conversion leaves it out, its conversion script names it so)
+        {"img_emb.emb_pos", "condition_embedder.image_embedder.pos_embed"},
     },
     {{"blocks",
       "blocks",
@@ -33,6 +41,10 @@ const nn::KeyLayout kWanOriginalNames = {
           {"cross_attn.o", "attn2.to_out.0"},
           {"cross_attn.norm_q", "attn2.norm_q"},
           {"cross_attn.norm_k", "attn2.norm_k"},
+          // I2V: cross-attention's keys and values of the image tokens
+          {"cross_attn.k_img", "attn2.add_k_proj"},
+          {"cross_attn.v_img", "attn2.add_v_proj"},
+          {"cross_attn.norm_k_img", "attn2.norm_added_k"},
           // The original's norm3 (before cross-attention, the one with weights) is diffusers' norm2.
           {"norm3", "norm2"},
           {"ffn.0", "ffn.net.0.proj"},

@@ -19,7 +19,8 @@ ModelEntry registry_entry() {
           },
           [](const std::string& weights, const std::optional<std::string>& config, const nn::LoadOptions& load) {
             return share_wan(read_wan_checkpoint(weights, config), load);
-          }};
+          },
+          config_reader(read_wan_checkpoint)};
 }
 
 }  // namespace cpdit::models::wan

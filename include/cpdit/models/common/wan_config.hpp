@@ -38,6 +38,8 @@ struct WanConfig : common::TransformerConfig {
 
   // Fields missing (or null) in `j` keep the values of `base`; unknown fields are ignored.
   static WanConfig from_json(const nlohmann::json& j, WanConfig base);
+  // Every field from_json reads (nn::config_json writes them back).
+  std::vector<nn::ConfigField> fields();
   // What the tensors tell (widths, channels, patch, block count) from a diffusers-layout state dict;
   // the head split of the width cannot be told (the QK norm spans all heads): head_dim stays 128.
   static WanConfig infer(const nn::StateDict& state);

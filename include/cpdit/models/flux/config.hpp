@@ -27,6 +27,8 @@ struct FluxConfig : common::TransformerConfig {
   // Fields missing from `j` keep the values of `base`; unknown fields are ignored (diffusers adds
   // "_class_name" and the like).
   static FluxConfig from_json(const nlohmann::json& j, FluxConfig base);
+  // Every field from_json reads (nn::config_json writes them back).
+  std::vector<nn::ConfigField> fields();
   // Everything the tensors tell (widths, block counts, guidance, head dim from the QK-norm width) from
   // a diffusers-layout state dict; RoPE axes keep the FLUX.1 default.
   static FluxConfig infer(const nn::StateDict& state);

@@ -31,6 +31,8 @@ struct LtxVideoConfig : common::TransformerConfig {
 
   // Fields missing (or null) in `j` keep the values of `base`; unknown fields are ignored.
   static LtxVideoConfig from_json(const nlohmann::json& j, LtxVideoConfig base);
+  // Every field from_json reads (nn::config_json writes them back).
+  std::vector<nn::ConfigField> fields();
   // What the tensors tell (widths, channels, caption width, block count); the head split of the width
   // cannot be told (the q/k norm spans all heads): head_dim stays 64, the released models' value.
   static LtxVideoConfig infer(const nn::StateDict& state);

@@ -30,6 +30,8 @@ struct QwenImageConfig : common::TransformerConfig {
 
   // Fields missing (or null) in `j` keep the values of `base`; unknown fields are ignored.
   static QwenImageConfig from_json(const nlohmann::json& j, QwenImageConfig base);
+  // Every field from_json reads (nn::config_json writes them back).
+  std::vector<nn::ConfigField> fields();
   // What the tensors tell (widths, channels, head dim from the q/k norm, block count); the patch size
   // and RoPE axes keep their defaults.
   static QwenImageConfig infer(const nn::StateDict& state);
