@@ -135,8 +135,6 @@ class BlockCache {
     for (const Block& b : all) free_block(b);
   }
 
-  ~BlockCache() { release(); }
-
  private:
   using Parked = std::list<Block>::iterator;
 
@@ -201,9 +199,11 @@ class BlockCache {
   int64_t in_use_ = 0, cached_ = 0, peak_ = 0, misses_ = 0, moved_ = 0;
 };
 
+// Never destroyed: tensors held by other static objects (caches, test references) are freed during
+// exit, possibly after this one would have been, and must still find it.
 BlockCache& cache() {
-  static BlockCache instance;
-  return instance;
+  static BlockCache* instance = new BlockCache;
+  return *instance;
 }
 
 }  // namespace
