@@ -8,6 +8,12 @@ std::vector<nn::ConfigField> TransformerConfig::shared_fields() {
           {"in_channels", in_channels}, {"out_channels", out_channels}, {"num_layers", num_layers}};
 }
 
+std::vector<nn::ConfigField> TransformerConfig::with_shared(std::initializer_list<nn::ConfigField> fields) {
+  std::vector<nn::ConfigField> all = shared_fields();
+  all.insert(all.end(), fields);
+  return all;
+}
+
 void TransformerConfig::validate_shared(const std::string& model) const {
   nn::require_positive(model, {{"num_attention_heads", num_attention_heads},
                                {"attention_head_dim", attention_head_dim},

@@ -7,12 +7,10 @@
 namespace cpdit::models::common::wan {
 
 std::vector<nn::ConfigField> WanConfig::fields() {
-  std::vector<nn::ConfigField> all = shared_fields();
-  all.insert(all.end(), {{"patch_size", patch_size}, {"text_dim", text_dim}, {"freq_dim", freq_dim},
-                         {"ffn_dim", ffn_dim}, {"cross_attn_norm", cross_attn_norm}, {"qk_norm", qk_norm},
-                         {"eps", eps}, {"rope_max_seq_len", rope_max_seq_len}, {"image_dim", image_dim},
-                         {"added_kv_proj_dim", added_kv_proj_dim}, {"pos_embed_seq_len", pos_embed_seq_len}});
-  return all;
+  return with_shared({{"patch_size", patch_size}, {"text_dim", text_dim}, {"freq_dim", freq_dim},
+                      {"ffn_dim", ffn_dim}, {"cross_attn_norm", cross_attn_norm}, {"qk_norm", qk_norm},
+                      {"eps", eps}, {"rope_max_seq_len", rope_max_seq_len}, {"image_dim", image_dim},
+                      {"added_kv_proj_dim", added_kv_proj_dim}, {"pos_embed_seq_len", pos_embed_seq_len}});
 }
 
 WanConfig WanConfig::from_json(const nlohmann::json& j, WanConfig c) {

@@ -8,11 +8,9 @@
 namespace cpdit::models::flux {
 
 std::vector<nn::ConfigField> FluxConfig::fields() {
-  std::vector<nn::ConfigField> all = shared_fields();
-  all.insert(all.end(), {{"patch_size", patch_size}, {"num_single_layers", num_single_layers},
-                         {"joint_attention_dim", joint_attention_dim}, {"pooled_projection_dim", pooled_projection_dim},
-                         {"guidance_embeds", guidance_embeds}, {"axes_dims_rope", axes_dims_rope}});
-  return all;
+  return with_shared({{"patch_size", patch_size}, {"num_single_layers", num_single_layers},
+                      {"joint_attention_dim", joint_attention_dim}, {"pooled_projection_dim", pooled_projection_dim},
+                      {"guidance_embeds", guidance_embeds}, {"axes_dims_rope", axes_dims_rope}});
 }
 
 FluxConfig FluxConfig::from_json(const nlohmann::json& j, FluxConfig c) {

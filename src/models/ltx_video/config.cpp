@@ -5,13 +5,11 @@
 namespace cpdit::models::ltx_video {
 
 std::vector<nn::ConfigField> LtxVideoConfig::fields() {
-  std::vector<nn::ConfigField> all = shared_fields();
-  all.insert(all.end(), {{"patch_size", patch_size}, {"patch_size_t", patch_size_t},
-                         {"cross_attention_dim", cross_attention_dim}, {"caption_channels", caption_channels},
-                         {"norm_eps", norm_eps}, {"activation_fn", activation_fn}, {"qk_norm", qk_norm},
-                         {"norm_elementwise_affine", norm_elementwise_affine},
-                         {"attention_bias", attention_bias}, {"attention_out_bias", attention_out_bias}});
-  return all;
+  return with_shared({{"patch_size", patch_size}, {"patch_size_t", patch_size_t},
+                      {"cross_attention_dim", cross_attention_dim}, {"caption_channels", caption_channels},
+                      {"norm_eps", norm_eps}, {"activation_fn", activation_fn}, {"qk_norm", qk_norm},
+                      {"norm_elementwise_affine", norm_elementwise_affine},
+                      {"attention_bias", attention_bias}, {"attention_out_bias", attention_out_bias}});
 }
 
 LtxVideoConfig LtxVideoConfig::from_json(const nlohmann::json& j, LtxVideoConfig c) {

@@ -5,12 +5,10 @@
 namespace cpdit::models::qwenimage {
 
 std::vector<nn::ConfigField> QwenImageConfig::fields() {
-  std::vector<nn::ConfigField> all = shared_fields();
-  all.insert(all.end(), {{"patch_size", patch_size}, {"joint_attention_dim", joint_attention_dim},
-                         {"axes_dims_rope", axes_dims_rope}, {"guidance_embeds", guidance_embeds},
-                         {"zero_cond_t", zero_cond_t}, {"use_additional_t_cond", use_additional_t_cond},
-                         {"use_layer3d_rope", use_layer3d_rope}});
-  return all;
+  return with_shared({{"patch_size", patch_size}, {"joint_attention_dim", joint_attention_dim},
+                      {"axes_dims_rope", axes_dims_rope}, {"guidance_embeds", guidance_embeds},
+                      {"zero_cond_t", zero_cond_t}, {"use_additional_t_cond", use_additional_t_cond},
+                      {"use_layer3d_rope", use_layer3d_rope}});
 }
 
 QwenImageConfig QwenImageConfig::from_json(const nlohmann::json& j, QwenImageConfig c) {

@@ -3,6 +3,7 @@
 // config derives from it, sets its own defaults and adds its own fields.
 #include <cpdit/nn/config_inference.hpp>
 
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -17,8 +18,9 @@ struct TransformerConfig {
 
   int64_t inner_dim() const { return num_attention_heads * attention_head_dim; }
 
-  // These fields, for nn::read_config_fields.
+  // These fields, for nn::read_config_fields; with_shared: these, then a family's own `fields`.
   std::vector<nn::ConfigField> shared_fields();
+  std::vector<nn::ConfigField> with_shared(std::initializer_list<nn::ConfigField> fields);
   // Heads, head dim and input channels positive, a layer count >= 0; else an Error naming `model`'s
   // config and the field. (out_channels is the family's to check: some read 0 as "as in_channels".)
   void validate_shared(const std::string& model) const;
