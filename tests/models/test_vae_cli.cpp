@@ -26,18 +26,21 @@ std::string model_args(const std::string& fixture) {
   return " --model " + fixture_weights(fixture) + " --config " + fixture_config(fixture);
 }
 
+// `args --output out` exits 0 and its output `name` is `expected` within 1e-5 of the range, as the
+// in-process tests (README of the fixtures).
+void expect_output(const std::string& args, const std::string& out, const std::string& name, const Tensor& expected) {
+  const auto r = cpdit::testing::run_cli(args + " --output " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_LE(relative_to_range(io::load_safetensors(out).at(name), expected), 1e-5) << args;
+}
+
 void expect_decodes(const std::string& fixture, std::initializer_list<int> rank_counts) {
   cpdit::testing::TempDir dir("vae_cli");
   const Tensor expected = fixture_file(fixture, "expected").at("sample");
-  for (int ranks : rank_counts) {
-    const std::string out = dir.file("sample" + std::to_string(ranks) + ".safetensors");
-    const auto r = cpdit::testing::run_cli("forward" + model_args(fixture) + " --inputs " + fixture_dir(fixture) +
-                                           "/inputs.safetensors --threads 1 --ranks " + std::to_string(ranks) +
-                                           " --output " + out);
-    ASSERT_EQ(r.code, 0) << r.err;
-    // As the in-process tests: within 1e-5 of the range (README of the fixtures).
-    EXPECT_LE(relative_to_range(io::load_safetensors(out).at("sample"), expected), 1e-5) << ranks << " ranks";
-  }
+  for (int ranks : rank_counts)
+    expect_output("forward" + model_args(fixture) + " --inputs " + fixture_dir(fixture) +
+                      "/inputs.safetensors --threads 1 --ranks " + std::to_string(ranks),
+                  dir.file("sample" + std::to_string(ranks) + ".safetensors"), "sample", expected);
 }
 
 TEST(VaeCli, ForwardDecodesAutoencoderKLLatents) { expect_decodes("vae_kl_tiny", {1, 2, 3, 4}); }  // 4 latent rows
@@ -59,19 +62,11 @@ TEST(VaeCli, ForwardEncodesASampleIntoTheLatentMean) {
   cpdit::testing::TempDir dir("vae_cli_encode");
   const std::string wan = "forward" + model_args("vae_wan_tiny") + " --inputs " + fixture_dir("vae_wan_tiny_encode") +
                           "/inputs.safetensors --threads 1";
-  const auto r = cpdit::testing::run_cli(wan + " --output " + dir.file("wan.safetensors"));
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_LE(relative_to_range(io::load_safetensors(dir.file("wan.safetensors")).at("latent"),
-                              fixture_file("vae_wan_tiny_encode", "expected").at("latent")),
-            1e-5);
-  const auto kl = cpdit::testing::run_cli("forward" + model_args("vae_kl_tiny") + " --inputs " +
-                                          fixture_dir("vae_kl_tiny_encode") + "/inputs.safetensors --threads 1 --output " +
-                                          dir.file("kl.safetensors"));
-  ASSERT_EQ(kl.code, 0) << kl.err;
+  expect_output(wan, dir.file("wan.safetensors"), "latent", fixture_file("vae_wan_tiny_encode", "expected").at("latent"));
   const Tensor moments = fixture_file("vae_kl_tiny_encode", "expected").at("moments");
-  EXPECT_LE(relative_to_range(io::load_safetensors(dir.file("kl.safetensors")).at("latent"),
-                              moments.narrow(1, 0, moments.size(1) / 2).contiguous()),
-            1e-5);
+  expect_output("forward" + model_args("vae_kl_tiny") + " --inputs " + fixture_dir("vae_kl_tiny_encode") +
+                    "/inputs.safetensors --threads 1",
+                dir.file("kl.safetensors"), "latent", moments.narrow(1, 0, moments.size(1) / 2).contiguous());
   expect_refused(wan + " --ranks 2", dir.file("split.safetensors"), "runs on one rank");
 }
 
@@ -82,11 +77,8 @@ TEST(VaeCli, ForwardSplitsAWanVideoByFrames) {
   cpdit::testing::TempDir dir("vae_cli_frames");
   const std::string wan = "forward" + model_args("vae_wan_tiny") + " --inputs " + fixture_dir("vae_wan_tiny") +
                           "/inputs.safetensors --threads 1 --vae-split frames";
-  const auto r = cpdit::testing::run_cli(wan + " --ranks 2 --output " + dir.file("frames.safetensors"));
-  ASSERT_EQ(r.code, 0) << r.err;
-  EXPECT_LE(relative_to_range(io::load_safetensors(dir.file("frames.safetensors")).at("sample"),
-                              fixture_file("vae_wan_tiny", "expected").at("sample")),
-            1e-5);
+  expect_output(wan + " --ranks 2", dir.file("frames.safetensors"), "sample",
+                fixture_file("vae_wan_tiny", "expected").at("sample"));
   const std::string out = dir.file("bad.safetensors");
   expect_refused(wan + " --ranks 3", out, "at least as many latent frames");
   expect_refused("forward" + model_args("vae_kl_tiny") + " --inputs " + fixture_dir("vae_kl_tiny") +
