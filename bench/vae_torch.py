@@ -46,6 +46,7 @@ def main():
     p.add_argument("--split", choices=["rows", "frames"], default="rows", help="how cpdit splits a wan video")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--cpdit", default="build/bin/cpdit")
+    p.add_argument("--torch-only", action="store_true", help="time diffusers' decode alone")
     args = p.parse_args()
     args.height = args.height or (1024 if args.model == "flux" else 480)
     args.width = args.width or (1024 if args.model == "flux" else 832)
@@ -58,6 +59,15 @@ def main():
         t_min, t_med, t_cpu = time_min_median(lambda: vae.decode(latents), args.repeats)
     # Max RSS growth over the decodes: an upper bound on torch's working memory (KiB on Linux).
     rss_growth = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before) * 1024
+    # Printed before cpdit runs: a decode at the real Wan size takes minutes, and a cpdit run that fails
+    # (out of memory on a shared machine) must not take torch's numbers with it.
+    print(json.dumps({"bench": "vae_torch", "model": args.model, "height": args.height, "width": args.width,
+                      "frames": args.frames if args.model == "wan" else 1, "threads": args.threads,
+                      "torch": torch.__version__, "torch_min_s": t_min, "torch_median_s": t_med,
+                      "torch_cpu_min_s": t_cpu, "torch_max_rss_growth_bytes": rss_growth}), flush=True)
+    if args.torch_only:
+        return 0
+    del vae, latents  # torch's tensors freed before cpdit's decode shares the machine's memory
 
     command = [args.cpdit, "bench", "vae", "--model", args.model, "--height", str(args.height), "--width",
                str(args.width), "--frames", str(args.frames), "--threads", str(args.threads), "--repeats",
