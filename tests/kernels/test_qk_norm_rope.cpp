@@ -75,6 +75,25 @@ TEST(BiasRmsNormRope, WithoutTablesOrBiasItIsTheNormAlone) {
   expect_close(y, to_double(kernels::rms_norm(x, weight, kEps)), 1e-6, 1e-6);  // as above
 }
 
+TEST(BiasRmsNormRope, PerHeadNormAndRotationMatchTheKernelsItReplaces) {
+  // FLUX.1's tail: a norm of each head of Dh values with one shared weight, then each head rotated by
+  // the same (S, Dh) tables; the row as heads (B, S, H, Dh) for rms_norm and rope.
+  const int64_t B = 2, S = 5, H = 3, Dh = 32;
+  const Tensor x = random_tensor({B, S, H * Dh}, 6, -3.0f, 3.0f), bias = random_tensor({H * Dh}, 7);
+  const Tensor weight = random_tensor({Dh}, 8, 0.5f, 1.5f);
+  auto [cos, sin] = tables(S, Dh);
+  Tensor y = x.clone();
+  kernels::bias_rms_norm_rope_(y, bias, weight, kEps, cos, sin);
+  const Tensor heads = kernels::add(x, bias).reshape({B, S, H, Dh});
+  const Tensor three = kernels::rope(kernels::rms_norm(heads, weight, kEps), cos, sin).reshape({B, S, H * Dh});
+  expect_close(y, to_double(three), 1e-6, 1e-6);  // the same operations in the same order, as above
+  // A norm across the heads with per-head tables (Wan's layout) rotates every head alike.
+  Tensor wide = x.clone();
+  kernels::bias_rms_norm_rope_(wide, {}, {}, kEps, cos, sin);
+  const Tensor normed = kernels::rms_norm(x, {}, kEps).reshape({B, S, H, Dh});
+  expect_close(wide, to_double(kernels::rope(normed, cos, sin).reshape({B, S, H * Dh})), 1e-6, 1e-6);
+}
+
 TEST(BiasRmsNormRope, RejectsWrongShapes) {
   auto [cos, sin] = tables(4, 8);
   Tensor odd = random_tensor({1, 4, 7}, 1), ok = random_tensor({1, 4, 8}, 1), long_seq = random_tensor({1, 5, 8}, 1);
@@ -83,6 +102,9 @@ TEST(BiasRmsNormRope, RejectsWrongShapes) {
   EXPECT_THROW(kernels::bias_rms_norm_rope_(long_seq, {}, {}, kEps, cos, sin), Error);
   EXPECT_THROW(kernels::bias_rms_norm_rope_(ok, random_tensor({7}, 2), {}, kEps, cos, sin), Error);
   EXPECT_THROW(kernels::bias_rms_norm_rope_(ok, {}, {}, kEps, cos, {}), Error);
+  EXPECT_THROW(kernels::bias_rms_norm_rope_(ok, {}, random_tensor({3}, 2), kEps, {}, {}), Error);  // 3 ∤ 8
+  auto [narrow_cos, narrow_sin] = tables(4, 6);  // 6 ∤ 8
+  EXPECT_THROW(kernels::bias_rms_norm_rope_(ok, {}, {}, kEps, narrow_cos, narrow_sin), Error);
   Tensor four_d = random_tensor({1, 4, 2, 4}, 3);
   EXPECT_THROW(kernels::bias_rms_norm_rope_(four_d, {}, {}, kEps, cos, sin), Error);
 }

@@ -77,10 +77,10 @@ Tensor softmax(const Tensor& x);  // over the last dim, max-subtracted
 //   out[2i]   = x[2i]   * cos[2i]   - x[2i+1] * sin[2i]
 //   out[2i+1] = x[2i+1] * cos[2i+1] + x[2i]   * sin[2i+1]
 Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin);
-// In place on x (B, S, C), contiguous f32: x = rope(rms_norm(x + bias, weight, eps), cos, sin) in one
-// pass, the query/key tail of a norm across heads after a product run without its bias. bias and
-// weight (C) or undefined; cos and sin hold (S, C) values, rotating whole rows (LTX-Video), or are
-// both undefined (no rotation: Wan rotates per head afterwards).
+// In place on x (B, S, C), contiguous f32: x = rope(rms_norm(x + bias, weight, eps), cos, sin) in one pass,
+// a q/k tail after a product run without its bias. bias (C) or undefined; weight (C) or undefined: a norm
+// across heads (Wan, LTX), or (Dh): each head of Dh values normed alone (FLUX.1, Qwen-Image); cos and sin
+// (S, W): whole rows rotated (W = C, LTX) or each head alike (W = Dh), or both undefined (no rotation).
 void bias_rms_norm_rope_(Tensor& x, const Tensor& bias, const Tensor& weight, float eps, const Tensor& cos,
                          const Tensor& sin);
 
