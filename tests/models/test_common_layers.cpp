@@ -160,24 +160,64 @@ TEST(CommonFeedForward, HookedProjectionRunsAsAModule) {
   expect_hooks_run_and_agree(ff, {"net.0.proj"}, [&] { return ff.forward(x); });
 }
 
-// Norm across heads with RoPE tables over the whole width (LTX-Video) and per head (Wan).
+// RoPE tables (tokens, width) of seeded angles, each repeated for its pair.
+RopeTables random_tables(int64_t tokens, int64_t width, unsigned seed) {
+  const Tensor angles = random_normal({tokens, width / 2}, seed);
+  std::vector<float> c(size_t(tokens * width)), s(c.size());
+  for (int64_t i = 0; i < tokens * width; ++i) {
+    c[size_t(i)] = std::cos(angles.data<float>()[i / 2]);
+    s[size_t(i)] = std::sin(angles.data<float>()[i / 2]);
+  }
+  return {Tensor::from_vector(c, {tokens, width}), Tensor::from_vector(s, {tokens, width})};
+}
+
+// Norm across heads (Wan, LTX-Video) and per head (FLUX.1, Qwen-Image), with RoPE tables over the
+// whole width and per head.
 TEST(CommonAttention, FusedQkTailAgreesWithItsModules) {
   const int64_t heads = 4, head_dim = 8, tokens = 6;
-  for (int64_t width : {heads * head_dim, head_dim}) {
-    SCOPED_TRACE("table width " + std::to_string(width));
-    Attention attn(AttentionShape{heads * head_dim, heads, head_dim, QkNorm::across_heads, 1e-5f});
-    bind_random(attn, 30);
-    const Tensor x = random_normal({1, tokens, heads * head_dim}, 40);
-    const Tensor angles = random_normal({tokens, width / 2}, 41);
-    std::vector<float> c(size_t(tokens * width)), s(c.size());
-    for (int64_t i = 0; i < tokens * width; ++i) {
-      c[size_t(i)] = std::cos(angles.data<float>()[i / 2]);
-      s[size_t(i)] = std::sin(angles.data<float>()[i / 2]);
+  for (QkNorm norm : {QkNorm::across_heads, QkNorm::per_head})
+    for (int64_t width : {heads * head_dim, head_dim}) {
+      SCOPED_TRACE(std::string(norm == QkNorm::per_head ? "per head" : "across heads") + ", table width " +
+                   std::to_string(width));
+      Attention attn(AttentionShape{heads * head_dim, heads, head_dim, norm, 1e-5f});
+      bind_random(attn, 30);
+      const Tensor x = random_normal({1, tokens, heads * head_dim}, 40);
+      const RopeTables rope = random_tables(tokens, width, 41);
+      expect_hooks_run_and_agree(attn, {"to_q", "norm_q", "to_k", "norm_k"},
+                                 [&] { return attn.forward(x, {}, rope.cos, rope.sin, {}); });
     }
-    const Tensor cos = Tensor::from_vector(c, {tokens, width}), sin = Tensor::from_vector(s, {tokens, width});
-    expect_hooks_run_and_agree(attn, {"to_q", "norm_q", "to_k", "norm_k"},
-                               [&] { return attn.forward(x, {}, cos, sin, {}); });
+}
+
+// Joint attention writes each stream's q, k and v into its rows of the joint buffers: in place for one
+// batch, through a copy for two (whose rows of a stream are not contiguous) — batch by batch the same
+// numbers. The fused q/k tails agree with their modules, and the residual branches with forward.
+TEST(CommonAttention, JointAttentionStreamsAndResidualBranches) {
+  const int64_t heads = 2, head_dim = 8, dim = heads * head_dim, image = 5, text = 3;
+  JointAttention attn(AttentionShape{dim, heads, head_dim, QkNorm::per_head, 1e-6f});
+  bind_random(attn, 90);
+  const Tensor x = random_normal({2, image, dim}, 91), c = random_normal({2, text, dim}, 92);
+  const RopeTables rope = random_tables(text + image, head_dim, 93);
+  const auto both = attn.forward(x, c, rope.cos, rope.sin);
+  for (int64_t b = 0; b < 2; ++b) {
+    const auto one = attn.forward(x.narrow(0, b, 1).contiguous(), c.narrow(0, b, 1).contiguous(), rope.cos, rope.sin);
+    // One batch or two run the same products row by row: float32 rounding of another blocking at most.
+    EXPECT_LT(max_abs_diff(one[0], both[0].narrow(0, b, 1)), 1e-5);
+    EXPECT_LT(max_abs_diff(one[1], both[1].narrow(0, b, 1)), 1e-5);
   }
+  auto image_out = [&](const Tensor& xs, const Tensor& cs) { return attn.forward(xs, cs, rope.cos, rope.sin)[0]; };
+  const Tensor x1 = x.narrow(0, 0, 1).contiguous(), c1 = c.narrow(0, 0, 1).contiguous();
+  expect_hooks_run_and_agree(attn, {"to_q", "norm_q", "add_k_proj", "norm_added_k"}, [&] { return image_out(x1, c1); });
+  const Tensor residual = random_normal({1, image, dim}, 94), context_residual = random_normal({1, text, dim}, 95);
+  const Tensor gate = random_normal({1, 1, dim}, 96), context_gate = random_normal({1, 1, dim}, 97);
+  const auto modules = attn.forward(x1, c1, rope.cos, rope.sin);
+  const auto fused = attn.forward_residual(residual, gate, context_residual, context_gate, x1, c1, rope.cos, rope.sin);
+  // The bias lands after the product's sum instead of before it: float32 rounding only.
+  EXPECT_LT(max_abs_diff(fused[0], gated_residual(residual, modules[0], gate)), 1e-5);
+  EXPECT_LT(max_abs_diff(fused[1], gated_residual(context_residual, modules[1], context_gate)), 1e-5);
+  for (const std::string& hooked : {"to_add_out", ""})
+    expect_hooks_run_and_agree(attn, {hooked}, [&] {
+      return attn.forward_residual(residual, gate, context_residual, context_gate, x1, c1, rope.cos, rope.sin)[1];
+    });
 }
 
 // A branch's output added to the residual by the fused pass (the output projection without its bias,

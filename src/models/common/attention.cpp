@@ -24,14 +24,6 @@ Qkv project(const StreamProjections& p, const AttentionShape& shape, const Tenso
           project_heads(p.v, nullptr, shape.qk_norm, shape.heads, source)};
 }
 
-// RoPE on q and k when the caller passed tables (the text's keys of cross-attention have none).
-void rotate(Qkv& qkv, const Tensor& cos, const Tensor& sin) {
-  if (!cos.defined()) return;
-  const RopeTables tables{cos, sin};
-  qkv.q = apply_rope(qkv.q, tables);
-  qkv.k = apply_rope(qkv.k, tables);
-}
-
 // softmax(q kᵀ / √Dh) v over the heads, back to (B, S, H·Dh).
 Tensor attend_heads(const Qkv& qkv, attention::KvPlacement kv, attention::Mask mask = {}) {
   attention::Options options;
@@ -58,6 +50,17 @@ int64_t kept_text_length(const Tensor& keep) {
         break;
       }
   return n;
+}
+
+// Rows [first, first + count) of every batch of `joint` (B, L, C), filled by `fill` with a contiguous
+// (B, count, C) tensor: the view itself when one batch makes it contiguous, else a copy written back.
+template <class Fill>
+void write_rows(const Tensor& joint, int64_t first, int64_t count, const Fill& fill) {
+  Tensor rows = joint.narrow(1, first, count);
+  if (rows.is_contiguous()) return fill(rows);
+  Tensor own = Tensor::empty(rows.shape());
+  fill(own);
+  rows.copy_(own);
 }
 
 // The arguments of both attention layers by name, as their hooks see them.
@@ -162,24 +165,67 @@ std::vector<Tensor> JointAttention::forward(const Tensor& hidden_states, const T
                                             const Tensor& cos, const Tensor& sin, const Tensor& text_keep) const {
   return with_hooks(attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep),
                     [&](const nn::TensorMap& in) {
-    const Tensor &x = in.at("hidden_states"), &c = in.at("encoder_hidden_states");
-    CPDIT_CHECK(c.defined(), invalid_argument, "joint attention needs encoder_hidden_states");
-    // Text tokens first along the sequence; the tables cover [text; image] in that order.
-    const Qkv text = project(text_, shape_, c, c), image = project(image_, shape_, x, x);
-    Qkv joint{cat({text.q, image.q}, 1), cat({text.k, image.k}, 1), cat({text.v, image.v}, 1)};
-    rotate(joint, in.at("cos"), in.at("sin"));
-    const int64_t n_text = c.size(1);
-    attention::Mask mask;
-    if (const Tensor& keep = in.at("text_keep"); keep.defined()) {
-      CPDIT_CHECK(keep.dim() == 2 && keep.size(0) == c.size(0) && keep.size(1) == n_text, invalid_argument,
-                  "joint attention: the text mask must be (", c.size(0), ", ", n_text, "), got ", keep.describe());
-      mask = attention::Mask::key_padding(
-          cat({keep.to(DType::boolean), Tensor::full({x.size(0), x.size(1)}, 1.0, DType::boolean)}, 1));
-    }
-    const Tensor o = attend_heads(joint, attention::KvPlacement::sharded, std::move(mask));
-    return std::vector<Tensor>{to_out_.forward(o.narrow(1, n_text, o.size(1) - n_text)),
-                               to_add_out_.forward(o.narrow(1, 0, n_text))};
-  });
+                      const Tensor o = attend(in);
+                      const int64_t n_text = in.at("encoder_hidden_states").size(1);
+                      return std::vector<Tensor>{to_out_.forward(o.narrow(1, n_text, o.size(1) - n_text)),
+                                                 to_add_out_.forward(o.narrow(1, 0, n_text))};
+                    });
+}
+
+std::vector<Tensor> JointAttention::forward_residual(const Tensor& residual, const Tensor& gate,
+                                                     const Tensor& context_residual, const Tensor& context_gate,
+                                                     const Tensor& hidden_states, const Tensor& encoder_hidden_states,
+                                                     const Tensor& cos, const Tensor& sin,
+                                                     const Tensor& text_keep) const {
+  if (has_hooks()) {  // the hooks must see this module's own outputs
+    const auto out = forward(hidden_states, encoder_hidden_states, cos, sin, text_keep);
+    return {gated_residual(residual, out[0], gate), gated_residual(context_residual, out[1], context_gate)};
+  }
+  const Tensor o = attend(attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep));
+  const int64_t n_text = encoder_hidden_states.size(1);
+  return {projected_residual(residual, to_out_, o.narrow(1, n_text, o.size(1) - n_text), gate),
+          projected_residual(context_residual, to_add_out_, o.narrow(1, 0, n_text), context_gate)};
+}
+
+Tensor JointAttention::attend(const nn::TensorMap& in) const {
+  const Tensor &x = in.at("hidden_states"), &c = in.at("encoder_hidden_states");
+  CPDIT_CHECK(c.defined(), invalid_argument, "joint attention needs encoder_hidden_states");
+  CPDIT_CHECK(x.dim() == 3 && c.dim() == 3 && c.size(0) == x.size(0), invalid_argument,
+              "joint attention: hidden_states and encoder_hidden_states must be (B, S, D) of one batch, got ",
+              x.describe(), " and ", c.describe());
+  const int64_t n_text = c.size(1), length = n_text + x.size(1);
+  // Text tokens first along the sequence; the tables cover [text; image] in that order.
+  const Tensor &cos = in.at("cos"), &sin = in.at("sin");
+  const bool rotated = cos.defined();
+  auto rows_of = [&](const Tensor& table, int64_t first, int64_t count) {
+    return table.contiguous().reshape({length, -1}).narrow(0, first, count);
+  };
+  Qkv joint;
+  for (Tensor* t : {&joint.q, &joint.k, &joint.v}) *t = Tensor::empty({x.size(0), length, inner(shape_)});
+  for (const auto& [p, tokens, first] : {std::tuple{&text_, c, int64_t(0)}, std::tuple{&image_, x, n_text}}) {
+    RopeTables rope;
+    if (rotated) rope = {rows_of(cos, first, tokens.size(1)), rows_of(sin, first, tokens.size(1))};
+    const RopeTables* r = rotated ? &rope : nullptr;
+    const struct {
+      const Tensor& rows;
+      const nn::Linear& proj;
+      const nn::RMSNorm* norm;
+      const RopeTables* rope;
+    } parts[] = {{joint.q, p->q, &p->norm_q, r}, {joint.k, p->k, &p->norm_k, r}, {joint.v, p->v, nullptr, nullptr}};
+    for (const auto& part : parts)
+      write_rows(part.rows, first, tokens.size(1), [&](Tensor& out) {
+        project_heads_into(part.proj, part.norm, shape_.qk_norm, shape_.heads, tokens, part.rope, out);
+      });
+  }
+  for (Tensor* t : {&joint.q, &joint.k, &joint.v}) *t = t->reshape({x.size(0), length, shape_.heads, shape_.head_dim});
+  attention::Mask mask;
+  if (const Tensor& keep = in.at("text_keep"); keep.defined()) {
+    CPDIT_CHECK(keep.dim() == 2 && keep.size(0) == c.size(0) && keep.size(1) == n_text, invalid_argument,
+                "joint attention: the text mask must be (", c.size(0), ", ", n_text, "), got ", keep.describe());
+    mask = attention::Mask::key_padding(
+        cat({keep.to(DType::boolean), Tensor::full({x.size(0), x.size(1)}, 1.0, DType::boolean)}, 1));
+  }
+  return attend_heads(joint, attention::KvPlacement::sharded, std::move(mask));
 }
 
 }  // namespace cpdit::models::common

@@ -64,13 +64,13 @@ std::vector<Tensor> DoubleBlock::forward(const Tensor& hidden_states, const Tens
     // shift, scale, gate for attention, then for the MLP.
     auto m = norm1_.forward(emb);
     auto mc = norm1_context_.forward(emb);
-    auto attn = attn_.forward(common::norm_modulate(x, m[1], m[0], kEps), common::norm_modulate(c, mc[1], mc[0], kEps),
-                              in.at("cos"), in.at("sin"));
-    Tensor x1 = common::gated_residual(x, attn[0], m[2]);
-    Tensor c1 = common::gated_residual(c, attn[1], mc[2]);
-    common::add_gated_(x1, ff_.forward(common::norm_modulate(x1, m[4], m[3], kEps)), m[5]);
-    common::add_gated_(c1, ff_context_.forward(common::norm_modulate(c1, mc[4], mc[3], kEps)), mc[5]);
-    return std::vector<Tensor>{c1, x1};
+    // Each residual branch ends in one pass over its output projection's product (bias, gate and
+    // residual): new tensors, never the inputs, which hooks may hold.
+    auto h = attn_.forward_residual(x, m[2], c, mc[2], common::norm_modulate(x, m[1], m[0], kEps),
+                                    common::norm_modulate(c, mc[1], mc[0], kEps), in.at("cos"), in.at("sin"));
+    Tensor x2 = ff_.forward_residual(h[0], m[5], common::norm_modulate(h[0], m[4], m[3], kEps));
+    Tensor c2 = ff_context_.forward_residual(h[1], mc[5], common::norm_modulate(h[1], mc[4], mc[3], kEps));
+    return std::vector<Tensor>{c2, x2};
   });
 }
 

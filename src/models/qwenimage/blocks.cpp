@@ -85,13 +85,14 @@ std::vector<Tensor> TransformerBlock::forward(const Tensor& hidden_states, const
     if (index.defined())
       for (Tensor& v : m) v = per_token(v, index);
     auto mc = txt_mod_.forward(index.defined() ? in.at("temb").narrow(0, 0, index.size(0)) : in.at("temb"));
-    auto attn = attn_.forward(common::norm_modulate(x, m[1], m[0], kEps), common::norm_modulate(c, mc[1], mc[0], kEps),
-                              in.at("cos"), in.at("sin"), in.at("encoder_hidden_states_mask"));
-    Tensor x1 = common::gated_residual(x, attn[0], m[2]);  // never write into the inputs, which hooks may hold
-    Tensor c1 = common::gated_residual(c, attn[1], mc[2]);
-    common::add_gated_(x1, img_mlp_.forward(common::norm_modulate(x1, m[4], m[3], kEps)), m[5]);
-    common::add_gated_(c1, txt_mlp_.forward(common::norm_modulate(c1, mc[4], mc[3], kEps)), mc[5]);
-    return std::vector<Tensor>{c1, x1};
+    // Each residual branch ends in one pass over its output projection's product (bias, gate and
+    // residual): new tensors, never the inputs, which hooks may hold.
+    auto h = attn_.forward_residual(x, m[2], c, mc[2], common::norm_modulate(x, m[1], m[0], kEps),
+                                    common::norm_modulate(c, mc[1], mc[0], kEps), in.at("cos"), in.at("sin"),
+                                    in.at("encoder_hidden_states_mask"));
+    Tensor x2 = img_mlp_.forward_residual(h[0], m[5], common::norm_modulate(h[0], m[4], m[3], kEps));
+    Tensor c2 = txt_mlp_.forward_residual(h[1], mc[5], common::norm_modulate(h[1], mc[4], mc[3], kEps));
+    return std::vector<Tensor>{c2, x2};
   });
 }
 

@@ -89,8 +89,20 @@ class JointAttention : public nn::Module {
   explicit JointAttention(const AttentionShape& shape);
   std::vector<Tensor> forward(const Tensor& hidden_states, const Tensor& encoder_hidden_states, const Tensor& cos,
                               const Tensor& sin, const Tensor& text_keep = {}) const;
+  // (residual + image output · gate, context_residual + text output · context_gate) as new tensors,
+  // the block's two residual branches: each output projection runs without its bias, and bias, gate
+  // and residual finish in one pass over its product (projected_residual). With a hook on this module
+  // it runs as forward.
+  std::vector<Tensor> forward_residual(const Tensor& residual, const Tensor& gate, const Tensor& context_residual,
+                                       const Tensor& context_gate, const Tensor& hidden_states,
+                                       const Tensor& encoder_hidden_states, const Tensor& cos, const Tensor& sin,
+                                       const Tensor& text_keep = {}) const;
 
  private:
+  // The heads of both streams joined, (B, L_text + S, heads·head_dim), before the output projections:
+  // each stream's q, k and v are written straight into its rows of the joint buffers.
+  Tensor attend(const nn::TensorMap& in) const;
+
   AttentionShape shape_;
   StreamProjections image_;  // to_q, to_k, to_v, norm_q, norm_k
   StreamProjections text_;   // add_q_proj, add_k_proj, add_v_proj, norm_added_q, norm_added_k
