@@ -1,9 +1,11 @@
 // The VAE decoders and encoders against diffusers' own numbers (vae_kl_tiny, vae_wan_tiny and their
 // encode fixtures).
 #include "models/vae_fixture.hpp"
+#include "support/expect_error.hpp"
 #include "support/record_outputs.hpp"
 
 #include <cpdit/core/error.hpp>
+#include <cpdit/io/json.hpp>
 #include <cpdit/models/vae/autoencoder_kl.hpp>
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 
@@ -114,6 +116,39 @@ TEST(AutoencoderKLWan, RefusesAVideoItCannotEncode) {
 TEST(AutoencoderKLWan, RefusesAConfigOfAnotherClass) {
   EXPECT_THROW(load_autoencoder_kl_wan(fixture_weights("vae_kl_tiny"), fixture_config("vae_kl_tiny")), Error);
   EXPECT_THROW(load_autoencoder_kl(fixture_weights("vae_wan_tiny"), fixture_config("vae_wan_tiny")), Error);
+}
+
+// Both configs are read as every model's config is: a config that is no object, or a field of the
+// wrong type, is one line naming the VAE; Qwen-Image's `input_channels` sets both channel counts.
+TEST(VaeConfigs, ReadAsEveryModelConfigAndRefuseBadOnesInOneLine) {
+  const nlohmann::json kl = io::read_json(fixture_config("vae_kl_tiny"));
+  const nlohmann::json wan = io::read_json(fixture_config("vae_wan_tiny"));
+  EXPECT_EQ(KLConfig::from_json(kl).block_out_channels, kl.at("block_out_channels").get<std::vector<int64_t>>());
+  EXPECT_EQ(WanVaeConfig::from_json(wan).z_dim, wan.at("z_dim").get<int64_t>());
+  cpdit::testing::expect_error([] { KLConfig::from_json(nlohmann::json::array()); },
+                               {"AutoencoderKL config must be a JSON object"});
+  cpdit::testing::expect_error([] { WanVaeConfig::from_json(nlohmann::json::array()); },
+                               {"AutoencoderKLWan config must be a JSON object"});
+  nlohmann::json bad = kl;
+  bad["layers_per_block"] = "two";
+  cpdit::testing::expect_error([&] { KLConfig::from_json(bad); }, {"AutoencoderKL config", "wrong type"});
+  bad = kl;
+  bad["norm_num_groups"] = 0;
+  cpdit::testing::expect_error([&] { KLConfig::from_json(bad); }, {"norm_num_groups must be positive"});
+  bad = wan;
+  bad["z_dim"] = 1.5;
+  cpdit::testing::expect_error([&] { WanVaeConfig::from_json(bad); },
+                               {"AutoencoderKLWan config", "z_dim", "whole number"});
+  bad = wan;
+  bad["patch_size"] = 2;
+  cpdit::testing::expect_error([&] { WanVaeConfig::from_json(bad); }, {"Wan 2.2 layout"});
+  nlohmann::json qwen = wan;
+  qwen.erase("in_channels");
+  qwen.erase("out_channels");
+  qwen["input_channels"] = 4;
+  const WanVaeConfig four = WanVaeConfig::from_json(qwen);
+  EXPECT_EQ(four.in_channels, 4);
+  EXPECT_EQ(four.out_channels, 4);
 }
 
 }  // namespace
