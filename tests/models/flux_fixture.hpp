@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the FLUX tests: the flux_tiny fixture (diffusers' own numbers) and random inputs of its
 // config.
+#include "support/model_fixture.hpp"
 #include "support/random_normal.hpp"
 #include "support/temp_dir.hpp"
 
@@ -14,13 +15,15 @@
 
 namespace cpdit::models::flux::testing {
 
-inline std::string fixture_dir() { return std::string(CPDIT_TEST_DATA) + "/fixtures/flux_tiny"; }
+constexpr const char* kFixture = "flux_tiny";
+
+inline std::string fixture_dir() { return cpdit::testing::fixture_dir(kFixture); }
 
 inline FluxCheckpoint fixture_checkpoint() {
-  return read_flux_checkpoint(fixture_dir() + "/weights.safetensors", fixture_dir() + "/config.json");
+  return read_flux_checkpoint(cpdit::testing::fixture_weights(kFixture), cpdit::testing::fixture_config(kFixture));
 }
 
-inline nn::TensorMap fixture_inputs() { return io::load_safetensors(fixture_dir() + "/inputs.safetensors"); }
+inline nn::TensorMap fixture_inputs() { return cpdit::testing::fixture_file(kFixture, "inputs"); }
 
 // Inputs of the tiny config on an h x w token grid with `text` tokens, ids laid out as the pipeline
 // lays them out (img (0, row, col), text zeros).

@@ -2,6 +2,7 @@
 // Shared by the LTX-Video tests: the ltx_tiny fixture (diffusers' own numbers), the per-token
 // timestep / padded text fixture made from it (tools/reference/ltx_video_per_token.py), random
 // inputs of its config, and the tolerance every comparison uses.
+#include "support/model_fixture.hpp"
 #include "support/random_normal.hpp"
 #include "support/relative_error.hpp"
 
@@ -17,19 +18,20 @@ namespace cpdit::models::ltx_video::testing {
 // mistakes the fixture README lists move outputs by 1e-4 or more of it. 1e-5 of the range sits between.
 constexpr double kRelativeTolerance = 1e-5;
 
-inline std::string fixture_dir(const std::string& name = "ltx_tiny") {
-  return std::string(CPDIT_TEST_DATA) + "/fixtures/" + name;
-}
+constexpr const char* kFixture = "ltx_tiny";
+
+inline std::string fixture_dir(const std::string& name = kFixture) { return cpdit::testing::fixture_dir(name); }
 
 inline LtxVideoCheckpoint fixture_checkpoint() {
-  return read_ltx_video_checkpoint(fixture_dir() + "/weights.safetensors", fixture_dir() + "/config.json");
+  return read_ltx_video_checkpoint(cpdit::testing::fixture_weights(kFixture), cpdit::testing::fixture_config(kFixture));
 }
 
-inline nn::TensorMap fixture_inputs(const std::string& name = "ltx_tiny") {
-  return io::load_safetensors(fixture_dir(name) + "/inputs.safetensors");
+inline nn::TensorMap fixture_inputs(const std::string& name = kFixture) {
+  return cpdit::testing::fixture_file(name, "inputs");
 }
 
-inline nn::TensorMap fixture_intermediates() { return io::load_safetensors(fixture_dir() + "/intermediates.safetensors"); }
+// The fixture's intermediates; `proj_out` is the model's sample (no expected.safetensors is kept).
+inline nn::TensorMap fixture_intermediates() { return cpdit::testing::fixture_file(kFixture, "intermediates"); }
 
 using cpdit::testing::relative_error;  // max |got - want| / max |want|
 

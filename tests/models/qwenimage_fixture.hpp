@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the Qwen-Image tests: the qwenimage_tiny fixture (diffusers' own numbers), random inputs
 // of its config, and the tolerance every comparison uses.
+#include "support/model_fixture.hpp"
 #include "support/random_normal.hpp"
 #include "support/relative_error.hpp"
 
@@ -16,25 +17,22 @@ namespace cpdit::models::qwenimage::testing {
 // mistakes the fixture README lists move outputs by 1e-4 or more of it. 1e-5 of the range sits between.
 constexpr double kRelativeTolerance = 1e-5;
 
-inline std::string fixture_dir() { return std::string(CPDIT_TEST_DATA) + "/fixtures/qwenimage_tiny"; }
-
-inline QwenImageCheckpoint fixture_checkpoint() {
-  return read_qwenimage_checkpoint(fixture_dir() + "/weights.safetensors", fixture_dir() + "/config.json");
-}
-
-inline nn::TensorMap fixture_inputs() { return io::load_safetensors(fixture_dir() + "/inputs.safetensors"); }
-
+constexpr const char* kFixture = "qwenimage_tiny";
 // The zero_cond_t fixture (tools/reference/qwenimage_zero_cond_t.py): batch 2, two image segments.
-inline std::string zero_cond_t_dir() { return std::string(CPDIT_TEST_DATA) + "/fixtures/qwenimage_zero_cond_t"; }
-inline QwenImageCheckpoint zero_cond_t_checkpoint() {
-  return read_qwenimage_checkpoint(zero_cond_t_dir() + "/weights.safetensors", zero_cond_t_dir() + "/config.json");
+constexpr const char* kZeroCondT = "qwenimage_zero_cond_t";
+
+inline std::string fixture_dir() { return cpdit::testing::fixture_dir(kFixture); }
+
+inline QwenImageCheckpoint fixture_checkpoint(const char* name = kFixture) {
+  return read_qwenimage_checkpoint(cpdit::testing::fixture_weights(name), cpdit::testing::fixture_config(name));
 }
-inline nn::TensorMap zero_cond_t_inputs() { return io::load_safetensors(zero_cond_t_dir() + "/inputs.safetensors"); }
+
+inline nn::TensorMap fixture_inputs(const char* name = kFixture) {
+  return cpdit::testing::fixture_file(name, "inputs");
+}
 
 // The fixture's intermediates; `proj_out` is the model's sample (no expected.safetensors is kept).
-inline nn::TensorMap fixture_intermediates() {
-  return io::load_safetensors(fixture_dir() + "/intermediates.safetensors");
-}
+inline nn::TensorMap fixture_intermediates() { return cpdit::testing::fixture_file(kFixture, "intermediates"); }
 
 using cpdit::testing::relative_error;  // max |got - want| / max |want|
 

@@ -1,6 +1,8 @@
 #pragma once
 // Shared by the SkyReels-V2 tests: the skyreels_v2_tiny fixture (diffusers' own numbers), the same
 // weights with fps weights added or another num_frame_per_block, and random diffusion-forcing inputs.
+#include "models/wan_fixture.hpp"
+#include "support/model_fixture.hpp"
 #include "support/random_normal.hpp"
 
 #include <cpdit/io/safetensors.hpp>
@@ -11,13 +13,18 @@
 
 namespace cpdit::models::skyreels_v2::testing {
 
-inline std::string fixture_dir() { return std::string(CPDIT_TEST_DATA) + "/fixtures/skyreels_v2_tiny"; }
+constexpr const char* kFixture = "skyreels_v2_tiny";
+
+inline std::string fixture_dir() { return cpdit::testing::fixture_dir(kFixture); }
 
 inline SkyReelsV2Checkpoint fixture_checkpoint() {
-  return read_skyreels_v2_checkpoint(fixture_dir() + "/weights.safetensors", fixture_dir() + "/config.json");
+  return read_skyreels_v2_checkpoint(cpdit::testing::fixture_weights(kFixture),
+                                     cpdit::testing::fixture_config(kFixture));
 }
 
-inline nn::TensorMap fixture_inputs() { return io::load_safetensors(fixture_dir() + "/inputs.safetensors"); }
+inline nn::TensorMap fixture_inputs() { return cpdit::testing::fixture_file(kFixture, "inputs"); }
+
+using wan::testing::wan_intermediates;  // SkyReels-V2 is a Wan 2.1 network
 
 // The fixture's weights with inject_sample_info on: seeded fps_embedding and fps_projection weights
 // of the sizes diffusers gives them (scaled like the fixture's, 1/sqrt(fan_in)).

@@ -1,5 +1,4 @@
 // FluxTransformer2DModel against diffusers' own numbers (tests/data/fixtures/flux_tiny).
-#include "support/record_outputs.hpp"
 #include "models/flux_fixture.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -15,16 +14,12 @@ using testing::fixture_inputs;
 
 constexpr double kTolerance = 1e-4;  // the fixture README: common porting mistakes move outputs by >= 9%
 
-TEST(Flux, SampleMatchesDiffusers) {
+TEST(Flux, SampleAndIntermediatesMatchDiffusers) {
   auto model = load_flux(fixture_checkpoint());
-  Tensor expected = io::load_safetensors(fixture_dir() + "/expected.safetensors").at("sample");
-  cpdit::testing::expect_sample(model->forward(fixture_inputs()).at("sample"), expected, max_abs_diff, kTolerance);
-}
-
-TEST(Flux, IntermediatesMatchDiffusers) {
-  auto model = load_flux(fixture_checkpoint());
-  auto expected = io::load_safetensors(fixture_dir() + "/intermediates.safetensors");
-  cpdit::testing::expect_intermediates(*model, [&] { model->forward(fixture_inputs()); }, expected, max_abs_diff, kTolerance);
+  cpdit::testing::expect_forward_matches(*model, fixture_inputs(), "sample",
+                                         cpdit::testing::fixture_file(testing::kFixture, "expected").at("sample"),
+                                         cpdit::testing::fixture_file(testing::kFixture, "intermediates"), max_abs_diff,
+                                         kTolerance);
 }
 
 TEST(Flux, ConfigIsInferredFromTheTensors) {

@@ -1,7 +1,6 @@
 // LTXVideoTransformer3DModel against diffusers' own numbers: ltx_tiny (sample and every
 // intermediate) and ltx_video_per_token (per-token timesteps, padded text, a batch of three).
 #include "models/ltx_video_fixture.hpp"
-#include "support/record_outputs.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/models/registry.hpp>
@@ -19,18 +18,11 @@ using testing::fixture_intermediates;
 using testing::kRelativeTolerance;
 using testing::relative_error;
 
-TEST(LtxVideo, SampleMatchesDiffusers) {
+TEST(LtxVideo, SampleAndIntermediatesMatchDiffusers) {
   auto model = load_ltx_video(fixture_checkpoint());
-  const Tensor expected = fixture_intermediates().at("proj_out");
-  cpdit::testing::expect_sample(model->forward(fixture_inputs()).at("sample"), expected, relative_error,
-                                kRelativeTolerance);
-}
-
-// Every intermediate the fixture stores, so a wrong sample points at the module that went wrong.
-TEST(LtxVideo, IntermediatesMatchDiffusers) {
-  auto model = load_ltx_video(fixture_checkpoint());
-  cpdit::testing::expect_intermediates(*model, [&] { model->forward(fixture_inputs()); }, fixture_intermediates(),
-                                       relative_error, kRelativeTolerance);
+  const nn::TensorMap expected = fixture_intermediates();
+  cpdit::testing::expect_forward_matches(*model, fixture_inputs(), "sample", expected.at("proj_out"), expected,
+                                         relative_error, kRelativeTolerance);
 }
 
 // A timestep per token (B, S), as LTXConditionPipeline passes it, with text padded in item 1 and
@@ -39,7 +31,7 @@ TEST(LtxVideo, IntermediatesMatchDiffusers) {
 // only ~1e-3 of item 2's logits (its float32 sample is 9e-5 of the range off the exact one).
 TEST(LtxVideo, PerTokenTimestepsAndPaddedTextMatchDiffusers) {
   auto model = load_ltx_video(fixture_checkpoint());
-  const auto expected = io::load_safetensors(testing::fixture_dir("ltx_video_per_token") + "/expected.safetensors");
+  const auto expected = cpdit::testing::fixture_file("ltx_video_per_token", "expected");
   const Tensor sample = model->forward(fixture_inputs("ltx_video_per_token")).at("sample");
   ASSERT_EQ(sample.shape(), expected.at("sample").shape());
   EXPECT_LT(relative_error(sample.narrow(0, 0, 2), expected.at("sample").narrow(0, 0, 2)), kRelativeTolerance);

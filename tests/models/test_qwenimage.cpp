@@ -1,6 +1,5 @@
 // QwenImageTransformer2DModel against diffusers' own numbers (tests/data/fixtures/qwenimage_tiny).
 #include "models/qwenimage_fixture.hpp"
-#include "support/record_outputs.hpp"
 
 #include <cpdit/core/error.hpp>
 
@@ -26,15 +25,7 @@ Tensor pair_table(const Tensor& real_imag, int part) {
   return out;
 }
 
-TEST(QwenImage, SampleMatchesDiffusers) {
-  auto model = load_qwenimage(fixture_checkpoint());
-  const Tensor expected = fixture_intermediates().at("proj_out");
-  cpdit::testing::expect_sample(model->forward(fixture_inputs()).at("sample"), expected, relative_error,
-                                kRelativeTolerance);
-}
-
-// Every intermediate the fixture stores, so a wrong sample points at the module that went wrong.
-TEST(QwenImage, IntermediatesMatchDiffusers) {
+TEST(QwenImage, SampleAndIntermediatesMatchDiffusers) {
   auto model = load_qwenimage(fixture_checkpoint());
   auto expected = fixture_intermediates();
   // pos_embed returns (image cos, image sin, text cos, text sin); diffusers (image, text) complex.
@@ -44,7 +35,8 @@ TEST(QwenImage, IntermediatesMatchDiffusers) {
     expected["pos_embed." + std::to_string(2 * stream + 1)] = pair_table(polar, 1);
     expected.erase("pos_embed." + std::to_string(stream) + ".real_imag");
   }
-  cpdit::testing::expect_intermediates(*model, [&] { model->forward(fixture_inputs()); }, expected, relative_error, kRelativeTolerance);
+  cpdit::testing::expect_forward_matches(*model, fixture_inputs(), "sample", expected.at("proj_out"), expected,
+                                         relative_error, kRelativeTolerance);
 }
 
 TEST(QwenImage, ConfigIsInferredFromTheTensors) {
@@ -62,15 +54,15 @@ TEST(QwenImage, ConfigIsInferredFromTheTensors) {
 // image segments and a padded text mask. The same weights without zero_cond_t land 1.2 away, far
 // outside the tolerance, so the check is not passed by ignoring the flag.
 TEST(QwenImage, ZeroCondTMatchesDiffusers) {
-  const QwenImageCheckpoint ck = testing::zero_cond_t_checkpoint();
+  const QwenImageCheckpoint ck = fixture_checkpoint(testing::kZeroCondT);
   ASSERT_TRUE(ck.config.zero_cond_t);
-  const auto expected = io::load_safetensors(testing::zero_cond_t_dir() + "/expected.safetensors");
-  cpdit::testing::expect_sample(load_qwenimage(ck)->forward(testing::zero_cond_t_inputs()).at("sample"),
+  const auto expected = cpdit::testing::fixture_file(testing::kZeroCondT, "expected");
+  cpdit::testing::expect_sample(load_qwenimage(ck)->forward(fixture_inputs(testing::kZeroCondT)).at("sample"),
                                 expected.at("sample"), relative_error, kRelativeTolerance);
   EXPECT_GT(relative_error(expected.at("sample_t_everywhere"), expected.at("sample")), 100 * kRelativeTolerance);
 
   // Segments that do not cover an item's image tokens are one clear error.
-  auto inputs = testing::zero_cond_t_inputs();
+  auto inputs = fixture_inputs(testing::kZeroCondT);
   Tensor shapes = inputs.at("img_shapes").clone();
   shapes.data<int64_t>()[6 + 5] = 5;  // item 1's second segment: 15 tokens instead of 12
   inputs["img_shapes"] = shapes;

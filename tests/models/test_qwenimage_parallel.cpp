@@ -26,7 +26,8 @@ void expect_every_mix_matches(const nn::TensorMap& inputs, const std::string& wh
 // zero_cond_t: modulate_index is made whole by the model and split by every block as the plan declares,
 // so each rank's image tokens pick their own modulation half.
 TEST(QwenImageParallel, ZeroCondTModulateIndexFollowsItsTokens) {
-  expect_every_mix_matches(testing::zero_cond_t_inputs(), "zero_cond_t", testing::zero_cond_t_checkpoint());
+  expect_every_mix_matches(testing::fixture_inputs(testing::kZeroCondT), "zero_cond_t",
+                           testing::fixture_checkpoint(testing::kZeroCondT));
 }
 
 TEST(QwenImageParallel, FixtureInputs) { expect_every_mix_matches(testing::fixture_inputs(), "fixture"); }

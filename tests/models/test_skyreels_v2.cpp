@@ -1,6 +1,5 @@
 // SkyReelsV2Transformer3DModel against diffusers' own numbers (tests/data/fixtures/skyreels_v2_tiny),
 // the fps embedding for a batch of 2 (where diffusers 0.42.1 fails) and block-causal attention.
-#include "support/record_outputs.hpp"
 #include "support/relative_error.hpp"
 #include "models/skyreels_v2_fixture.hpp"
 
@@ -22,21 +21,11 @@ using cpdit::testing::relative_error;  // max |got - want| / max |want|
 // relative. 1e-5 of the expected range sits between the two.
 constexpr double kRelative = 1e-5;
 
-TEST(SkyReelsV2, SampleMatchesDiffusers) {
+TEST(SkyReelsV2, SampleAndIntermediatesMatchDiffusers) {
   auto model = load_skyreels_v2(fixture_checkpoint());
-  const Tensor expected = io::load_safetensors(fixture_dir() + "/expected.safetensors").at("sample");
-  cpdit::testing::expect_sample(model->forward(fixture_inputs()).at("sample"), expected, relative_error, kRelative);
-}
-
-// Every intermediate the fixture stores, so a wrong sample points at the module that went wrong.
-TEST(SkyReelsV2, IntermediatesMatchDiffusers) {
-  auto model = load_skyreels_v2(fixture_checkpoint());
-  auto expected = io::load_safetensors(fixture_dir() + "/intermediates.safetensors");
-  // diffusers records the Conv3d output (B, D, F', H', W'); cpdit's patch embedding returns its tokens.
-  Tensor conv = expected.at("patch_embedding");
-  expected["patch_embedding"] = conv.reshape({conv.size(0), conv.size(1), -1}).permute({0, 2, 1}).contiguous();
-  cpdit::testing::expect_intermediates(*model, [&] { model->forward(fixture_inputs()); }, expected, relative_error,
-                                       kRelative);
+  cpdit::testing::expect_forward_matches(*model, fixture_inputs(), "sample",
+                                         cpdit::testing::fixture_file(testing::kFixture, "expected").at("sample"),
+                                         testing::wan_intermediates(testing::kFixture), relative_error, kRelative);
 }
 
 // Using one frame's timestep for every token moves the sample by half its range (fixtures README):

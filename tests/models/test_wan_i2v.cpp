@@ -4,8 +4,8 @@
 // and under context parallelism against one rank: the image tokens, like the text, stay whole on every rank.
 #include "models/wan_fixture.hpp"
 #include "support/plan_parity.hpp"
-#include "support/record_outputs.hpp"
-#include "support/temp_dir.hpp"
+#include "support/relative_error.hpp"
+#include "support/run_cli.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
@@ -16,34 +16,27 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 #include <string>
 
 namespace cpdit::models {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(CPDIT_TEST_DATA) + "/fixtures/" + name; }
+using cpdit::testing::fixture_config;
+using cpdit::testing::fixture_file;
+using cpdit::testing::fixture_weights;
+using cpdit::testing::relative_error;  // max |got - want| / max |want|
 
 wan::WanCheckpoint flf2v_checkpoint() {
-  return wan::read_wan_checkpoint(fixture("wan_flf2v_tiny/weights.safetensors"), fixture("wan_flf2v_tiny/config.json"));
+  return wan::read_wan_checkpoint(fixture_weights("wan_flf2v_tiny"), fixture_config("wan_flf2v_tiny"));
 }
 
 skyreels_v2::SkyReelsV2Checkpoint skyreels_i2v_checkpoint() {
-  return skyreels_v2::read_skyreels_v2_checkpoint(fixture("skyreels_v2_i2v_tiny/weights.safetensors"),
-                                                  fixture("skyreels_v2_i2v_tiny/config.json"));
+  return skyreels_v2::read_skyreels_v2_checkpoint(fixture_weights("skyreels_v2_i2v_tiny"),
+                                                  fixture_config("skyreels_v2_i2v_tiny"));
 }
 
-nn::TensorMap inputs_of(const std::string& name) { return io::load_safetensors(fixture(name + "/inputs.safetensors")); }
-
-double max_abs(const Tensor& t) {
-  const Tensor c = t.contiguous();
-  double m = 0;
-  for (int64_t i = 0; i < c.numel(); ++i) m = std::max(m, double(std::fabs(c.data<float>()[i])));
-  return m;
-}
-
-double relative(const Tensor& got, const Tensor& want) { return max_abs_diff(got, want) / max_abs(want); }
+nn::TensorMap inputs_of(const std::string& name) { return fixture_file(name, "inputs"); }
 
 // As for the text-to-video fixtures: float32 against float64 runs of these widths differ by about
 // 5e-7 relative, while leaving out pos_embed moves the FLF2V sample by 3.7% and the image tokens move
@@ -52,15 +45,9 @@ constexpr double kRelative = 1e-5;
 
 // The sample, and every module output the fixture recorded (the patch embedding as tokens).
 void expect_matches_diffusers(nn::Model& model, const std::string& name) {
-  const nn::TensorMap inputs = inputs_of(name);
-  const Tensor want = io::load_safetensors(fixture(name + "/expected.safetensors")).at("sample");
-  const Tensor sample = model.forward(inputs).at("sample");
-  ASSERT_EQ(sample.shape(), want.shape());
-  EXPECT_LE(relative(sample, want), kRelative) << name;
-  auto expected = io::load_safetensors(fixture(name + "/intermediates.safetensors"));
-  const Tensor conv = expected.at("patch_embedding");  // diffusers records the Conv3d output (B, D, F', H', W')
-  expected["patch_embedding"] = conv.reshape({conv.size(0), conv.size(1), -1}).permute({0, 2, 1}).contiguous();
-  cpdit::testing::expect_intermediates(model, [&] { model.forward(inputs); }, expected, relative, kRelative);
+  SCOPED_TRACE(name);
+  cpdit::testing::expect_forward_matches(model, inputs_of(name), "sample", fixture_file(name, "expected").at("sample"),
+                                         wan::testing::wan_intermediates(name), relative_error, kRelative);
 }
 
 TEST(WanImageConditioning, SkyReelsV2I2VMatchesDiffusers) {
@@ -139,13 +126,13 @@ TEST(WanImageConditioningParallel, WanFlf2vEveryMeshEqualsOneRank) {
 TEST(WanImageConditioningCli, ForwardTakesTheImageTokens) {
   cpdit::testing::TempDir dir("wan_i2v_cli");
   const std::string out = dir.file("sample.safetensors");
-  const std::string command = std::string(CPDIT_BINARY) + " forward --model " + fixture("wan_flf2v_tiny/weights.safetensors") +
-                              " --config " + fixture("wan_flf2v_tiny/config.json") + " --inputs " +
-                              fixture("wan_flf2v_tiny/inputs.safetensors") + " --threads 1 --ring 2 --ulysses 2 --output " +
-                              out + " > /dev/null";
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
-  const Tensor want = io::load_safetensors(fixture("wan_flf2v_tiny/expected.safetensors")).at("sample");
-  EXPECT_LE(relative(io::load_safetensors(out).at("sample"), want), kRelative);
+  const auto r = cpdit::testing::run_cli("forward --model " + fixture_weights("wan_flf2v_tiny") + " --config " +
+                                         fixture_config("wan_flf2v_tiny") + " --inputs " +
+                                         cpdit::testing::fixture_dir("wan_flf2v_tiny") + "/inputs.safetensors" +
+                                         " --threads 1 --ring 2 --ulysses 2 --output " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Tensor want = fixture_file("wan_flf2v_tiny", "expected").at("sample");
+  EXPECT_LE(relative_error(io::load_safetensors(out).at("sample"), want), kRelative);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 #pragma once
 // Shared by the Wan tests: the wan_tiny fixture (diffusers' own numbers) and random inputs of its
 // config.
+#include "support/model_fixture.hpp"
 #include "support/random_normal.hpp"
 
 #include <cpdit/io/safetensors.hpp>
@@ -11,13 +12,24 @@
 
 namespace cpdit::models::wan::testing {
 
-inline std::string fixture_dir() { return std::string(CPDIT_TEST_DATA) + "/fixtures/wan_tiny"; }
+constexpr const char* kFixture = "wan_tiny";
+
+inline std::string fixture_dir() { return cpdit::testing::fixture_dir(kFixture); }
 
 inline WanCheckpoint fixture_checkpoint() {
-  return read_wan_checkpoint(fixture_dir() + "/weights.safetensors", fixture_dir() + "/config.json");
+  return read_wan_checkpoint(cpdit::testing::fixture_weights(kFixture), cpdit::testing::fixture_config(kFixture));
 }
 
-inline nn::TensorMap fixture_inputs() { return io::load_safetensors(fixture_dir() + "/inputs.safetensors"); }
+inline nn::TensorMap fixture_inputs() { return cpdit::testing::fixture_file(kFixture, "inputs"); }
+
+// The intermediates of a Wan 2.1 network's fixture as cpdit's modules return them: diffusers records
+// the patch embedding's Conv3d output (B, D, F', H', W'), cpdit's returns its tokens (B, S, D).
+inline nn::TensorMap wan_intermediates(const std::string& fixture) {
+  nn::TensorMap expected = cpdit::testing::fixture_file(fixture, "intermediates");
+  const Tensor conv = expected.at("patch_embedding");
+  expected["patch_embedding"] = conv.reshape({conv.size(0), conv.size(1), -1}).permute({0, 2, 1}).contiguous();
+  return expected;
+}
 
 // A latent (1, C, frames, rows, cols), 12 text tokens and a timestep; per_token: one timestep per
 // latent token (B, S), as Wan 2.2 TI2V passes it.
