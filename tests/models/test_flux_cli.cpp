@@ -1,7 +1,7 @@
 // `cpdit forward` on the flux_tiny fixture: the sample, the same under context parallelism, and
 // errors as one line with exit code 2 and nothing written.
 #include "models/flux_fixture.hpp"
-#include "support/run_cli.hpp"
+#include "support/forward_cli.hpp"
 
 #include <gtest/gtest.h>
 
@@ -20,15 +20,10 @@ std::string model_args(const std::string& config = fixture_dir() + "/config.json
          "/inputs.safetensors --threads 1";
 }
 
+// 1e-4 absolute, as test_flux.cpp: the fixture README's float32 bound, far below the usual mistakes.
 TEST(FluxCli, ForwardWritesTheSample) {
-  TempDir dir("flux_cli");
-  Tensor expected = io::load_safetensors(fixture_dir() + "/expected.safetensors").at("sample");
-  for (std::string layout : {"", " --ring 2 --ulysses 2", " --ring 3 --rotate allgather"}) {
-    std::string out = dir.file("sample.safetensors");
-    auto r = run_cli(model_args() + layout + " --output " + out);
-    ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("sample"), expected), 1e-4) << layout;
-  }
+  cpdit::testing::expect_forward_cli_sample(
+      fixture_dir(), cpdit::testing::fixture_file(testing::kFixture, "expected").at("sample"), max_abs_diff, 1e-4);
 }
 
 // The weight line of the summary: "weights ... (N bytes) ...".

@@ -2,7 +2,8 @@
 // (tests/data/fixtures/gguf, made by tools/reference/gguf_fixtures.py): the blocks are bound as they
 // are mapped, Linear computes from them, and the sample is diffusers' own on the decoded weights.
 #include "models/flux_fixture.hpp"
-#include "support/run_cli.hpp"
+#include "support/forward_cli.hpp"
+#include "support/relative_error.hpp"
 
 #include <cpdit/core/error.hpp>
 
@@ -16,26 +17,16 @@ namespace {
 using testing::fixture_dir;
 using testing::fixture_inputs;
 
-std::string gguf_dir() { return std::string(CPDIT_TEST_DATA) + "/fixtures/gguf/"; }
+using cpdit::testing::parameters_in_format;
+using cpdit::testing::relative_to_range;
 
-double range(const Tensor& t) {
-  double lo = 1e300, hi = -1e300;
-  for (int64_t i = 0; i < t.numel(); ++i) lo = std::min(lo, double(t.data<float>()[i])), hi = std::max(hi, double(t.data<float>()[i]));
-  return hi - lo;
-}
-
-// Every Linear weight bound in `format` (the blocks kept, not decoded), and how many there are.
-int count_weights_in(nn::Module& model, const std::string& format) {
-  int n = 0;
-  for (auto& [name, p] : model.named_parameters()) n += p->value.format() == format;
-  return n;
-}
+std::string gguf_dir() { return cpdit::testing::fixture_dir("gguf") + "/"; }
 
 TEST(FluxGguf, Q8_0GivesDiffusersSampleOnTheDecodedWeights) {
   auto checkpoint = read_flux_checkpoint(gguf_dir() + "flux_tiny_q8_0.gguf", fixture_dir() + "/config.json");
   auto model = load_flux(checkpoint);
   // qkv, projections, MLPs, modulations: every 2-D weight whose rows are whole 32-blocks
-  EXPECT_GE(count_weights_in(*model, "Q8_0"), 20);
+  EXPECT_GE(parameters_in_format(*model, "Q8_0"), 20);
   auto expected = io::load_safetensors(gguf_dir() + "flux_tiny_q8_0_expected.safetensors");
   Tensor sample = model->forward(fixture_inputs()).at("sample");
   // Against diffusers on the same (decoded) weights: only f32 rounding differs, as for the f32 fixture.
@@ -43,7 +34,7 @@ TEST(FluxGguf, Q8_0GivesDiffusersSampleOnTheDecodedWeights) {
   // Against the f32 model's sample: the quantisation's own effect, which diffusers shows on the same
   // weights (|sample_q8 - sample_f32|, 0.7% of the range), plus the f32 rounding above.
   const double quantisation = max_abs_diff(expected.at("sample"), expected.at("sample_f32"));
-  EXPECT_LT(quantisation, 0.01 * range(expected.at("sample_f32")));
+  EXPECT_LT(relative_to_range(expected.at("sample"), expected.at("sample_f32")), 0.01);
   EXPECT_LT(max_abs_diff(sample, expected.at("sample_f32")), quantisation + 1e-4);
 }
 
@@ -52,34 +43,28 @@ TEST(FluxGguf, Q4_KGivesDiffusersSampleWithTheBuiltInConfig) {
   auto checkpoint = read_flux_checkpoint(gguf_dir() + "flux_wide_q4_k.gguf");
   EXPECT_EQ(checkpoint.config.attention_head_dim, 128);
   auto model = load_flux(checkpoint);
-  EXPECT_GE(count_weights_in(*model, "Q4_K"), 15);
+  EXPECT_GE(parameters_in_format(*model, "Q4_K"), 15);
   auto expected = io::load_safetensors(gguf_dir() + "flux_wide_q4_k_expected.safetensors");
   Tensor sample = model->forward(io::load_safetensors(gguf_dir() + "flux_wide_q4_k_inputs.safetensors")).at("sample");
   // f32 sums over up to 1280 products per output, through 2 blocks: 1e-5 of the output's range.
-  EXPECT_LT(max_abs_diff(sample, expected.at("sample")), 1e-5 * range(expected.at("sample")));
+  EXPECT_LT(relative_to_range(sample, expected.at("sample")), 1e-5);
 }
 
 TEST(FluxGguf, F32LoadDecodesTheBlocksAndGivesTheSameSample) {
   auto checkpoint = read_flux_checkpoint(gguf_dir() + "flux_tiny_q8_0.gguf", fixture_dir() + "/config.json");
   auto quantised = load_flux(checkpoint);
   auto decoded = load_flux(checkpoint, nn::load_options("f32"));
-  EXPECT_EQ(count_weights_in(*decoded, "Q8_0"), 0);
+  EXPECT_EQ(parameters_in_format(*decoded, "Q8_0"), 0);
   // The same values through the same sgemm, tiled differently: f32 rounding only.
   EXPECT_LT(max_abs_diff(quantised->forward(fixture_inputs()).at("sample"), decoded->forward(fixture_inputs()).at("sample")),
             1e-5);
 }
 
 TEST(FluxGguf, CliForwardAndInspect) {
-  cpdit::testing::TempDir dir("flux_gguf_cli");
   const std::string gguf = gguf_dir() + "flux_wide_q4_k.gguf";
-  Tensor expected = io::load_safetensors(gguf_dir() + "flux_wide_q4_k_expected.safetensors").at("sample");
-  for (std::string layout : {"", " --ring 2", " --ulysses 2"}) {
-    const std::string out = dir.file("sample.safetensors");
-    auto r = cpdit::testing::run_cli("forward --model " + gguf + " --inputs " + gguf_dir() +
-                                     "flux_wide_q4_k_inputs.safetensors --threads 1 --output " + out + layout);
-    ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("sample"), expected), 1e-5 * range(expected)) << layout;
-  }
+  const Tensor expected = io::load_safetensors(gguf_dir() + "flux_wide_q4_k_expected.safetensors").at("sample");
+  cpdit::testing::expect_forward_cli_runs("--model " + gguf, gguf_dir() + "flux_wide_q4_k_inputs.safetensors",
+                                          {"", " --ring 2", " --ulysses 2"}, expected, relative_to_range, 1e-5);
   auto listed = cpdit::testing::run_cli("inspect " + gguf);
   ASSERT_EQ(listed.code, 0) << listed.err;
   EXPECT_NE(listed.out.find("class: FluxTransformer2DModel (from tensor names)"), std::string::npos) << listed.out;

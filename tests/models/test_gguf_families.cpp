@@ -4,8 +4,9 @@
 // conversion). Each family has a tiny Q8_0 file (its tiny fixture's weights, run with its config) and a
 // wide Q4_K one (inner width 256, read without a config: the family from the tensor names, the sizes
 // from their shapes). The reference `sample` is diffusers' model on the dequantised weights.
+#include "support/forward_cli.hpp"
+#include "support/model_fixture.hpp"
 #include "support/relative_error.hpp"
-#include "support/run_cli.hpp"
 
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
@@ -39,12 +40,6 @@ Tensor expected(const Family& f, const std::string& kind, const std::string& key
   return io::load_safetensors(kData + "gguf/" + f.name + "_" + kind + "_expected.safetensors").at(key);
 }
 
-// How many of a model's parameters are bound in `format` (kept as blocks, not decoded).
-int count_in(nn::Model& model, const std::string& format) {
-  int n = 0;
-  for (auto& [name, p] : model.named_parameters()) n += p->value.format() == format;
-  return n;
-}
 
 class GgufFamilies : public ::testing::TestWithParam<Family> {};
 
@@ -55,7 +50,7 @@ TEST_P(GgufFamilies, Q8_0GivesDiffusersSampleOnTheDecodedWeights) {
   EXPECT_EQ(loaded.class_name, f.class_name);
   auto model = loaded.replica();
   // only the weights whose rows are whole 32-blocks are Q8_0 (in wan_tiny and ltx_tiny only a few)
-  EXPECT_GE(count_in(*model, "Q8_0"), 3);
+  EXPECT_GE(cpdit::testing::parameters_in_format(*model, "Q8_0"), 3);
   const nn::TensorMap inputs = io::load_safetensors(tiny_dir(f) + "/inputs.safetensors");
   const Tensor sample = model->forward(inputs).at("sample");
   // Against diffusers on the same values: f32 rounding only, as the tiny fixtures' own f32 runs
@@ -63,7 +58,7 @@ TEST_P(GgufFamilies, Q8_0GivesDiffusersSampleOnTheDecodedWeights) {
   EXPECT_LT(relative_error(sample, expected(f, "tiny_q8_0")), 1e-5);
   // The same checkpoint decoded to f32 on load multiplies the same values through the f32 GEMM.
   auto decoded = open_model(gguf(f, "tiny_q8_0"), tiny_dir(f) + "/config.json", nn::load_options("f32")).replica();
-  EXPECT_EQ(count_in(*decoded, "Q8_0"), 0);
+  EXPECT_EQ(cpdit::testing::parameters_in_format(*decoded, "Q8_0"), 0);
   EXPECT_LT(relative_error(decoded->forward(inputs).at("sample"), sample), 1e-5);
 }
 
@@ -72,16 +67,10 @@ TEST_P(GgufFamilies, Q8_0GivesDiffusersSampleOnTheDecodedWeights) {
 // diffusers' sample on the decoded Q4_K weights, and inspect lists the file.
 TEST_P(GgufFamilies, Q4_KThroughTheCliWithTheBuiltInConfig) {
   const Family& f = GetParam();
-  cpdit::testing::TempDir dir("gguf_families");
   const Tensor want = expected(f, "wide_q4_k");
-  for (std::string layout : {"", " --ring 2", " --ulysses 2"}) {
-    const std::string out = dir.file("sample.safetensors");
-    auto r = run_cli("forward --model " + gguf(f, "wide_q4_k") + " --inputs " + tiny_dir(f) +
-                     "/inputs.safetensors --threads 1 --output " + out + layout);
-    ASSERT_EQ(r.code, 0) << layout << "\n" << r.err;
-    // f32 sums over up to 512 products per output through one block: 1e-5 of the output's range.
-    EXPECT_LT(relative_error(io::load_safetensors(out).at("sample"), want), 1e-5) << layout;
-  }
+  // f32 sums over up to 512 products per output through one block: 1e-5 of the output's range.
+  cpdit::testing::expect_forward_cli_runs("--model " + gguf(f, "wide_q4_k"), tiny_dir(f) + "/inputs.safetensors",
+                                          {"", " --ring 2", " --ulysses 2"}, want, relative_error, 1e-5);
   // The comparison tells the quantised values from the f32 ones: Q4_K moves diffusers' own sample by
   // a few % of its range, far beyond the tolerance above.
   EXPECT_GT(relative_error(want, expected(f, "wide_q4_k", "sample_f32")), 1e-3);

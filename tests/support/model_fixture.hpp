@@ -35,4 +35,11 @@ inline void expect_forward_matches(nn::Model& model, const nn::TensorMap& inputs
   expect_sample(outputs.at(output), expected, error, tolerance);
 }
 
+// How many of a model's parameters are bound in `format` ("Q8_0", "Q4_K": kept as blocks, not decoded).
+inline int parameters_in_format(nn::Module& model, const std::string& format) {
+  int n = 0;
+  for (auto& [name, p] : model.named_parameters()) n += p->value.format() == format;
+  return n;
+}
+
 }  // namespace cpdit::testing
