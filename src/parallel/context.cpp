@@ -113,6 +113,22 @@ void refuse_replicated_rule(const Mask& mask) {
               "use KvPlacement::sharded for self-attention");
 }
 
+// What a call on sharded keys sets up before its ring runs, the forward's and the backward's alike:
+// the Ulysses exchange of the call's shapes, the ring, the mask as the exchanged heads see it, and the
+// global positions a rule is evaluated at.
+struct ShardedCall {
+  ShardedCall(comm::Mesh& mesh, const ContextParallelConfig& config, CommStats& stats,
+              const attention::Backend& backend, const Tensor& q, const Tensor& k, const Mask& given, float scale)
+      : exchange(mesh.ulysses(), q.size(2), k.size(2), q.size(1), k.size(1), stats),
+        ring{backend, mesh.ring(), config.rotate_method, config.convert_to_fp32, scale, stats},
+        mask(exchanged_mask(exchange, given)),
+        positions(rule_positions(mesh, config.token_layout, given, q.size(1), k.size(1), stats)) {}
+  UlyssesExchange exchange;
+  const RingSetup ring;
+  const Mask mask;
+  const RingPositions positions;
+};
+
 }  // namespace
 
 ParallelContext::ParallelContext(std::shared_ptr<comm::Communicator> world,
@@ -142,17 +158,13 @@ attention::Result ParallelContext::forward(const attention::Backend& backend, co
     return backend.forward(q, k, v, opts.mask, scale);
   }
   validate(backend, local_call(q, k, v, opts.mask, false));
-  UlyssesExchange exchange(mesh_.ulysses(), q.size(2), k.size(2), q.size(1), k.size(1), stats_);
-  const RingSetup ring{backend, mesh_.ring(), config_.rotate_method, config_.convert_to_fp32, scale,
-                       stats_};
-  const Mask mask = exchanged_mask(exchange, opts.mask);
-  const RingPositions positions =
-      rule_positions(mesh_, config_.token_layout, opts.mask, q.size(1), k.size(1), stats_);
-  const Tensor kh = exchange.keys_to_heads(k), vh = exchange.keys_to_heads(v);
+  const ShardedCall call(mesh_, config_, stats_, backend, q, k, opts.mask, scale);
+  const Tensor kh = call.exchange.keys_to_heads(k), vh = call.exchange.keys_to_heads(v);
   const ExchangedKv held(stats_, kh, vh, k);
-  const attention::Result part = ring_forward(ring, exchange.queries_to_heads(q), kh, vh, mask, positions);
+  const attention::Result part =
+      ring_forward(call.ring, call.exchange.queries_to_heads(q), kh, vh, call.mask, call.positions);
   // The output is cast to the model dtype once, before the (value-preserving) inverse exchange.
-  return {exchange.queries_to_tokens(part.out.to(q.dtype())), exchange.lse_to_tokens(part.lse)};
+  return {call.exchange.queries_to_tokens(part.out.to(q.dtype())), call.exchange.lse_to_tokens(part.lse)};
 }
 
 attention::Grads ParallelContext::backward(const attention::Backend& backend, const Tensor& dout,
@@ -167,20 +179,15 @@ attention::Grads ParallelContext::backward(const attention::Backend& backend, co
     return backend.backward(dout, q, k, v, fwd.out, fwd.lse, opts.mask, scale);
   }
   validate(backend, local_call(q, k, v, opts.mask, true));
-  UlyssesExchange exchange(mesh_.ulysses(), q.size(2), k.size(2), q.size(1), k.size(1), stats_);
-  const RingSetup ring{backend, mesh_.ring(), config_.rotate_method, config_.convert_to_fp32, scale,
-                       stats_};
-  const Mask mask = exchanged_mask(exchange, opts.mask);
-  const RingPositions positions =
-      rule_positions(mesh_, config_.token_layout, opts.mask, q.size(1), k.size(1), stats_);
+  const ShardedCall call(mesh_, config_, stats_, backend, q, k, opts.mask, scale);
+  const UlyssesExchange& exchange = call.exchange;
   // The router keeps no state between calls, so the forward's head-split tensors are exchanged
   // again here (q, k, v, out, lse as well as dout).
   const attention::Grads part = ring_backward(
-      ring, exchange.queries_to_heads(dout), exchange.queries_to_heads(q), exchange.keys_to_heads(k),
-      exchange.keys_to_heads(v), exchange.queries_to_heads(fwd.out), exchange.lse_to_heads(fwd.lse),
-      mask, positions);
-  return {exchange.queries_to_tokens(part.dq), exchange.keys_to_tokens(part.dk),
-          exchange.keys_to_tokens(part.dv)};
+      call.ring, exchange.queries_to_heads(dout), exchange.queries_to_heads(q), exchange.keys_to_heads(k),
+      exchange.keys_to_heads(v), exchange.queries_to_heads(fwd.out), exchange.lse_to_heads(fwd.lse), call.mask,
+      call.positions);
+  return {exchange.queries_to_tokens(part.dq), exchange.keys_to_tokens(part.dk), exchange.keys_to_tokens(part.dv)};
 }
 
 }  // namespace cpdit::parallel
