@@ -10,7 +10,7 @@ torch time / cpdit time (> 1: cpdit is faster) on CPU time and on wall time. For
 the sum of the two passes on both sides.
 
   /work/venv/bin/python bench/attention_torch.py --seq 1024 2048 --heads 24        # quick
-  /work/venv/bin/python bench/attention_torch.py --seq 4096 8192 --heads 24        # the sizes
+  /work/venv/bin/python bench/attention_torch.py --seq 4096 8192 --heads 24        # FLUX.1 at 1024x1024 and beyond
 
 FLOPs: forward 4 B H S^2 D, backward 2.5x that (the count cpdit's bench uses). Memory: cpdit reports the
 peak of its tracked tensor allocations above what existed before the call; torch's is the growth of the
@@ -129,7 +129,8 @@ def main():
         ratios = {name: {"cpu_min": theirs[name]["cpu_seconds_min"] / ours[name]["cpu_seconds_min"],
                          "wall_min": theirs[name]["seconds_min"] / ours[name]["seconds_min"],
                          "wall_median": theirs[name]["seconds_median"] / ours[name]["seconds_median"],
-                         "peak_memory_cpdit_over_torch": ours[name]["peak_extra_bytes"] / max(theirs[name]["peak_extra_bytes"], 1)}
+                         "peak_memory_cpdit_over_torch":
+                             ours[name]["peak_extra_bytes"] / max(theirs[name]["peak_extra_bytes"], 1)}
                   for name in ("fwd", "bwd", "fwd_bwd")}
         print(json.dumps({
             "bench": "attention_torch", "B": 1, "H": args.heads, "S": seq, "D": args.head_dim,

@@ -66,7 +66,7 @@ TEST(TokenLayout, ZigzagGivesEveryRingRowEqualCausalWork) {
 }
 
 TEST(TokenLayout, ZigzagBalancesSkyReelsBlockCausalFramesOnTwoRanks) {
-  // The clip: 544x960 x 17 frames = 5 latent frames of 34 x 60 = 2040 tokens, blocks of one
+  // A 540p clip: 544x960 x 17 frames = 5 latent frames of 34 x 60 = 2040 tokens, blocks of one
   // frame. Contiguous: rank 0 holds frames 0-2.5 (sees 1-3 frames each), rank 1 frames 2.5-5.
   const int64_t frame = 34 * 60, n = 5 * frame;
   const attention::Mask rule = attention::Mask::block_causal(frame);
