@@ -109,7 +109,8 @@ void run_case(const AttentionBenchArgs& args, const std::string& name, int64_t s
   const double fwd_flops = 4.0 * B * H * double(seq) * double(seq) * D;
   nlohmann::json base = line("attention");
   base.update({{"backend", name}, {"dtype", args.dtype}, {"B", B}, {"S", seq}, {"H", H}, {"D", D}, {"threads", threads},
-               {"sgemm_gflops", sgemm.wall}, {"sgemm_gflops_per_cpu_s", sgemm.cpu}, {"sgemm_shape", "4096x4096x" + std::to_string(D)}});
+               {"sgemm_gflops", sgemm.wall}, {"sgemm_gflops_per_cpu_s", sgemm.cpu},
+               {"sgemm_shape", "4096x4096x" + std::to_string(D)}});
   if (name == "native" && native_score_bytes(seq, threads) > (int64_t(1) << 30)) {
     for (const char* pass : {"fwd", "bwd"}) {
       nlohmann::json j = base;
@@ -178,7 +179,8 @@ void add_attention_bench(CLI::App& parent) {
   cmd->add_option("--heads", args->heads, "heads (default: 8, 4, 1 for S <= 1024, 4096, more)");
   cmd->add_option("--head-dim", args->head_dim, "head dim (default 128)");
   cmd->add_option("--repeats", args->repeats, "timed repeats (default 3)");
-  cmd->add_option("--dtype", args->dtype, "f32, or bf16 (as --dtype bf16 of generate: flash's tile products in bf16, f32 accumulation)")
+  cmd->add_option("--dtype", args->dtype,
+                  "f32, or bf16 (as --dtype bf16 of generate: flash's tile products in bf16, f32 accumulation)")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--mask", args->mask, "also run with this mask rule, beside unmasked (default none)")

@@ -66,11 +66,13 @@ void run(const ConvBenchArgs& args) {
 
     const memory::dims src_dims{1, s.in, s.height, s.width}, w_dims{s.out, s.in, 3, 3}, b_dims{s.out},
         dst_dims{1, s.out, s.height, s.width};
-    auto md = [](const memory::dims& d, memory::format_tag tag) { return memory::desc(d, memory::data_type::f32, tag); };
+    auto md = [](const memory::dims& d, memory::format_tag tag) {
+      return memory::desc(d, memory::data_type::f32, tag);
+    };
     auto primitive = [&](memory::format_tag data, memory::format_tag weights) {
-      const dnnl::convolution_forward::desc desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
-                                                 md(src_dims, data), md(w_dims, weights), md(b_dims, memory::format_tag::x),
-                                                 md(dst_dims, data), {1, 1}, {1, 1}, {1, 1});
+      const dnnl::convolution_forward::desc desc(
+          dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct, md(src_dims, data),
+          md(w_dims, weights), md(b_dims, memory::format_tag::x), md(dst_dims, data), {1, 1}, {1, 1}, {1, 1});
       return dnnl::convolution_forward::primitive_desc(desc, engine);
     };
     memory user_src(md(src_dims, memory::format_tag::nchw), engine, x.data<float>());
@@ -80,7 +82,8 @@ void run(const ConvBenchArgs& args) {
 
     for (int threads : args.threads) {
       ScopedComputeThreads budget(threads);
-      const Timing cpdit = measure([&] { kernels::conv3d(x, w, b, kernels::ConvGeometry::same(0, 1, 1)); }, args.repeats);
+      const Timing cpdit =
+          measure([&] { kernels::conv3d(x, w, b, kernels::ConvGeometry::same(0, 1, 1)); }, args.repeats);
       auto report = [&](const std::string& impl, const Timing& t) {
         nlohmann::json j = line("conv");
         j.update({{"impl", impl}, {"in", s.in}, {"out", s.out}, {"height", s.height}, {"width", s.width},
@@ -129,7 +132,8 @@ void run(const ConvBenchArgs& args) {
 
 void add_conv_bench(CLI::App& parent) {
   auto args = std::make_shared<ConvBenchArgs>();
-  CLI::App* cmd = parent.add_subcommand("conv", "3x3 convolutions of the VAE decoders: cpdit against oneDNN's primitive");
+  CLI::App* cmd =
+      parent.add_subcommand("conv", "3x3 convolutions of the VAE decoders: cpdit against oneDNN's primitive");
   cmd->add_option("--shape", args->shapes, "INxOUTxHxW shapes (default: FLUX.1 VAE widths at a quarter size)");
   cmd->add_option("--threads", args->threads, "thread counts (default 1)");
   cmd->add_option("--repeats", args->repeats, "timed repeats after one warm-up (default 3)");

@@ -125,7 +125,8 @@ void run(const GemmBenchArgs& args) {
       linear_line("linear_bf16_weights_bias", [&] { kernels::linear_into(x, w_bf16, b, y); });
       // The two bf16 products linear_bf16_compute chooses between (AMX first, where available).
       if (kernels::amx_available())
-        linear_line("linear_bf16_amx_bias", [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::amx); });
+        linear_line("linear_bf16_amx_bias",
+                    [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::amx); });
       linear_line("linear_bf16_onednn_bias",
                   [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::onednn); });
       // GGUF blocks: decoded one tile at a time for the sgemm (exact products); under bf16 precision

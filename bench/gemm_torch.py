@@ -42,7 +42,8 @@ def main():
     torch_runs = {}
     for name in ("float32", "bfloat16"):
         dtype = getattr(torch, name)
-        x, w, b = torch.rand(m, k, dtype=dtype) * 2 - 1, torch.rand(n, k, dtype=dtype) * 2 - 1, torch.rand(n, dtype=dtype)
+        x, w = torch.rand(m, k, dtype=dtype) * 2 - 1, torch.rand(n, k, dtype=dtype) * 2 - 1
+        b = torch.rand(n, dtype=dtype)
         with torch.inference_mode():
             t_min, t_median, cpu = time_min_median(lambda: torch.nn.functional.linear(x, w, b), args.repeats)
         torch_runs[name] = {"gflops_min": flops / t_min / 1e9, "gflops_median": flops / t_median / 1e9,
@@ -58,7 +59,8 @@ def main():
                           "cpdit": line["library"] + ":" + line["op"], "cpdit_gflops": ours,
                           "torch_precision": precision, "torch_linear_gflops": torch_runs[precision],
                           "torch_version": torch.__version__,
-                          "ratio_cpdit_over_torch_cpu": ours["gflops_cpu_min"] / torch_runs[precision]["gflops_cpu_min"]}),
+                          "ratio_cpdit_over_torch_cpu":
+                              ours["gflops_cpu_min"] / torch_runs[precision]["gflops_cpu_min"]}),
               flush=True)
 
 

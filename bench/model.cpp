@@ -199,7 +199,9 @@ void add_model_bench(CLI::App& parent) {
                   "q8_0 or q4_k (Linear weights encoded in that GGUF block format); for all but f32 also each "
                   "block's error against the f32 block (FLUX.1)")
       ->capture_default_str();
-  cmd->add_option("--image-tokens", args->tokens, "token counts (default flux: 1024 4096 image tokens; wan: 1950 7800 video tokens; ltx: 1536; skyreels: 2550 10200)");
+  cmd->add_option("--image-tokens", args->tokens,
+                  "token counts (default flux: 1024 4096 image tokens; wan: 1950 7800 video tokens; ltx: 1536; "
+                  "skyreels: 2550 10200)");
   cmd->add_option("--repeats", args->repeats, "timed repeats after one warm-up");
   cmd->add_option("--token-layout", args->token_layout,
                   "how the ranks split the tokens: contiguous or zigzag (default: the model's; skyreels: zigzag, "

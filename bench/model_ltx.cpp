@@ -41,8 +41,8 @@ BlockBench ltx_blocks(const nn::LoadOptions& load) {
   auto blocks = [weights, load](int64_t tokens, parallel::ParallelContext* context) {
     std::shared_ptr<models::ltx_video::TransformerBlock> block = make_block();
     nn::load_state_dict(*block, *weights, load);
-    std::vector<Tensor> rope =
-        models::ltx_video::RotaryPosEmbed(kDim, 1, 1).forward(grid_for(tokens), std::array<double, 3>{8.0 / 24, 32, 32});
+    std::vector<Tensor> rope = models::ltx_video::RotaryPosEmbed(kDim, 1, 1)
+                                   .forward(grid_for(tokens), std::array<double, 3>{8.0 / 24, 32, 32});
     Tensor x = random_tensor({1, tokens, kDim}, 11), cos = rope[0], sin = rope[1];
     Tensor text = random_tensor({1, kText, kDim}, 12);
     Tensor mask = Tensor::empty({1, kText}, DType::boolean);

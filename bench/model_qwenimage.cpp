@@ -33,8 +33,8 @@ BlockBench qwenimage_blocks(const nn::LoadOptions& load) {
     nn::load_state_dict(*b, *weights, load);
     // A square image of `image` tokens as one segment (1, side, side).
     const int64_t side = int64_t(std::lround(std::sqrt(double(image))));
-    CPDIT_CHECK(side * side == image, invalid_argument, "bench model --model qwenimage needs a square token count, got ",
-                image);
+    CPDIT_CHECK(side * side == image, invalid_argument,
+                "bench model --model qwenimage needs a square token count, got ", image);
     Tensor img_shapes = Tensor::empty({1, 1, 3}, DType::i64);
     img_shapes.data<int64_t>()[0] = 1, img_shapes.data<int64_t>()[1] = side, img_shapes.data<int64_t>()[2] = side;
     std::vector<Tensor> rope = models::qwenimage::PosEmbed({16, 56, 56}).forward(img_shapes, kText);

@@ -39,7 +39,8 @@ def wan_block_gflop(s):
     """As `cpdit bench model --model wan` counts it: video-token projections (self q k v o, cross q o,
     FFN), the text keys and values, and the two attentions."""
     d = WAN_DIM
-    return (2.0 * s * (6 * d * d + 2 * d * WAN_FFN) + 2.0 * TEXT * 2 * d * d + 4.0 * s * s * d + 4.0 * s * TEXT * d) / 1e9
+    return (2.0 * s * (6 * d * d + 2 * d * WAN_FFN) + 2.0 * TEXT * 2 * d * d + 4.0 * s * s * d
+            + 4.0 * s * TEXT * d) / 1e9
 
 
 def flux_cases(image, dtype):
@@ -52,7 +53,8 @@ def flux_cases(image, dtype):
     x, c = torch.randn(1, image, DIM, dtype=dtype), torch.randn(1, TEXT, DIM, dtype=dtype)
     temb = torch.randn(1, DIM, dtype=dtype)
     gflop = block_gflop(image + TEXT)
-    return [("double", FluxTransformerBlock(DIM, HEADS, HEAD_DIM), lambda b: b(x, c, temb, image_rotary_emb=rope), gflop),
+    return [("double", FluxTransformerBlock(DIM, HEADS, HEAD_DIM),
+             lambda b: b(x, c, temb, image_rotary_emb=rope), gflop),
             ("single", FluxSingleTransformerBlock(DIM, HEADS, HEAD_DIM),
              lambda b: b(x, c, temb, image_rotary_emb=rope), gflop)]
 

@@ -48,7 +48,8 @@ BlockBench wan21_block_bench(const nn::LoadOptions& load, std::string class_name
   // text keys and values, and the two attentions (self-attention counted in full, mask or not).
   auto gflop = [](int64_t s) {
     const double d = kDim;
-    return (2.0 * s * (6 * d * d + 2 * d * kFfn) + 2.0 * kText * 2 * d * d + 4.0 * s * s * d + 4.0 * s * kText * d) / 1e9;
+    return (2.0 * s * (6 * d * d + 2 * d * kFfn) + 2.0 * kText * 2 * d * d + 4.0 * s * s * d + 4.0 * s * kText * d) /
+           1e9;
   };
   std::vector<int64_t> tokens;
   std::string sizes;
@@ -83,7 +84,8 @@ BlockBench wan21_block_bench(const nn::LoadOptions& load, std::string class_name
       const attention::Mask mask = v.frames_per_block > 0
                                        ? attention::Mask::block_causal(v.frames_per_block * grid[1] * grid[2])
                                        : attention::Mask::none();
-      timed.push_back({v.block, [block, x, text, temb, cos, sin, mask] { block->forward(x, text, temb, cos, sin, mask); }});
+      timed.push_back(
+          {v.block, [block, x, text, temb, cos, sin, mask] { block->forward(x, text, temb, cos, sin, mask); }});
     }
     return timed;
   };

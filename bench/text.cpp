@@ -46,7 +46,8 @@ nn::StateDict random_bf16_weights(nn::Module& model) {
       state[name] = Tensor::full(p->shape, 1.0);
       continue;
     }
-    const bool table = name.find("embed") != std::string::npos || name.find("relative_attention_bias") != std::string::npos;
+    const bool table =
+        name.find("embed") != std::string::npos || name.find("relative_attention_bias") != std::string::npos;
     const double scale = table ? 0.5 : 1.0 / std::sqrt(double(p->shape[1]));
     state[name] = kernels::mul(pipeline::randn(p->shape, seed++), Tensor::full({1}, scale)).to(DType::bf16);
   }
@@ -61,7 +62,8 @@ double forward_gflop(const models::text::T5Config& c, int64_t s) {
 }
 
 void run_text_bench(const TextBenchArgs& a) {
-  CPDIT_CHECK(a.model == "t5-xxl-shaped", invalid_argument, "bench text: --model must be t5-xxl-shaped, got '", a.model, "'");
+  CPDIT_CHECK(a.model == "t5-xxl-shaped", invalid_argument, "bench text: --model must be t5-xxl-shaped, got '", a.model,
+              "'");
   CPDIT_CHECK(a.tokens >= 1 && a.layers >= 1, invalid_argument, "bench text: --tokens and --layers must be positive");
   if (a.threads > 0) set_compute_threads(a.threads);
   const models::text::T5Config config = xxl_shaped(a.layers);
@@ -81,7 +83,8 @@ void run_text_bench(const TextBenchArgs& a) {
   }
   // The f32 draws are freed into the allocator's cache; hand them back so the RSS shows the weights.
   memory::release_cache();
-  const int64_t rss_weights = resident_bytes() - rss_before, live_weights = weight_memory_counter().current() - live_before;
+  const int64_t rss_weights = resident_bytes() - rss_before,
+                live_weights = weight_memory_counter().current() - live_before;
 
   Tensor ids = Tensor::empty({1, tokens}, DType::i64);
   for (int64_t s = 0; s < tokens; ++s) ids.data<int64_t>()[s] = (s * 7919) % config.vocab_size;
@@ -111,7 +114,8 @@ void run_text_bench(const TextBenchArgs& a) {
 
 void add_text_bench(CLI::App& parent) {
   auto a = std::make_shared<TextBenchArgs>();
-  CLI::App* cmd = parent.add_subcommand("text", "T5 encoder at T5-v1.1-XXL widths (random bf16 weights): GFLOP/s and resident weight bytes");
+  CLI::App* cmd = parent.add_subcommand(
+      "text", "T5 encoder at T5-v1.1-XXL widths (random bf16 weights): GFLOP/s and resident weight bytes");
   cmd->add_option("--model", a->model, "t5-xxl-shaped")->capture_default_str();
   cmd->add_option("--tokens", a->tokens, "sequence length")->capture_default_str();
   cmd->add_option("--layers", a->layers, "encoder blocks")->capture_default_str();

@@ -6,6 +6,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return cpdit::fuzz::each_tensor(
-      data, size, [](std::vector<std::byte> bytes) { return cpdit::io::GgufFile::from_bytes(std::move(bytes), "fuzz input"); },
+      data, size,
+      [](std::vector<std::byte> bytes) { return cpdit::io::GgufFile::from_bytes(std::move(bytes), "fuzz input"); },
       [](const cpdit::io::GgufFile& file, const std::string& name) { return file.get(name).codes(); });
 }

@@ -7,7 +7,9 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return cpdit::fuzz::each_tensor(
       data, size,
-      [](std::vector<std::byte> bytes) { return cpdit::io::SafetensorsFile::from_bytes(std::move(bytes), "fuzz input"); },
+      [](std::vector<std::byte> bytes) {
+        return cpdit::io::SafetensorsFile::from_bytes(std::move(bytes), "fuzz input");
+      },
       [](const cpdit::io::SafetensorsFile& file, const std::string& name) {
         const cpdit::io::TensorInfo& info = file.info(name);
         if (info.end < info.begin) __builtin_trap();

@@ -54,7 +54,8 @@ void write_image(const std::string& path, const Tensor& sample) {
 void write_video(const std::string& path, const models::LoadedModel& vae, const Tensor& sample, int fps) {
   const bool ltx = std::any_cast<models::vae::LtxVaeConfig>(&vae.config) != nullptr;
   CPDIT_CHECK(ltx || std::any_cast<models::vae::WanVaeConfig>(&vae.config) != nullptr, invalid_argument,
-              "--video needs a video VAE (AutoencoderKLWan, AutoencoderKLLTXVideo); this one decodes images, use --out image.png");
+              "--video needs a video VAE (AutoencoderKLWan, AutoencoderKLLTXVideo); this one decodes images, use --out "
+              "image.png");
   CPDIT_CHECK(sample.dim() == 5 && sample.size(0) == 1, invalid_argument, "--video writes one clip, but the decoded ",
               "sample is ", sample.describe(), "; write a batch to a .safetensors file");
   io::write_mp4(path, pipeline::postprocess_pixels(sample).select(0, 0),
@@ -97,11 +98,13 @@ void run_decode(const DecodeOptions& o) {
 
 void add_decode(CLI::App& parent) {
   auto o = std::make_shared<DecodeOptions>();
-  CLI::App* cmd = parent.add_subcommand(
-      "decode", "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, Qwen-Image, LTX-Video) to a PNG, an MP4 or safetensors.");
+  CLI::App* cmd = parent.add_subcommand("decode",
+                                        "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, "
+                                        "Qwen-Image, LTX-Video) to a PNG, an MP4 or safetensors.");
   cmd->add_option("--model", o->model, "diffusers pipeline folder (its vae/ is used) or a VAE folder")->required();
   cmd->add_option("--latents", o->latents, "safetensors holding `latents`, as generate writes them")->required();
-  cmd->add_option("--out", o->out, "image.png (one file per batch item; one frame) or out.safetensors (`sample` in [-1, 1])");
+  cmd->add_option("--out", o->out,
+                  "image.png (one file per batch item; one frame) or out.safetensors (`sample` in [-1, 1])");
   cmd->add_option("--video", o->video, "clip.mp4: a Wan or LTX-Video video as H.264 at --fps");
   cmd->add_option("--fps", o->fps, "--video's frame rate (default: Wan 16, LTX-Video 25)")->check(whole_number<int>());
   cmd->add_option("--decode-timestep", o->ltx.timestep,
@@ -110,11 +113,13 @@ void add_decode(CLI::App& parent) {
   cmd->add_option("--decode-noise-scale", o->ltx.noise_scale,
                   "LTX-Video's timestep-conditioned VAE: the weight of the noise (default: the decode timestep)")
       ->check(finite_number());
-  cmd->add_option("--seed", o->ltx.seed, "LTX-Video's decode noise: generate's --seed (default 0)")->check(whole_number<uint64_t>(0));
+  cmd->add_option("--seed", o->ltx.seed, "LTX-Video's decode noise: generate's --seed (default 0)")
+      ->check(whole_number<uint64_t>(0));
   cmd->add_option("--ranks", o->ranks, "local thread ranks splitting the rows (ignored under mpirun)")
       ->capture_default_str()
       ->check(whole_number<int>());
-  cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)")->check(whole_number<int>());
+  cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)")
+      ->check(whole_number<int>());
   add_vae_split_option(cmd, o->split);
   cmd->callback([o] { run_decode(*o); });
 }

@@ -42,7 +42,8 @@ int run(const DiffArgs& args) {
 
 void add_diff(CLI::App& parent) {
   auto args = std::make_shared<DiffArgs>();
-  CLI::App* cmd = parent.add_subcommand("diff", "Largest absolute difference between same-named tensors of two safetensors files");
+  CLI::App* cmd =
+      parent.add_subcommand("diff", "Largest absolute difference between same-named tensors of two safetensors files");
   cmd->add_option("a", args->a, "first file")->required();
   cmd->add_option("b", args->b, "second file")->required();
   cmd->add_option("--tolerance", args->tolerance, "exit with code 1 when a difference exceeds this");

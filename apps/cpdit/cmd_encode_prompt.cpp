@@ -29,7 +29,8 @@ void run_encode_prompt(const EncodePromptOptions& o) {
   if (o.preset.empty()) {
     io::save_safetensors(o.out, pipeline::encode_prompt(o.model, request));
   } else {
-    io::save_safetensors(o.out, pipeline::encode_prompt(*pipeline::PipelineParts::of_preset(o.preset, o.seed).text, request));
+    io::save_safetensors(o.out,
+                         pipeline::encode_prompt(*pipeline::PipelineParts::of_preset(o.preset, o.seed).text, request));
   }
 }
 
@@ -40,7 +41,8 @@ void add_encode_prompt(CLI::App& parent) {
                        "CLIP pooled_prompt_embeds; Wan: UMT5 prompt_embeds and negative_prompt_embeds)");
   CLI::Option_group* source = cmd->add_option_group("Model");
   source->add_option("--model", o->model, "diffusers pipeline folder (model_index.json, tokenizer*/, text_encoder*/)");
-  source->add_option("--preset", o->preset, "a preset's built-in text encoders (flux-tiny, flux-mini, wan-tiny, wan-mini)");
+  source->add_option("--preset", o->preset,
+                     "a preset's built-in text encoders (flux-tiny, flux-mini, wan-tiny, wan-mini)");
   source->require_option(1);
   cmd->add_option("--seed", o->seed, "with --preset: generate's --seed, which seeds the preset's weights")
       ->capture_default_str();

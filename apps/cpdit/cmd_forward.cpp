@@ -80,12 +80,16 @@ void run_forward(const ForwardOptions& o) {
 
 void add_forward(CLI::App& parent) {
   auto o = std::make_shared<ForwardOptions>();
-  CLI::App* cmd = parent.add_subcommand(
-      "forward", "Run one model forward (the class named by config.json's _class_name or architectures); writes its outputs (`sample`; a VAE's `latent` from an input `sample`; a text encoder's `last_hidden_state` [, `pooler_output`]) to a safetensors file.");
-  cmd->add_option("--model", o->model,
-                  "model folder (config.json + weights, single or sharded), diffusers pipeline folder (its transformer/), "
-                  "index json, or one .safetensors file (diffusers layout, or the original FLUX.1 one; its config is "
-                  "--config, else a config.json beside it, else told from the tensors)")
+  CLI::App* cmd =
+      parent.add_subcommand("forward",
+                            "Run one model forward (the class named by config.json's _class_name or architectures); "
+                            "writes its outputs (`sample`; a VAE's `latent` from an input `sample`; a text encoder's "
+                            "`last_hidden_state` [, `pooler_output`]) to a safetensors file.");
+  cmd->add_option(
+         "--model", o->model,
+         "model folder (config.json + weights, single or sharded), diffusers pipeline folder (its transformer/), "
+         "index json, or one .safetensors file (diffusers layout, or the original FLUX.1 one; its config is "
+         "--config, else a config.json beside it, else told from the tensors)")
       ->required();
   cmd->add_option("--inputs", o->inputs, "safetensors with the forward's arguments by diffusers name")->required();
   cmd->add_option("--output", o->output, "safetensors to write the outputs to (atomically)")->required();
@@ -94,7 +98,8 @@ void add_forward(CLI::App& parent) {
   cmd->add_option("--ulysses", o->ulysses, "Ulysses degree")->capture_default_str()->check(whole_number<int>());
   cmd->add_option("--rotate", o->rotate, "ring KV rotation: p2p | allgather")->capture_default_str();
   cmd->add_option("--backend", o->backend, "attention backend (default: the process default)");
-  cmd->add_option("--ranks", o->ranks, "local thread ranks (default ring x ulysses; alone, every rank on the ring; ignored under mpirun)")
+  cmd->add_option("--ranks", o->ranks,
+                  "local thread ranks (default ring x ulysses; alone, every rank on the ring; ignored under mpirun)")
       ->check(whole_number<int>());
   cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)")
       ->check(whole_number<int>());

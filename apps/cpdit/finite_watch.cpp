@@ -42,7 +42,8 @@ void FiniteWatch::check(const std::string& module, const std::vector<Tensor>& ou
            ": the transformer's output holds NaN or Inf (are the weights finite? --check-finite names the module "
            "that made it)");
     fail(ErrorKind::invalid_argument, stage_, " step ", step_, ": ",
-         module.empty() ? std::string("the model") : "module " + module, " was the first to output NaN or Inf (its output ", i, ")");
+         module.empty() ? std::string("the model") : "module " + module,
+         " was the first to output NaN or Inf (its output ", i, ")");
   }
 }
 

@@ -17,10 +17,13 @@ void add_parallel_flags(CLI::App& cmd, ParallelFlags& flags) {
       ->check(whole_number<int>())->group("Context parallelism");
   cmd.add_option("--rotate", flags.rotate, "how the ring moves K and V: p2p (own + one block in flight) or allgather")
       ->check(CLI::IsMember({"p2p", "allgather"}))->group("Context parallelism");
-  cmd.add_option("--backend", flags.backend, "attention backend: flash or native (default: $CPDIT_ATTENTION_BACKEND, else flash)")
+  cmd.add_option("--backend", flags.backend,
+                 "attention backend: flash or native (default: $CPDIT_ATTENTION_BACKEND, else flash)")
       ->group("Context parallelism");
-  cmd.add_option("--ranks", flags.ranks, "local ranks (threads of this process); under mpirun the launched processes are the ranks")
-      ->check(whole_number<int>())->group("Context parallelism");
+  cmd.add_option("--ranks", flags.ranks,
+                 "local ranks (threads of this process); under mpirun the launched processes are the ranks")
+      ->check(whole_number<int>())
+      ->group("Context parallelism");
   cmd.add_option("--threads", flags.threads, "compute threads per rank (default: cores / ranks)")
       ->check(whole_number<int>())->group("Context parallelism");
 }
@@ -29,8 +32,9 @@ void check_local_ranks(int ranks) {
   // Each local rank is a thread that waits on the others at every attention call: far more of them
   // than cores only slows the run down, and thousands exhaust the process's threads.
   const int most = std::max(64, 8 * hardware_threads());
-  CPDIT_CHECK(ranks <= most, invalid_argument, ranks, " local ranks are more threads than this machine can usefully run (at most ",
-              most, " here); use fewer, or mpirun to spread the ranks over machines");
+  CPDIT_CHECK(ranks <= most, invalid_argument, ranks,
+              " local ranks are more threads than this machine can usefully run (at most ", most,
+              " here); use fewer, or mpirun to spread the ranks over machines");
 }
 
 void add_cfg_flag(CLI::App& cmd, ParallelFlags& flags) {
@@ -56,8 +60,8 @@ RankLayout resolve_layout(const ParallelFlags& flags, int64_t heads, int default
                    : degrees_given     ? degrees
                                        : std::max(default_ranks / cfg * cfg, cfg);
   }
-  CPDIT_CHECK(layout.ranks % cfg == 0, invalid_argument, "--cfg ", cfg, " needs an even rank count (two equal groups), but ",
-              layout.ranks, " ranks run");
+  CPDIT_CHECK(layout.ranks % cfg == 0, invalid_argument, "--cfg ", cfg,
+              " needs an even rank count (two equal groups), but ", layout.ranks, " ranks run");
   const int group = layout.ranks / cfg;  // the ranks of one CFG group, split ring x ulysses
 
   if (!layout.mpi) check_local_ranks(layout.ranks);

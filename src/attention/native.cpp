@@ -93,7 +93,8 @@ class NativeBackend final : public Backend {
           for (int64_t j = 0; j < d.Sk; ++j) row[j] = sum > 0 ? row[j] * inv : 0.0f;
           lp[(b * d.H + h) * d.Sq + i] = sum > 0 ? mx + std::log(sum) : kNegInf;
         }
-        if (d.Sk > 0) kernels::gemm(false, false, d.Sq, d.D, d.Sk, 1, s, d.Sk, vbh, ks, 0, op + b * d.Sq * qs + h * d.D, qs);
+        if (d.Sk > 0)
+          kernels::gemm(false, false, d.Sq, d.D, d.Sk, 1, s, d.Sk, vbh, ks, 0, op + b * d.Sq * qs + h * d.D, qs);
       });
     errors.rethrow();
     return {out.to(q_in.dtype()), lse};

@@ -39,8 +39,9 @@ void run_ranks(int local_ranks, const std::function<void(Communicator&)>& fn, co
   }
   try {
     // Processes sharing this machine share its cores.
-    ScopedComputeThreads budget(options.threads_per_rank > 0 ? options.threads_per_rank
-                                                             : std::max(1, hardware_threads() / ranks_on_this_machine()));
+    ScopedComputeThreads budget(options.threads_per_rank > 0
+                                    ? options.threads_per_rank
+                                    : std::max(1, hardware_threads() / ranks_on_this_machine()));
     fn(*mpi_world(options.comm));
   } catch (const std::exception& e) {
     abort_job(e.what());

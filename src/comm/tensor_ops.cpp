@@ -29,7 +29,9 @@ ShapeRecord record(const Tensor& t) {
 
 Shape shape_of(const ShapeRecord& r) { return Shape(r.dims, r.dims + r.ndim); }
 
-std::string describe(const ShapeRecord& r) { return detail::concat(dtype_name(DType(r.dtype)), shape_string(shape_of(r))); }
+std::string describe(const ShapeRecord& r) {
+  return detail::concat(dtype_name(DType(r.dtype)), shape_string(shape_of(r)));
+}
 
 // True when r matches `like` in dtype and every dim but `free_dim`.
 bool compatible(const ShapeRecord& r, const ShapeRecord& like, int free_dim) {
@@ -111,7 +113,8 @@ Tensor all_gather(Communicator& comm, const Tensor& t, int dim) {
   });
 }
 
-Tensor all_to_all(Communicator& comm, const Tensor& t, int split_dim, int concat_dim, const std::vector<int64_t>& split) {
+Tensor all_to_all(Communicator& comm, const Tensor& t, int split_dim, int concat_dim,
+                  const std::vector<int64_t>& split) {
   const int sd = normalize_dim(t, split_dim, "all_to_all");
   const int cd = normalize_dim(t, concat_dim, "all_to_all");
   const int n = comm.size();
@@ -169,7 +172,8 @@ Tensor reduce_scatter(Communicator& comm, const Tensor& t, int dim, ReduceOp op)
   // Uneven or strided parts: reduce everything, keep this rank's part.
   Tensor reduced = local.clone();
   all_reduce_(comm, reduced, op);
-  return reduced.narrow(d, split_offset(local.size(d), n, comm.rank()), split_sizes(local.size(d), n)[comm.rank()]).clone();
+  return reduced.narrow(d, split_offset(local.size(d), n, comm.rank()), split_sizes(local.size(d), n)[comm.rank()])
+      .clone();
 }
 
 void broadcast_(Communicator& comm, Tensor& t, int root) {

@@ -82,8 +82,8 @@ Shape contiguous_strides(const Shape& shape) {
 // that the tensor's users then write past).
 size_t checked_nbytes(const Shape& shape, DType dtype) {
   size_t bytes = 0;
-  CPDIT_CHECK(!__builtin_mul_overflow(size_t(shape_numel(shape)), dtype_size(dtype), &bytes), invalid_argument,
-              "a ", dtype_name(dtype), " tensor of shape ", shape_string(shape), " needs more bytes than memory can address");
+  CPDIT_CHECK(!__builtin_mul_overflow(size_t(shape_numel(shape)), dtype_size(dtype), &bytes), invalid_argument, "a ",
+              dtype_name(dtype), " tensor of shape ", shape_string(shape), " needs more bytes than memory can address");
   return bytes;
 }
 
@@ -291,7 +291,8 @@ void Tensor::copy_(const Tensor& src) {
     std::byte* out = static_cast<std::byte*>(raw()) + out_off * int64_t(out_size);
     if (in_stride != 1) {
       row_in.resize(size_t(n) * in_size);
-      for (int64_t i = 0; i < n; ++i) std::memcpy(&row_in[size_t(i) * in_size], in + i * in_stride * int64_t(in_size), in_size);
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(&row_in[size_t(i) * in_size], in + i * in_stride * int64_t(in_size), in_size);
       in = row_in.data();
     }
     if (out_stride == 1) {
@@ -299,7 +300,8 @@ void Tensor::copy_(const Tensor& src) {
     } else {
       row_out.resize(size_t(n) * out_size);
       convert(in, src.dtype_, row_out.data(), dtype_, size_t(n));
-      for (int64_t i = 0; i < n; ++i) std::memcpy(out + i * out_stride * int64_t(out_size), &row_out[size_t(i) * out_size], out_size);
+      for (int64_t i = 0; i < n; ++i)
+        std::memcpy(out + i * out_stride * int64_t(out_size), &row_out[size_t(i) * out_size], out_size);
     }
   });
 }
@@ -315,7 +317,8 @@ void Tensor::fill_(double value) {
   }
   for_each_row(shape_, strides_, [&](int64_t off, int64_t, int64_t n, int64_t stride) {
     std::byte* p = static_cast<std::byte*>(raw()) + off * int64_t(pattern.size());
-    for (int64_t i = 0; i < n; ++i) std::memcpy(p + i * stride * int64_t(pattern.size()), pattern.data(), pattern.size());
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(p + i * stride * int64_t(pattern.size()), pattern.data(), pattern.size());
   });
 }
 

@@ -152,8 +152,8 @@ TensorInfo parse_entry(const std::string& label, const std::string& name, const 
 void check_tiling(const std::string& label, const std::vector<TensorInfo>& tensors, uint64_t data_bytes) {
   uint64_t expected = 0;
   for (const TensorInfo& t : tensors) {
-    CPDIT_CHECK(t.begin == expected, format, label, ": tensor '", t.name, "' data_offsets [", t.begin, ", ",
-                t.end, "] ", t.begin < expected ? "overlap the previous tensor" : "leave a gap after the previous tensor",
+    CPDIT_CHECK(t.begin == expected, format, label, ": tensor '", t.name, "' data_offsets [", t.begin, ", ", t.end,
+                "] ", t.begin < expected ? "overlap the previous tensor" : "leave a gap after the previous tensor",
                 " (expected it to begin at ", expected, ")");
     expected = t.end;
   }

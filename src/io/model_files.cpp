@@ -11,8 +11,9 @@ namespace fs = std::filesystem;
 namespace {
 
 // The weight files a model folder may hold, in the order diffusers and transformers look for them.
-constexpr const char* kWeightFiles[] = {"diffusion_pytorch_model.safetensors", "diffusion_pytorch_model.safetensors.index.json",
-                                        "model.safetensors", "model.safetensors.index.json"};
+constexpr const char* kWeightFiles[] = {"diffusion_pytorch_model.safetensors",
+                                        "diffusion_pytorch_model.safetensors.index.json", "model.safetensors",
+                                        "model.safetensors.index.json"};
 
 bool is_pipeline_folder(const fs::path& path) {
   return fs::is_directory(path) && fs::is_regular_file(path / "model_index.json");
@@ -64,7 +65,8 @@ std::optional<std::string> resolve_config(const std::string& path, const std::st
   return std::nullopt;
 }
 
-ModelFiles resolve_model(const std::string& path, const std::string& component, const std::optional<std::string>& config) {
+ModelFiles resolve_model(const std::string& path, const std::string& component,
+                         const std::optional<std::string>& config) {
   return {weights_at(model_location(path, component)), resolve_config(path, component, config)};
 }
 

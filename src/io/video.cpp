@@ -114,7 +114,8 @@ void write_mp4(const std::string& path, const Tensor& frames_in, int fps) {
               frames_in.defined() ? frames_in.describe() : "undefined");
   const int64_t count = frames_in.size(0), height = frames_in.size(1), width = frames_in.size(2);
   CPDIT_CHECK(height >= 2 && width >= 2 && height % 2 == 0 && width % 2 == 0 && height <= 16384 && width <= 16384,
-              invalid_argument, "H.264 in 4:2:0 needs an even width and height (up to 16384), got ", width, "x", height);
+              invalid_argument, "H.264 in 4:2:0 needs an even width and height (up to 16384), got ", width, "x",
+              height);
   CPDIT_CHECK(fps >= 1 && fps <= 1000, invalid_argument, "frame rate must be 1 to 1000 frames per second, got ", fps);
   const Tensor frames = frames_in.to(DType::f32).contiguous();
 

@@ -35,7 +35,10 @@ Tensor Conv2d::forward(const Tensor& x, const kernels::ConvGeometry& geometry) c
 }
 
 GroupNorm::GroupNorm(int64_t groups, int64_t channels, float eps)
-    : weight_(add_parameter("weight", {channels})), bias_(add_parameter("bias", {channels})), groups_(groups), eps_(eps) {}
+    : weight_(add_parameter("weight", {channels})),
+      bias_(add_parameter("bias", {channels})),
+      groups_(groups),
+      eps_(eps) {}
 
 Tensor GroupNorm::forward(const Tensor& x) const {
   return with_hooks({{"input", x}}, [&](const TensorMap& in) {

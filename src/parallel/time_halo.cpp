@@ -23,7 +23,8 @@ Tensor last_frames(const Tensor& halo, const Tensor& x, int64_t count) {
 
 Tensor time_halo(comm::Communicator& group, const Tensor& x, int64_t count) {
   CPDIT_CHECK(x.defined() && x.dim() == 5 && count > 0, invalid_argument,
-              "time_halo: x must be (B, C, F, H, W) and count positive, got ", x.defined() ? x.describe() : "undefined");
+              "time_halo: x must be (B, C, F, H, W) and count positive, got ",
+              x.defined() ? x.describe() : "undefined");
   const int rank = group.rank();
   const bool last = rank + 1 == group.size();
   Shape halo_shape = x.shape();

@@ -120,8 +120,9 @@ CPDIT_SEPARATE_ROUNDING void stretch_to_terminal(std::vector<float>& sigmas, dou
 void FlowMatchEulerConfig::check_steps(int num_inference_steps) const {
   CPDIT_CHECK(num_inference_steps >= 1, invalid_argument,
               "FlowMatchEulerScheduler: the number of steps must be at least 1, got ", num_inference_steps);
-  CPDIT_CHECK(shift_terminal == 0.0 || num_inference_steps >= 2, invalid_argument, "FlowMatchEulerScheduler: shift_terminal ",
-              shift_terminal, " needs a schedule that ends below sigma 1 (use at least 2 steps)");
+  CPDIT_CHECK(shift_terminal == 0.0 || num_inference_steps >= 2, invalid_argument,
+              "FlowMatchEulerScheduler: shift_terminal ", shift_terminal,
+              " needs a schedule that ends below sigma 1 (use at least 2 steps)");
 }
 
 void FlowMatchEulerScheduler::set_timesteps(int num_inference_steps, std::optional<double> mu) {

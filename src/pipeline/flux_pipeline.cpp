@@ -66,9 +66,10 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
                                  const FluxConditioning& conditioning, const FluxGenerateOptions& options,
                                  comm::Communicator* group) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
-  CPDIT_CHECK(config.patch_size == 1 && config.in_channels % 4 == 0, invalid_argument,
-              "the FLUX.1 pipeline packs 2x2 latent patches into in_channels = 4 * latent channels; this model has patch_size ",
-              config.patch_size, " and in_channels ", config.in_channels);
+  CPDIT_CHECK(
+      config.patch_size == 1 && config.in_channels % 4 == 0, invalid_argument,
+      "the FLUX.1 pipeline packs 2x2 latent patches into in_channels = 4 * latent channels; this model has patch_size ",
+      config.patch_size, " and in_channels ", config.in_channels);
   const int64_t batch = conditioning.prompt_embeds.size(0);
   FluxLatentShape shape =
       flux_latent_shape(options.height, options.width, config.in_channels / 4, batch, options.vae_scale_factor);

@@ -34,7 +34,8 @@ LtxVaeFactors LtxVaeFactors::from_json(const nlohmann::json& j) {
                 "the LTX-Video VAE config's spatio_temporal_scaling has more than 16 levels");
     levels = 0;
     for (const nlohmann::json& v : j["spatio_temporal_scaling"]) {
-      CPDIT_CHECK(v.is_boolean(), invalid_argument, "the LTX-Video VAE config's spatio_temporal_scaling must be booleans");
+      CPDIT_CHECK(v.is_boolean(), invalid_argument,
+                  "the LTX-Video VAE config's spatio_temporal_scaling must be booleans");
       levels += v.get<bool>() ? 1 : 0;
     }
   }
@@ -70,8 +71,8 @@ Shape ltx_latent_shape(const LtxVideoConfig& config, int64_t batch, int64_t fram
 }
 
 Tensor ltx_pack(const Tensor& latents) {
-  CPDIT_CHECK(latents.defined() && latents.dim() == 5, invalid_argument, "LTX-Video latents must be (B, C, F, h, w), got ",
-              latents.defined() ? latents.describe() : "undefined");
+  CPDIT_CHECK(latents.defined() && latents.dim() == 5, invalid_argument,
+              "LTX-Video latents must be (B, C, F, h, w), got ", latents.defined() ? latents.describe() : "undefined");
   const int64_t b = latents.size(0), c = latents.size(1);
   return latents.to(DType::f32).reshape({b, c, -1}).permute({0, 2, 1}).contiguous();
 }

@@ -15,7 +15,8 @@ std::vector<std::string> image_png_paths(const std::string& path, int64_t batch)
   const fs::path p(path);
   std::vector<std::string> paths;
   for (int64_t b = 0; b < batch; ++b)
-    paths.push_back((p.parent_path() / (p.stem().string() + "_" + std::to_string(b) + p.extension().string())).string());
+    paths.push_back(
+        (p.parent_path() / (p.stem().string() + "_" + std::to_string(b) + p.extension().string())).string());
   return paths;
 }
 
@@ -28,8 +29,8 @@ void write_image_pngs(const std::string& path, const Tensor& image) {
 }
 
 void write_frame_pngs(const std::string& dir, const Tensor& video) {
-  CPDIT_CHECK(video.dim() == 5 && video.size(4) == 3, invalid_argument, "PNG frames need video pixels (B, F, H, W, 3), got ",
-              video.describe());
+  CPDIT_CHECK(video.dim() == 5 && video.size(4) == 3, invalid_argument,
+              "PNG frames need video pixels (B, F, H, W, 3), got ", video.describe());
   const int64_t batch = video.size(0), frames = video.size(1);
   for (int64_t b = 0; b < batch; ++b) {
     const fs::path folder = batch == 1 ? fs::path(dir) : fs::path(dir) / std::to_string(b);

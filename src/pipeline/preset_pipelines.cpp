@@ -65,7 +65,8 @@ models::LoadedModel ltx_preset_vae(int64_t latent_channels, uint64_t seed) {
   }
   state["latents_mean"] = Tensor::from_vector(mean, {latent_channels});
   state["latents_std"] = Tensor::from_vector(std, {latent_channels});
-  state["decoder.timestep_scale_multiplier"] = Tensor::full(state.at("decoder.timestep_scale_multiplier").shape(), 1000.0);
+  state["decoder.timestep_scale_multiplier"] =
+      Tensor::full(state.at("decoder.timestep_scale_multiplier").shape(), 1000.0);
   nn::load_state_dict(*vae, state);
   return models::vae::share_vae(std::move(vae));
 }

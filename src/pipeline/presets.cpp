@@ -122,7 +122,8 @@ models::skyreels_v2::SkyReelsV2Checkpoint skyreels_preset(const std::string& nam
 }
 
 UniPCConfig video_preset_scheduler(const std::string& name) {
-  if (name == "skyreels-tiny" || name == "skyreels-mini") return UniPCConfig::wan21(skyreels_flow_shift(wan_preset_config(name)));
+  if (name == "skyreels-tiny" || name == "skyreels-mini")
+    return UniPCConfig::wan21(skyreels_flow_shift(wan_preset_config(name)));
   wan_preset_config(name);  // refuses other names
   return UniPCConfig::wan21();
 }

@@ -37,7 +37,8 @@ nn::TensorMap encode_flux(const TextComponents& c, const PromptEncoding& r) {
     out[prefix + "pooled_prompt_embeds"] =
         run_encoder(c, "tokenizer", "text_encoder", text, 77, false, r.load).at("pooler_output");
     out[prefix + "prompt_embeds"] =
-        run_encoder(c, "tokenizer_2", "text_encoder_2", text, r.max_sequence_length, false, r.load).at("last_hidden_state");
+        run_encoder(c, "tokenizer_2", "text_encoder_2", text, r.max_sequence_length, false, r.load)
+            .at("last_hidden_state");
   };
   encode(r.prompt, "");
   if (r.negative_prompt) encode(*r.negative_prompt, "negative_");

@@ -59,7 +59,8 @@ Tensor vae_latents(const std::any& vae_config, const Tensor& latents) {
   if (const auto* kl = std::any_cast<models::vae::KLConfig>(&vae_config)) return unscale_kl_latents(latents, *kl);
   if (const auto* wan = std::any_cast<models::vae::WanVaeConfig>(&vae_config))
     return denormalize_wan_latents(latents, *wan);
-  fail(ErrorKind::unsupported, "this model is not a VAE cpdit decodes (AutoencoderKL, AutoencoderKLWan, AutoencoderKLQwenImage)");
+  fail(ErrorKind::unsupported,
+       "this model is not a VAE cpdit decodes (AutoencoderKL, AutoencoderKLWan, AutoencoderKLQwenImage)");
 }
 
 namespace {

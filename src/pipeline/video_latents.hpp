@@ -18,7 +18,8 @@ inline Shape video_latent_shape(int64_t batch, int64_t channels, int64_t frames,
   CPDIT_CHECK(height > 0 && width > 0 && height % size_unit == 0 && width % size_unit == 0, invalid_argument,
               "height and width must be positive multiples of ", size_unit, ", got ", height, "x", width);
   CPDIT_CHECK(frames >= 1 && (frames - 1) % t == 0, invalid_argument, "frames must be ", t, "k + 1, got ", frames,
-              "; the nearest are ", std::max<int64_t>(1, (frames - 1) / t * t + 1), " and ", ((frames - 1) / t + 1) * t + 1);
+              "; the nearest are ", std::max<int64_t>(1, (frames - 1) / t * t + 1), " and ",
+              ((frames - 1) / t + 1) * t + 1);
   return {batch, channels, (frames - 1) / t + 1, height / spatial, width / spatial};
 }
 

@@ -49,7 +49,8 @@ std::unique_ptr<ClipBpe> ClipBpe::load(const std::string& folder) {
   const std::string config = std::filesystem::exists(dir / "tokenizer_config.json")
                                  ? io::read_text((dir / "tokenizer_config.json").string())
                                  : std::string();
-  return parse(io::read_text((dir / "vocab.json").string()), io::read_text((dir / "merges.txt").string()), config, folder);
+  return parse(io::read_text((dir / "vocab.json").string()), io::read_text((dir / "merges.txt").string()), config,
+               folder);
 }
 
 std::unique_ptr<ClipBpe> ClipBpe::parse(std::string_view vocab_json, std::string_view merges_txt,
@@ -154,7 +155,8 @@ std::vector<int64_t> ClipBpe::encode(const std::string& text, int64_t max_length
   while (start <= text.size()) {
     size_t bos_at = text.find(bos_text_, start), eos_at = text.find(eos_text_, start);
     const size_t at = std::min(bos_at, eos_at);
-    for (const std::string& piece : clip_pieces(text.substr(start, at == std::string::npos ? std::string::npos : at - start)))
+    for (const std::string& piece :
+         clip_pieces(text.substr(start, at == std::string::npos ? std::string::npos : at - start)))
       encode_piece(piece, ids);
     if (at == std::string::npos) break;
     ids.push_back(at == bos_at ? bos_ : eos_);

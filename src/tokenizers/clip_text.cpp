@@ -46,7 +46,8 @@ const icu::RegexPattern& clip_pattern() {
     UErrorCode status = U_ZERO_ERROR;
     UParseError where;
     std::unique_ptr<icu::RegexPattern> p(icu::RegexPattern::compile(
-        icu::UnicodeString::fromUTF8(R"('s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+)"), 0, where, status));
+        icu::UnicodeString::fromUTF8(R"('s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+)"), 0, where,
+        status));
     CPDIT_CHECK(U_SUCCESS(status), internal, "CLIP pattern does not compile in ICU: ", u_errorName(status));
     return p;
   }();

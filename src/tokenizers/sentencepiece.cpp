@@ -13,7 +13,8 @@ SentencePieceTokenizer::SentencePieceTokenizer()
     : processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {}
 
 void SentencePieceTokenizer::take_special_ids(const std::string& source) {
-  CPDIT_CHECK(processor_->eos_id() >= 0, format, source, ": the model has no </s> piece, which T5 appends to every text");
+  CPDIT_CHECK(processor_->eos_id() >= 0, format, source,
+              ": the model has no </s> piece, which T5 appends to every text");
   eos_ = processor_->eos_id();
   // T5 and UMT5 pad with id 0 (<pad>); a model that defines no pad piece still pads with 0.
   pad_ = processor_->pad_id() >= 0 ? processor_->pad_id() : 0;
@@ -31,7 +32,8 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_serialized(
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& folder) : SentencePieceTokenizer() {
   const std::filesystem::path dir(folder);
   const auto status = processor_->Load((dir / "spiece.model").string());
-  CPDIT_CHECK(status.ok(), format, (dir / "spiece.model").string(), ": not a SentencePiece model (", status.ToString(), ")");
+  CPDIT_CHECK(status.ok(), format, (dir / "spiece.model").string(), ": not a SentencePiece model (", status.ToString(),
+              ")");
   take_special_ids((dir / "spiece.model").string());
   if (std::filesystem::exists(dir / "tokenizer_config.json")) {
     const nlohmann::json config = io::read_json((dir / "tokenizer_config.json").string());

@@ -22,7 +22,8 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder) {
   CPDIT_CHECK(!fs::exists(dir / "tokenizer.json"), unsupported, "tokenizer folder ", folder,
               " has tokenizer.json but no spiece.model: T5/UMT5 tokenizers are read from spiece.model "
               "(copy it from the model's tokenizer_2/ folder)");
-  fail(ErrorKind::io, "tokenizer folder ", folder, " has neither spiece.model (T5/UMT5) nor vocab.json + merges.txt (CLIP)");
+  fail(ErrorKind::io, "tokenizer folder ", folder,
+       " has neither spiece.model (T5/UMT5) nor vocab.json + merges.txt (CLIP)");
 }
 
 TokenBatch tokenize(const Tokenizer& tokenizer, const std::vector<std::string>& texts, int64_t max_length) {

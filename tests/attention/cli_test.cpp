@@ -31,8 +31,8 @@ TEST(AttentionCli, FixtureInFileOutMatchesFloat64Reference) {
   for (const char* backend : {"native", "flash"}) {
     SCOPED_TRACE(backend);
     const fs::path out = temp_file(std::string(backend) + ".safetensors");
-    const cpdit::testing::CliResult r = run_cli("--inputs " + input.string() + " --output " + out.string() + " --backend " + backend +
-                          " --threads 2");
+    const cpdit::testing::CliResult r =
+        run_cli("--inputs " + input.string() + " --output " + out.string() + " --backend " + backend + " --threads 2");
     ASSERT_EQ(r.code, 0) << r.err;
     const auto got = io::load_safetensors(out.string());
     EXPECT_EQ(got.at("out").dtype(), DType::f32);

@@ -51,7 +51,8 @@ TEST(FlashKernelIsa, ScoresFarBelowTheMaxUnderflowCleanlyOnEveryIsa) {
     for (int64_t j = 0; j < 300; ++j)
       for (int64_t h = 0; h < 2; ++h) {
         double s = 0;
-        for (int64_t e = 0; e < 32; ++e) s += c.ref.q[size_t((i * 2 + h) * 32 + e)] * c.ref.k[size_t((j * 2 + h) * 32 + e)];
+        for (int64_t e = 0; e < 32; ++e)
+          s += c.ref.q[size_t((i * 2 + h) * 32 + e)] * c.ref.k[size_t((j * 2 + h) * 32 + e)];
         max_score = std::max(max_score, std::abs(s * c.ref.scale));
       }
   ASSERT_GT(max_score, 240.0);  // deep enough that exp(s - max) is exactly 0 for some keys
@@ -65,7 +66,8 @@ TEST(FlashKernelIsa, ScoresFarBelowTheMaxUnderflowCleanlyOnEveryIsa) {
     const Result r = backend("flash").forward(c.q, c.k, c.v, c.mask, c.scale);
     EXPECT_LE(max_abs_diff(values(r.out), want.out), tol);
     EXPECT_LE(max_abs_diff(values(r.lse), want.lse), tol);
-    const Grads g = backend("flash").backward(to_tensor(dout, c.q.shape()), c.q, c.k, c.v, r.out, r.lse, c.mask, c.scale);
+    const Grads g =
+        backend("flash").backward(to_tensor(dout, c.q.shape()), c.q, c.k, c.v, r.out, r.lse, c.mask, c.scale);
     EXPECT_LE(max_abs_diff(values(g.dq), want_grads.dq), tol * std::max(1.0, max_abs(want_grads.dq)));
     EXPECT_LE(max_abs_diff(values(g.dk), want_grads.dk), tol * std::max(1.0, max_abs(want_grads.dk)));
     EXPECT_LE(max_abs_diff(values(g.dv), want_grads.dv), tol * std::max(1.0, max_abs(want_grads.dv)));

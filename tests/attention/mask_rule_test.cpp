@@ -120,7 +120,9 @@ TEST(MaskRulesFlash, SkipsKeyTilesTheRuleHides) {
     }
   const Result r = backend("flash").forward(c.q, k, v, c.mask, c.scale);
   // The first 128 query rows (1 head of 16): max_abs_diff reports a NaN as an infinite difference.
-  const auto first_rows = [](const std::vector<double>& x) { return std::vector<double>(x.begin(), x.begin() + 128 * 16); };
+  const auto first_rows = [](const std::vector<double>& x) {
+    return std::vector<double>(x.begin(), x.begin() + 128 * 16);
+  };
   EXPECT_LE(max_abs_diff(first_rows(values(r.out)), first_rows(want.out)), 2e-5);
   const std::vector<double> dout = random_values(c.ref.q.size(), 42);
   const Grads g = backend("flash").backward(to_tensor(dout, c.q.shape()), c.q, k, v, r.out, r.lse, c.mask, c.scale);

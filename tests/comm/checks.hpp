@@ -46,9 +46,10 @@ inline std::vector<float> pattern_block(int source, int destination, size_t n) {
 
 }  // namespace cpdit::comm::testing
 
-#define COMM_EXPECT(comm, cond, ...)                                                                          \
-  do {                                                                                                        \
-    if (!(cond))                                                                                              \
+#define COMM_EXPECT(comm, cond, ...)                                                                              \
+  do {                                                                                                            \
+    if (!(cond))                                                                                                  \
       throw std::runtime_error(::cpdit::detail::concat(__FILE__, ":", __LINE__, ": rank ", (comm).rank(), " of ", \
-                                                       (comm).size(), ": expected " #cond __VA_OPT__(, " ", ) __VA_ARGS__)); \
+                                                       (comm).size(),                                             \
+                                                       ": expected " #cond __VA_OPT__(, " ", ) __VA_ARGS__));     \
   } while (0)

@@ -63,7 +63,9 @@ void check_all_to_all(Communicator& comm) {
 // Variable splits, zero-sized blocks included (every rank sends nothing to rank 1).
 void check_all_to_all_v(Communicator& comm) {
   const int n = comm.size(), me = comm.rank();
-  auto length = [](int source, int destination) { return destination == 1 ? size_t(0) : size_t(source * 3 + destination + 1); };
+  auto length = [](int source, int destination) {
+    return destination == 1 ? size_t(0) : size_t(source * 3 + destination + 1);
+  };
   std::vector<size_t> send_bytes, recv_bytes;
   std::vector<float> out;
   for (int p = 0; p < n; ++p) {

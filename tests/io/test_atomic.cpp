@@ -100,7 +100,8 @@ TEST(AtomicWrite, ReadOnlyFolderIsAClearErrorAndKeepsTheOldFile) {
           std::_Exit(1);
         } catch (const Error& e) {
           const std::string what = e.what();
-          std::_Exit(what.find("cannot write") != std::string::npos && what.find("keep.txt") != std::string::npos ? 0 : 2);
+          std::_Exit(what.find("cannot write") != std::string::npos && what.find("keep.txt") != std::string::npos ? 0
+                                                                                                                  : 2);
         }
       },
       ::testing::ExitedWithCode(0), "");

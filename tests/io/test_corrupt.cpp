@@ -107,9 +107,12 @@ TEST_F(Corrupt, UnknownDtype) {
 }
 
 TEST_F(Corrupt, NegativeFractionalOrHugeShape) {
-  expect_entry_refused(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})", 8, {"'t'", "not a non-negative integer"});
-  expect_entry_refused(R"({"dtype":"F32","shape":[2.0],"data_offsets":[0,8]})", 8, {"'t'", "not a non-negative integer"});
-  expect_entry_refused(R"({"dtype":"F32","shape":[1e30],"data_offsets":[0,8]})", 8, {"'t'", "not a non-negative integer"});
+  expect_entry_refused(R"({"dtype":"F32","shape":[-2],"data_offsets":[0,8]})", 8,
+                       {"'t'", "not a non-negative integer"});
+  expect_entry_refused(R"({"dtype":"F32","shape":[2.0],"data_offsets":[0,8]})", 8,
+                       {"'t'", "not a non-negative integer"});
+  expect_entry_refused(R"({"dtype":"F32","shape":[1e30],"data_offsets":[0,8]})", 8,
+                       {"'t'", "not a non-negative integer"});
   expect_entry_refused(R"({"dtype":"F32","shape":"2","data_offsets":[0,8]})", 8, {"'t'", "\"shape\" must be an array"});
   // 2^62 * 2^3 * 4 bytes overflows 64 bits.
   expect_entry_refused(R"({"dtype":"F32","shape":[4611686018427387904, 8],"data_offsets":[0,8]})", 8,
@@ -124,7 +127,8 @@ TEST_F(Corrupt, MissingOrMalformedDataOffsets) {
   expect_entry_refused(R"({"shape":[2],"data_offsets":[0,8]})", 8, {"'t'", "missing \"dtype\""});
   expect_entry_refused(R"({"dtype":"F32","data_offsets":[0,8]})", 8, {"'t'", "missing \"shape\""});
   expect_entry_refused(R"({"dtype":"F32","shape":[2],"data_offsets":[0]})", 8, {"'t'", "two non-negative integers"});
-  expect_entry_refused(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8,9]})", 8, {"'t'", "two non-negative integers"});
+  expect_entry_refused(R"({"dtype":"F32","shape":[2],"data_offsets":[0,8,9]})", 8,
+                       {"'t'", "two non-negative integers"});
   expect_entry_refused(R"({"dtype":"F32","shape":[2],"data_offsets":[-1,7]})", 8, {"'t'", "two non-negative integers"});
 }
 

@@ -49,9 +49,10 @@ TEST(Fixtures, AttentionTensorsAsDocumented) {
     int64_t b, s, h, d;
     bool mask;
   };
-  for (Case c : {Case{"attention_b1_s64_h2_d16", 1, 64, 2, 16, false}, Case{"attention_b2_s100_h4_d32", 2, 100, 4, 32, false},
-                 Case{"attention_b2_s100_h4_d32_keymask", 2, 100, 4, 32, true},
-                 Case{"attention_b1_s257_h3_d64", 1, 257, 3, 64, false}}) {
+  for (Case c :
+       {Case{"attention_b1_s64_h2_d16", 1, 64, 2, 16, false}, Case{"attention_b2_s100_h4_d32", 2, 100, 4, 32, false},
+        Case{"attention_b2_s100_h4_d32_keymask", 2, 100, 4, 32, true},
+        Case{"attention_b1_s257_h3_d64", 1, 257, 3, 64, false}}) {
     SCOPED_TRACE(c.file);
     SafetensorsFile file = SafetensorsFile::open(kFixtures + "/attention/" + c.file + ".safetensors");
     for (const char* name : {"q", "k", "v", "out"}) expect_tensor(file, name, "F32", {c.b, c.s, c.h, c.d});

@@ -74,10 +74,13 @@ TEST(ModelFiles, SingleFilesAndIndexesTakeTheConfigBesideThemOrTheOneGiven) {
 TEST(ModelFiles, APipelineFolderResolvesEachComponentDefaultingToTheTransformer) {
   TempDir dir;
   const fs::path root = pipeline_folder(dir.path());
-  EXPECT_EQ(resolve_model(root.string()).weights, (root / "transformer" / "diffusion_pytorch_model.safetensors").string());
+  EXPECT_EQ(resolve_model(root.string()).weights,
+            (root / "transformer" / "diffusion_pytorch_model.safetensors").string());
   EXPECT_EQ(resolve_model(root.string()).config, (root / "transformer" / "config.json").string());
-  EXPECT_EQ(resolve_model(root.string(), "vae").weights, (root / "vae" / "diffusion_pytorch_model.safetensors").string());
-  EXPECT_EQ(resolve_model(root.string(), "text_encoder_2").weights, (root / "text_encoder_2" / "model.safetensors").string());
+  EXPECT_EQ(resolve_model(root.string(), "vae").weights,
+            (root / "vae" / "diffusion_pytorch_model.safetensors").string());
+  EXPECT_EQ(resolve_model(root.string(), "text_encoder_2").weights,
+            (root / "text_encoder_2" / "model.safetensors").string());
   EXPECT_EQ(pipeline_component(root.string(), "scheduler"), (root / "scheduler").string());
   EXPECT_EQ(pipeline_component((root / "transformer").string(), "scheduler"), std::nullopt);  // not a pipeline
   EXPECT_EQ(Checkpoint::open(root.string()).path(), root.string());  // the checkpoint reader resolves the same way
@@ -91,7 +94,8 @@ TEST(ModelFiles, WhatCannotBeFoundIsOneClearError) {
   expect_error([&] { resolve_model(root.string(), "text_encoder"); },
                {"diffusers pipeline", "no 'text_encoder' folder", "scheduler", "text_encoder_2", "transformer", "vae"});
   fs::create_directories(dir.path() / "empty");
-  expect_error([&] { resolve_model(dir.file("empty")); }, {"empty", "holds no model", "model_index.json", "model.safetensors"});
+  expect_error([&] { resolve_model(dir.file("empty")); },
+               {"empty", "holds no model", "model_index.json", "model.safetensors"});
   expect_error([&] { resolve_model(root.string(), "scheduler"); }, {"scheduler", "holds no model"});
   expect_error([&] { resolve_model(dir.file("missing")); }, {"missing", "does not exist"});
 }

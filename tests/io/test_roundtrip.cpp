@@ -59,7 +59,8 @@ TEST(RoundTrip, NonContiguousViewsAreWrittenContiguous) {
 
 TEST(RoundTrip, MetadataIsKept) {
   TempDir dir;
-  save_safetensors(dir.file("m.safetensors"), {{"x", counting({2}, DType::f32)}}, {{"format", "pt"}, {"note", "a \"quoted\" é"}});
+  save_safetensors(dir.file("m.safetensors"), {{"x", counting({2}, DType::f32)}},
+                   {{"format", "pt"}, {"note", "a \"quoted\" é"}});
   SafetensorsFile file = SafetensorsFile::open(dir.file("m.safetensors"));
   EXPECT_EQ(file.metadata(), (std::map<std::string, std::string>{{"format", "pt"}, {"note", "a \"quoted\" é"}}));
 }
@@ -83,7 +84,10 @@ TEST(RoundTrip, LayoutFollowsTheReferenceWriter) {
   SafetensorsFile file = SafetensorsFile::open(dir.file("l.safetensors"));
   EXPECT_EQ(file.names(), (std::vector<std::string>{"e_i64", "d_f32", "f_f32", "c_bf16", "b_f16", "a_bool"}));
   for (const std::string& name : file.names()) {
-    size_t element = file.info(name).dtype == "I64" ? 8 : file.info(name).dtype == "F32" ? 4 : file.info(name).dtype == "BOOL" ? 1 : 2;
+    size_t element = file.info(name).dtype == "I64"    ? 8
+                     : file.info(name).dtype == "F32"  ? 4
+                     : file.info(name).dtype == "BOOL" ? 1
+                                                       : 2;
     EXPECT_EQ((8 + n + file.info(name).begin) % element, 0u) << name;
   }
   EXPECT_EQ(nlohmann::json::parse(header)["e_i64"]["dtype"], "I64");

@@ -71,7 +71,8 @@ TEST(Elementwise, AddMulAccumulatesAGatedResidual) {
 
 // y = x + (y + bias) gate in place of y, for every gate shape, without a gate, and without a bias.
 TEST(Elementwise, BiasResidualFinishesABranchInPlace) {
-  const Tensor x = random_tensor({2, 5, 33}, 20), product = random_tensor({2, 5, 33}, 21), bias = random_tensor({33}, 22);
+  const Tensor x = random_tensor({2, 5, 33}, 20), product = random_tensor({2, 5, 33}, 21),
+               bias = random_tensor({33}, 22);
   std::vector<Tensor> gates{Tensor()};
   uint32_t seed = 23;
   for (const Shape& shape : kBroadcastable) gates.push_back(random_tensor(shape, seed++));
@@ -104,5 +105,6 @@ TEST(Elementwise, RejectsShapesThatDoNotBroadcast) {
   EXPECT_THROW(kernels::add_mul_(a, random_tensor({2, 5, 1}, 5), random_tensor({33}, 6)), Error);
   EXPECT_THROW(kernels::bias_residual_(a, random_tensor({2, 5, 1}, 7), {}, {}), Error);     // x of another shape
   EXPECT_THROW(kernels::bias_residual_(a, a.clone(), random_tensor({32}, 8), {}), Error);  // bias of another width
-  EXPECT_THROW(kernels::bias_residual_(view, random_tensor({2, 2, 33}, 9), {}, {}), Error);  // in place needs contiguous
+  EXPECT_THROW(kernels::bias_residual_(view, random_tensor({2, 2, 33}, 9), {}, {}),
+               Error);  // in place needs contiguous
 }

@@ -282,7 +282,8 @@ TEST(UpsampleNearest2x, CopiesEachPixelToA2x2Block) {
   for (int64_t plane = 0; plane < 12; ++plane)
     for (int64_t y = 0; y < 6; ++y)
       for (int64_t xo = 0; xo < 10; ++xo)
-        ASSERT_EQ(out[(plane * 6 + y) * 10 + xo], in[(plane * 3 + y / 2) * 5 + xo / 2]) << plane << " " << y << " " << xo;
+        ASSERT_EQ(out[(plane * 6 + y) * 10 + xo], in[(plane * 3 + y / 2) * 5 + xo / 2])
+            << plane << " " << y << " " << xo;
 }
 
 TEST(Clamp, LimitsToTheRange) {

@@ -75,7 +75,8 @@ TEST(KernelIsa, OneDnnIsCappedAtTheProcessLevel) {
   switch (kernel_isa()) {
     case Isa::portable: EXPECT_EQ(effective, dnnl_cpu_isa_avx2); break;
     case Isa::avx512:
-      EXPECT_EQ(effective, __builtin_cpu_supports("avx512vnni") ? dnnl_cpu_isa_avx512_core_vnni : dnnl_cpu_isa_avx512_core);
+      EXPECT_EQ(effective,
+                __builtin_cpu_supports("avx512vnni") ? dnnl_cpu_isa_avx512_core_vnni : dnnl_cpu_isa_avx512_core);
       break;
     case Isa::avx512_bf16: EXPECT_EQ(effective, dnnl_cpu_isa_avx512_core_bf16); break;
     case Isa::amx: EXPECT_EQ(effective, dnnl_cpu_isa_avx512_core_amx); break;
@@ -103,8 +104,9 @@ TEST(KernelIsa, EnvironmentSetsEveryLevelTheCpuHas) {
   for (Isa isa : kLevels) {
     if (isa > detected_isa()) continue;  // a level above the CPU's is refused (next tests)
     SCOPED_TRACE(isa_name(isa));
-    const Child child = run_self(std::string("CPDIT_KERNEL_ISA=") + isa_name(isa),
-                                 "--gtest_filter=KernelIsa.PicksWhatTheCpuHas:KernelIsa.OneDnnIsCappedAtTheProcessLevel");
+    const Child child =
+        run_self(std::string("CPDIT_KERNEL_ISA=") + isa_name(isa),
+                 "--gtest_filter=KernelIsa.PicksWhatTheCpuHas:KernelIsa.OneDnnIsCappedAtTheProcessLevel");
     EXPECT_EQ(child.exit_code, 0) << child.output;
     EXPECT_NE(child.output.find("[  PASSED  ] 2 tests"), std::string::npos) << child.output;
   }

@@ -168,7 +168,8 @@ TEST(LinearBf16Compute, FastestFollowsTheKernelIsaLevel) {
     EXPECT_EQ(kernels::amx_available(), amx);
     const Tensor fastest = kernels::linear_bf16_compute(x, w_bf16, b);
     expect_within(fastest, ref.y, ref.bound);
-    const Tensor named = kernels::linear_bf16_compute(x, w_bf16, b, amx ? kernels::Bf16Matmul::amx : kernels::Bf16Matmul::onednn);
+    const Tensor named =
+        kernels::linear_bf16_compute(x, w_bf16, b, amx ? kernels::Bf16Matmul::amx : kernels::Bf16Matmul::onednn);
     EXPECT_EQ(max_abs_diff(fastest, named), 0.0);
   }
 }

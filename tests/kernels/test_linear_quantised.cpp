@@ -22,7 +22,8 @@ using namespace cpdit;
 namespace {
 
 const std::string kDir = std::string(CPDIT_TEST_DATA) + "/fixtures/gguf/";
-const char* kFormats[] = {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "q4_k_of_x"};
+const char* kFormats[] = {"f32",  "f16",  "bf16", "q8_0", "q4_0", "q4_1",
+                          "q5_0", "q5_1", "q4_k", "q5_k", "q6_k", "q4_k_of_x"};
 
 double max_abs(const Tensor& t) {
   double m = 0;

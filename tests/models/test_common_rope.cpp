@@ -35,7 +35,8 @@ TEST(CommonRope, LtxFractionalTablesMatchDiffusers) {
   auto expected = io::load_safetensors(fixture("ltx_tiny", "intermediates.safetensors"));
   const Tensor scale = inputs.at("rope_interpolation_scale").to(DType::f32);
   FractionalRope options;  // ltx_tiny: patch_size_t 1, patch_size 1; diffusers' base 20, 2048, 2048
-  options.interpolation_scale = std::array<double, 3>{scale.data<float>()[0], scale.data<float>()[1], scale.data<float>()[2]};
+  options.interpolation_scale =
+      std::array<double, 3>{scale.data<float>()[0], scale.data<float>()[1], scale.data<float>()[2]};
   const std::array<int64_t, 3> grid{inputs.at("num_frames").data<int64_t>()[0], inputs.at("height").data<int64_t>()[0],
                                     inputs.at("width").data<int64_t>()[0]};
   const RopeTables t = fractional_rope(24, grid, options);  // the inner dim, 2 heads x 12
@@ -83,7 +84,8 @@ TEST(CommonRope, QwenPolarTablesMatchDiffusers) {
   }
   const int64_t text = inputs.at("encoder_hidden_states").size(1);
   const PolarRope rope = polar_rope(segments, text, {4, 6, 6}, /*scale_rope=*/true);
-  for (const auto& [table, name] : {std::pair{&rope.image, "pos_embed.0.real_imag"}, std::pair{&rope.text, "pos_embed.1.real_imag"}}) {
+  for (const auto& [table, name] :
+       {std::pair{&rope.image, "pos_embed.0.real_imag"}, std::pair{&rope.text, "pos_embed.1.real_imag"}}) {
     const Tensor want = expected.at(name);  // (S, pairs, 2): real, imaginary
     const int64_t rows = want.size(0), pairs = want.size(1);
     ASSERT_EQ(table->cos.shape(), (Shape{rows, 2 * pairs})) << name;

@@ -30,7 +30,8 @@ TEST(FluxCli, ForwardWritesTheSample) {
 int64_t resident_weight_bytes(const std::string& out) {
   const size_t end = out.find(" bytes)");
   const size_t begin = out.rfind('(', end);
-  return end == std::string::npos || begin == std::string::npos ? -1 : std::stoll(out.substr(begin + 1, end - begin - 1));
+  return end == std::string::npos || begin == std::string::npos ? -1
+                                                                : std::stoll(out.substr(begin + 1, end - begin - 1));
 }
 
 TEST(FluxCli, ForwardHoldsOneCopyOfABf16Checkpoint) {
@@ -44,7 +45,8 @@ TEST(FluxCli, ForwardHoldsOneCopyOfABf16Checkpoint) {
   const std::string weights = dir.file("weights.safetensors");
   io::save_safetensors(weights, bf16);
   const std::string args = "forward --model " + weights + " --config " + fixture_dir() + "/config.json --inputs " +
-                           fixture_dir() + "/inputs.safetensors --threads 1 --ring 2 --output " + dir.file("s.safetensors");
+                           fixture_dir() + "/inputs.safetensors --threads 1 --ring 2 --output " +
+                           dir.file("s.safetensors");
   auto as_stored = run_cli(args);
   ASSERT_EQ(as_stored.code, 0) << as_stored.err;
   EXPECT_EQ(resident_weight_bytes(as_stored.out), bytes) << as_stored.out;
@@ -56,8 +58,9 @@ TEST(FluxCli, ForwardHoldsOneCopyOfABf16Checkpoint) {
 TEST(FluxCli, ErrorsAreOneLineExitTwoAndWriteNothing) {
   TempDir dir("flux_cli_errors");
   std::string out = dir.file("never.safetensors");
-  io::save_safetensors(dir.file("partial_inputs.safetensors"),
-                       {{"hidden_states", io::load_safetensors(fixture_dir() + "/inputs.safetensors").at("hidden_states")}});
+  io::save_safetensors(
+      dir.file("partial_inputs.safetensors"),
+      {{"hidden_states", io::load_safetensors(fixture_dir() + "/inputs.safetensors").at("hidden_states")}});
   std::ofstream(dir.file("wrong.json")) << R"({"num_layers": 2, "axes_dims_rope": [4, 4, 8]})";
   std::vector<std::string> bad{
       model_args() + " --ring 2 --ranks 3",                                                   // impossible degrees

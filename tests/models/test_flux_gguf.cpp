@@ -56,8 +56,9 @@ TEST(FluxGguf, F32LoadDecodesTheBlocksAndGivesTheSameSample) {
   auto decoded = load_flux(checkpoint, nn::load_options("f32"));
   EXPECT_EQ(parameters_in_format(*decoded, "Q8_0"), 0);
   // The same values through the same sgemm, tiled differently: f32 rounding only.
-  EXPECT_LT(max_abs_diff(quantised->forward(fixture_inputs()).at("sample"), decoded->forward(fixture_inputs()).at("sample")),
-            1e-5);
+  EXPECT_LT(
+      max_abs_diff(quantised->forward(fixture_inputs()).at("sample"), decoded->forward(fixture_inputs()).at("sample")),
+      1e-5);
 }
 
 TEST(FluxGguf, CliForwardAndInspect) {
@@ -75,7 +76,8 @@ TEST(FluxGguf, CliForwardAndInspect) {
                                                        R"(.*"num_attention_heads":2,)")))
       << listed.out;
   // Columns padded to the widest entry: name, ggml type, shape, bytes (3 x 256 rows of one 144-byte Q4_K block).
-  EXPECT_TRUE(std::regex_search(listed.out, std::regex(R"(double_blocks\.0\.img_attn\.qkv\.weight +Q4_K +\(768, 256\) +110592)")))
+  EXPECT_TRUE(std::regex_search(listed.out,
+                                std::regex(R"(double_blocks\.0\.img_attn\.qkv\.weight +Q4_K +\(768, 256\) +110592)")))
       << listed.out;
 }
 

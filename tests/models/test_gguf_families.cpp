@@ -88,13 +88,15 @@ TEST_P(GgufFamilies, Q4_KThroughTheCliWithTheBuiltInConfig) {
       << listed.out;
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Families, GgufFamilies,
-    ::testing::Values(
-        Family{"wan", "WanTransformer3DModel", "model.diffusion_model.blocks.0.self_attn.q.weight", 2, 128},
-        Family{"qwenimage", "QwenImageTransformer2DModel", "transformer_blocks.0.attn.to_q.weight", 2, 128},
-        Family{"ltx", "LTXVideoTransformer3DModel", "model.diffusion_model.transformer_blocks.0.attn1.to_q.weight", 4, 64}),
-    [](const ::testing::TestParamInfo<Family>& info) { return info.param.name; });
+INSTANTIATE_TEST_SUITE_P(Families, GgufFamilies,
+                         ::testing::Values(Family{"wan", "WanTransformer3DModel",
+                                                  "model.diffusion_model.blocks.0.self_attn.q.weight", 2, 128},
+                                           Family{"qwenimage", "QwenImageTransformer2DModel",
+                                                  "transformer_blocks.0.attn.to_q.weight", 2, 128},
+                                           Family{"ltx", "LTXVideoTransformer3DModel",
+                                                  "model.diffusion_model.transformer_blocks.0.attn1.to_q.weight", 4,
+                                                  64}),
+                         [](const ::testing::TestParamInfo<Family>& info) { return info.param.name; });
 
 // Wan 2.1's image conditioning in its original names (FLF2V: img_emb.proj.*, img_emb.emb_pos,
 // cross_attn.k_img / v_img / norm_k_img, behind the prefix): every image tensor is bound to diffusers'
@@ -170,8 +172,8 @@ TEST_P(GgufGenerate, LatentsEqualTheDecodedWeightsInADiffusersFolder) {
   std::filesystem::copy_file(config, dir.file("dense/config.json"));
 
   auto latents = [&](const std::string& model, const std::string& flags, const std::string& name) {
-    auto r = run_cli("generate --model " + model + " " + c.size + " --steps 2 --text-tokens 4 --threads 1 --json --out " +
-                     dir.file(name) + flags);
+    auto r = run_cli("generate --model " + model + " " + c.size +
+                     " --steps 2 --text-tokens 4 --threads 1 --json --out " + dir.file(name) + flags);
     EXPECT_EQ(r.code, 0) << model << flags << "\n" << r.err;
     return io::load_safetensors(dir.file(name)).at("latents");
   };

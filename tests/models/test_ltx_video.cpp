@@ -59,7 +59,8 @@ TEST(LtxVideo, PaddedTextDoesNotReachTheVideo) {
   const Tensor before = model->forward(inputs).at("sample");
   Tensor text = inputs.at("encoder_hidden_states").clone();
   for (int64_t j = 6; j < 9; ++j)
-    for (int64_t c = 0; c < ck.config.caption_channels; ++c) text.data<float>()[j * ck.config.caption_channels + c] += 3.0f;
+    for (int64_t c = 0; c < ck.config.caption_channels; ++c)
+      text.data<float>()[j * ck.config.caption_channels + c] += 3.0f;
   inputs["encoder_hidden_states"] = text;
   EXPECT_EQ(max_abs_diff(model->forward(inputs).at("sample"), before), 0.0);
   inputs.erase("encoder_attention_mask");  // without the mask the same change does reach it

@@ -37,7 +37,8 @@ TEST(ModelRegistry, TellsTheClassFromDiffusersAndTransformersConfigsAndTensorNam
   EXPECT_NE(named->told_by.find("_class_name"), std::string::npos);
 
   TempDir dir("registry_architectures");
-  named = checkpoint_class(io::resolve_model(flux_weights_with_config(dir, R"({"architectures": ["T5EncoderModel"]})")));
+  named =
+      checkpoint_class(io::resolve_model(flux_weights_with_config(dir, R"({"architectures": ["T5EncoderModel"]})")));
   ASSERT_TRUE(named);
   EXPECT_EQ(named->name, "T5EncoderModel");  // named, registered or not
   EXPECT_NE(named->told_by.find("architectures"), std::string::npos);
@@ -52,7 +53,8 @@ TEST(ModelRegistry, TellsTheClassFromDiffusersAndTransformersConfigsAndTensorNam
 
 TEST(ModelRegistry, AnUnknownClassIsRefusedNamingTheKnownOnesNotRunAsFlux) {
   // The weights are FLUX.1's, so falling through to tensor names would wrongly succeed.
-  for (const std::string config : {R"({"_class_name": "MysteryTransformerModel"})", R"({"architectures": ["MysteryModel"]})"}) {
+  for (const std::string config :
+       {R"({"_class_name": "MysteryTransformerModel"})", R"({"architectures": ["MysteryModel"]})"}) {
     TempDir dir("registry_unknown");
     const std::string path = flux_weights_with_config(dir, config);
     SCOPED_TRACE(config);

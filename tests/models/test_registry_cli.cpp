@@ -42,7 +42,8 @@ TEST(RegistryCli, AnUnknownClassIsOneLineListingTheKnownClassesExitTwo) {
       auto r = run_cli(command);
       EXPECT_EQ(r.code, 2) << command << "\n" << r.err;
       EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-      for (const std::string& expected : {name, std::string("FluxTransformer2DModel"), std::string("WanTransformer3DModel")})
+      for (const std::string& expected :
+           {name, std::string("FluxTransformer2DModel"), std::string("WanTransformer3DModel")})
         EXPECT_NE(r.err.find(expected), std::string::npos) << command << "\n" << r.err;
       EXPECT_FALSE(fs::exists(out)) << command;
     }
@@ -103,7 +104,8 @@ TEST(RegistryCli, ForwardOpensTheTransformerOfAPipelineFolder) {
   fs::create_directories(dir.path() / "transformer");
   fs::copy_file(fixture("weights.safetensors"), dir.path() / "transformer" / "diffusion_pytorch_model.safetensors");
   fs::copy_file(fixture("config.json"), dir.path() / "transformer" / "config.json");
-  std::ofstream(dir.file("model_index.json")) << R"({"_class_name": "FluxPipeline", "transformer": ["diffusers", "FluxTransformer2DModel"]})";
+  std::ofstream(dir.file("model_index.json"))
+      << R"({"_class_name": "FluxPipeline", "transformer": ["diffusers", "FluxTransformer2DModel"]})";
   const std::string out = dir.file("sample.safetensors");
   auto r = run_cli("forward --threads 1 --model " + dir.path().string() + " --inputs " + fixture("inputs.safetensors") +
                    " --output " + out);

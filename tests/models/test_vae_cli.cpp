@@ -62,7 +62,8 @@ TEST(VaeCli, ForwardEncodesASampleIntoTheLatentMean) {
   cpdit::testing::TempDir dir("vae_cli_encode");
   const std::string wan = "forward" + model_args("vae_wan_tiny") + " --inputs " + fixture_dir("vae_wan_tiny_encode") +
                           "/inputs.safetensors --threads 1";
-  expect_output(wan, dir.file("wan.safetensors"), "latent", fixture_file("vae_wan_tiny_encode", "expected").at("latent"));
+  expect_output(wan, dir.file("wan.safetensors"), "latent",
+                fixture_file("vae_wan_tiny_encode", "expected").at("latent"));
   const Tensor moments = fixture_file("vae_kl_tiny_encode", "expected").at("moments");
   expect_output("forward" + model_args("vae_kl_tiny") + " --inputs " + fixture_dir("vae_kl_tiny_encode") +
                     "/inputs.safetensors --threads 1",
@@ -131,21 +132,24 @@ TEST(VaeCli, DecodeUnscalesFluxLatentsOnOneOrTwoRanks) {
                                            " --threads 1 --out " + out + " --ranks " + ranks);
     ASSERT_EQ(r.code, 0) << r.err;
     // The scaling round trip adds a rounding of the latents (~1e-7): far below 1e-5 of the range.
-    EXPECT_LE(relative_to_range(io::load_safetensors(out).at("sample"), fixture_file("vae_kl_tiny", "expected").at("sample")),
-              1e-5);
+    EXPECT_LE(
+        relative_to_range(io::load_safetensors(out).at("sample"), fixture_file("vae_kl_tiny", "expected").at("sample")),
+        1e-5);
   }
 }
 
 TEST(VaeCli, DecodeWritesAPngOfTheImageSize) {
   PipelineFolder dir;
   const std::string png = dir.file("image.png");
-  const auto r = cpdit::testing::run_cli("decode --model " + dir.model() + " --latents " + dir.latents() + " --out " + png);
+  const auto r =
+      cpdit::testing::run_cli("decode --model " + dir.model() + " --latents " + dir.latents() + " --out " + png);
   ASSERT_EQ(r.code, 0) << r.err;
   std::ifstream in(png, std::ios::binary);
   std::vector<unsigned char> head(24);
   in.read(reinterpret_cast<char*>(head.data()), 24);
   ASSERT_TRUE(in) << png;
-  EXPECT_EQ(std::vector<unsigned char>(head.begin() + 1, head.begin() + 4), (std::vector<unsigned char>{'P', 'N', 'G'}));
+  EXPECT_EQ(std::vector<unsigned char>(head.begin() + 1, head.begin() + 4),
+            (std::vector<unsigned char>{'P', 'N', 'G'}));
   auto be32 = [&](int at) { return (head[at] << 24) | (head[at + 1] << 16) | (head[at + 2] << 8) | head[at + 3]; };
   EXPECT_EQ(be32(16), 6);  // IHDR width, height: the 8 x 6 sample
   EXPECT_EQ(be32(20), 8);

@@ -111,8 +111,9 @@ double max_diff(const Tensor& got, const Tensor& want) { return max_abs_diff(got
 
 TEST(WanImageConditioningParallel, SkyReelsV2I2VEveryMeshEqualsOneRank) {
   const skyreels_v2::SkyReelsV2Checkpoint ck = skyreels_i2v_checkpoint();
-  cpdit::testing::expect_plan_parity([&] { return skyreels_v2::load_skyreels_v2(ck); }, inputs_of("skyreels_v2_i2v_tiny"),
-                                     "SkyReels-V2 I2V", kMeshes, kRotations, max_diff, kParity);
+  cpdit::testing::expect_plan_parity([&] { return skyreels_v2::load_skyreels_v2(ck); },
+                                     inputs_of("skyreels_v2_i2v_tiny"), "SkyReels-V2 I2V", kMeshes, kRotations,
+                                     max_diff, kParity);
 }
 
 TEST(WanImageConditioningParallel, WanFlf2vEveryMeshEqualsOneRank) {

@@ -34,8 +34,9 @@ TEST(KeyLayout, ThePrefixKeepsOnlyTheDiffusionModel) {
 }
 
 TEST(KeyLayout, StemsRenameWithTheirSuffixInsideAndOutsideBlocks) {
-  const KeyLayout layout = {{{"head.head", "proj_out"}, {"head.modulation", "scale_shift_table"}},
-                            {{"blocks", "transformer_blocks", {{"self_attn.q", "attn1.to_q"}, {"modulation", "table"}}}}};
+  const KeyLayout layout = {
+      {{"head.head", "proj_out"}, {"head.modulation", "scale_shift_table"}},
+      {{"blocks", "transformer_blocks", {{"self_attn.q", "attn1.to_q"}, {"modulation", "table"}}}}};
   EXPECT_EQ(renamed_key("head.head.weight", layout), "proj_out.weight");
   EXPECT_EQ(renamed_key("head.head.bias", layout), "proj_out.bias");
   EXPECT_EQ(renamed_key("head.modulation", layout), "scale_shift_table");

@@ -22,7 +22,8 @@ class Toy : public Module {
     blocks.append(2, 2);
     blocks.append(2, 2);
     StateDict s;
-    for (auto& [name, p] : named_parameters()) s[name] = name.ends_with("weight") ? Tensor::from_vector({1, 0, 0, 1}, {2, 2}) : Tensor::zeros({2});
+    for (auto& [name, p] : named_parameters())
+      s[name] = name.ends_with("weight") ? Tensor::from_vector({1, 0, 0, 1}, {2, 2}) : Tensor::zeros({2});
     load_state_dict(*this, s);
   }
   std::vector<Tensor> forward(const Tensor& x, const Tensor& t = {}) const {

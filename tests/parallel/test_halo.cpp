@@ -67,7 +67,8 @@ TEST(Halo, AWideLayerSumsByWinogradOnEveryRankCount) {
 }
 
 TEST(Halo, GroupNormStatisticsCoverEveryRanksRows) {
-  const Tensor x = random_tensor({2, 6, 1, 11, 5}, 4, -1.0f, 3.0f), w = random_tensor({6}, 5), b = random_tensor({6}, 6);
+  const Tensor x = random_tensor({2, 6, 1, 11, 5}, 4, -1.0f, 3.0f), w = random_tensor({6}, 5),
+               b = random_tensor({6}, 6);
   for (int ranks : {2, 3, 4})
     // Sums in double in another order: the statistics agree to ~1e-15, the outputs to f32 rounding.
     EXPECT_LE(band_error(ranks, x, [&](const Tensor& t) { return group_norm_rows(t, 3, w, b, 1e-6f); }), 2e-6) << ranks;

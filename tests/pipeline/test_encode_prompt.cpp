@@ -47,8 +47,8 @@ void expect_pipeline_embeddings(const std::string& model, const std::string& fam
   const std::string out = out_dir.file("prompt.safetensors");
   // Single-quoted for the shell: the fixture prompts hold no single quote.
   const auto r = run_cli("encode-prompt --model " + model + " --prompt '" + prompt + "' --negative-prompt '" +
-                         negative + "' --max-sequence-length " + std::to_string(cases.at("max_sequence_length").get<int>()) +
-                         extra + " --out " + out);
+                         negative + "' --max-sequence-length " +
+                         std::to_string(cases.at("max_sequence_length").get<int>()) + extra + " --out " + out);
   ASSERT_EQ(r.code, 0) << r.err;
   const auto got = io::load_safetensors(out);
   const auto expected = io::load_safetensors((kFixtures / "encode_prompt/expected.safetensors").string());

@@ -95,7 +95,8 @@ TEST(FlowMatchEuler, StepsEqualDiffusers) {
   double worst = 0;
   int checked = 0;
   std::map<std::string, std::map<std::string, Tensor>> tensors_of;
-  for (const std::string& dir : kFixtureDirs) tensors_of[dir] = io::load_safetensors(dir + "scheduler_steps.safetensors");
+  for (const std::string& dir : kFixtureDirs)
+    tensors_of[dir] = io::load_safetensors(dir + "scheduler_steps.safetensors");
   for (const auto& [dir, c] : all_cases()) {
     const auto& tensors = tensors_of.at(dir);
     const FlowMatchEulerScheduler s = scheduler_for(c, dir);

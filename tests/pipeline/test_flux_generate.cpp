@@ -53,7 +53,8 @@ Tensor generate_tiny(Layout layout, int64_t height, int64_t width, int64_t text_
         auto model = models::flux::load_flux(checkpoint);
         if (group->size() > 1) model->enable_parallelism(group, config, flux_sharded_latents_plan());
         FlowMatchEulerScheduler scheduler(flux_preset_scheduler("flux-tiny"));
-        FluxGenerateResult result = generate_flux(*model, model->config(), scheduler, conditioning, options, group.get());
+        FluxGenerateResult result =
+            generate_flux(*model, model->config(), scheduler, conditioning, options, group.get());
         std::lock_guard<std::mutex> lock(mutex);
         if (world.rank() == 0) latents = result.latents;
       },
@@ -197,17 +198,20 @@ TEST(FluxGenerateCli, APipelineFolderRunsItsTransformerWithItsScheduler) {
                              dir.path() / "transformer" / "diffusion_pytorch_model.safetensors");
   std::filesystem::copy_file(fixture / "config.json", dir.path() / "transformer" / "config.json");
   std::ofstream(dir.file("scheduler/scheduler_config.json")) << R"({"shift": 1.0, "use_dynamic_shifting": false})";
-  std::ofstream(dir.file("model_index.json")) << R"({"_class_name": "FluxPipeline", "transformer": ["diffusers", "FluxTransformer2DModel"],
+  std::ofstream(dir.file("model_index.json"))
+      << R"({"_class_name": "FluxPipeline", "transformer": ["diffusers", "FluxTransformer2DModel"],
                                                      "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"]})";
   auto latents = [&](const std::string& model, const std::string& name) {
     auto r = run_cli("generate --model " + model +
-                     " --height 64 --width 64 --steps 2 --text-tokens 4 --ranks 1 --threads 1 --json --out " + dir.file(name));
+                     " --height 64 --width 64 --steps 2 --text-tokens 4 --ranks 1 --threads 1 --json --out " +
+                     dir.file(name));
     EXPECT_EQ(r.code, 0) << r.err;
     return io::load_safetensors(dir.file(name)).at("latents");
   };
   const Tensor pipeline = latents(dir.path().string(), "pipeline.safetensors");
   const Tensor given =
-      latents(dir.file("transformer") + " --scheduler-config " + dir.file("scheduler/scheduler_config.json"), "given.safetensors");
+      latents(dir.file("transformer") + " --scheduler-config " + dir.file("scheduler/scheduler_config.json"),
+              "given.safetensors");
   const Tensor alone = latents(dir.file("transformer"), "alone.safetensors");
   EXPECT_EQ(max_abs_diff(pipeline, given), 0.0);
   EXPECT_GT(max_abs_diff(pipeline, alone), 0.0);
@@ -216,8 +220,8 @@ TEST(FluxGenerateCli, APipelineFolderRunsItsTransformerWithItsScheduler) {
 TEST(FluxGenerateCli, BadInputIsOneLineExitTwoAndNothingWritten) {
   TempDir dir("generate_cli_errors");
   const std::string out = dir.file("never.safetensors");
-  io::save_safetensors(dir.file("wrong_width.safetensors"),
-                       {{"prompt_embeds", Tensor::zeros({1, 4, 31})}, {"pooled_prompt_embeds", Tensor::zeros({1, 32})}});
+  io::save_safetensors(dir.file("wrong_width.safetensors"), {{"prompt_embeds", Tensor::zeros({1, 4, 31})},
+                                                             {"pooled_prompt_embeds", Tensor::zeros({1, 32})}});
   struct Case {
     std::string args, message;
   };

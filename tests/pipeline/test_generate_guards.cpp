@@ -60,7 +60,8 @@ TEST(GenerateGuards, NumericOptionsAreCheckedAsTyped) {
       {"--threads 0", "--threads: must be >= 1, got 0"},
       {"--ring 1000", "1000 local ranks are more threads than this machine can usefully run"},
   };
-  for (const Case& c : cases) expect_refused("--preset flux-tiny --steps 1 --out " + out + " " + c.args, c.message, out);
+  for (const Case& c : cases)
+    expect_refused("--preset flux-tiny --steps 1 --out " + out + " " + c.args, c.message, out);
   expect_refused("--preset wan-tiny --steps 1 --frames -1 --out " + out, "--frames: must be >= 1, got -1", out);
   expect_refused("--preset wan-tiny --steps 1 --frames 0 --out " + out, "--frames: must be >= 1, got 0", out);
 }
@@ -69,8 +70,8 @@ TEST(GenerateGuards, ARunThatCannotFitIsRefusedWithTheEstimate) {
   TempDir dir("generate_memory");
   const std::string out = dir.file("never.safetensors");
   // 125000 x 125000 latents of 16 channels: 1 TB of f32 for the latents alone, more than any host here.
-  expect_refused("--preset flux-tiny --steps 1 --height 1000000 --width 1000000 --out " + out, "this run needs at least",
-                 out);
+  expect_refused("--preset flux-tiny --steps 1 --height 1000000 --width 1000000 --out " + out,
+                 "this run needs at least", out);
   expect_refused("--preset flux-tiny --steps 1 --height 1000000 --width 1000000 --out " + out, "of memory is available",
                  out);
   expect_refused("--preset wan-tiny --steps 1 --frames 400001 --height 4096 --width 4096 --out " + out,
@@ -92,9 +93,11 @@ TEST(GenerateGuards, AnOutputNamingAnInputIsRefusedAndTheInputKept) {
   std::filesystem::copy_file(kFluxTiny + "/weights.safetensors", dir.file("diffusion_pytorch_model.safetensors"));
   std::filesystem::copy_file(kFluxTiny + "/config.json", dir.file("config.json"));
   std::filesystem::create_hard_link(dir.file("diffusion_pytorch_model.safetensors"), dir.file("linked.safetensors"));
-  const auto noise = run_cli("generate --preset flux-tiny --steps 1 --height 32 --width 32 --out " + dir.file("noise.safetensors"));
+  const auto noise =
+      run_cli("generate --preset flux-tiny --steps 1 --height 32 --width 32 --out " + dir.file("noise.safetensors"));
   ASSERT_EQ(noise.code, 0) << noise.err;
-  const std::string weights = slurp(dir.file("diffusion_pytorch_model.safetensors")), latents = slurp(dir.file("noise.safetensors"));
+  const std::string weights = slurp(dir.file("diffusion_pytorch_model.safetensors")),
+                    latents = slurp(dir.file("noise.safetensors"));
 
   const std::string model = "--model " + dir.path().string() + " --steps 1 --height 32 --width 32";
   struct Case {

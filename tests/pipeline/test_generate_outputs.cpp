@@ -28,8 +28,10 @@ TEST(GenerateOutputs, AFailingPreviewKeepsTheOldOutAndWritesNothing) {
   // A folder where the preview PNG should go: its write is the one that fails, after --out's.
   // --json: no progress lines, so the error is the one line on stderr.
   fs::create_directory(dir.file("preview.png"));
-  const auto r = run_cli("generate --preset flux-tiny --steps 1 --height 32 --width 32 --text-tokens 8 --threads 1 --json"
-                         " --out " + out + " --image " + dir.file("image.png") + " --preview " + dir.file("preview.png"));
+  const auto r = run_cli(
+      "generate --preset flux-tiny --steps 1 --height 32 --width 32 --text-tokens 8 --threads 1 --json"
+      " --out " +
+      out + " --image " + dir.file("image.png") + " --preview " + dir.file("preview.png"));
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("preview.png: it is a folder"), std::string::npos) << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;

@@ -22,7 +22,8 @@ using cpdit::testing::run_cli;
 using cpdit::testing::TempDir;
 
 const std::string kFlux = "generate --preset flux-tiny --steps 2 --height 32 --width 48 --text-tokens 16 --seed 5";
-const std::string kWan = "generate --preset wan-tiny --steps 2 --frames 5 --height 32 --width 32 --text-tokens 16 --seed 5";
+const std::string kWan =
+    "generate --preset wan-tiny --steps 2 --frames 5 --height 32 --width 32 --text-tokens 16 --seed 5";
 
 std::map<std::string, Tensor> generate(const TempDir& dir, const std::string& args, const std::string& name) {
   const std::string out = dir.file(name + ".safetensors");
@@ -52,7 +53,9 @@ void expect_prompt_is_its_embeddings(const std::string& args, const std::string&
   EXPECT_GT(max_abs_diff(from_prompt.at("latents"), other.at("latents")), 1e-3);
 }
 
-TEST(GenerateStages, FluxPromptIsWhatEncodePromptWrites) { expect_prompt_is_its_embeddings(kFlux, "flux-tiny", "image"); }
+TEST(GenerateStages, FluxPromptIsWhatEncodePromptWrites) {
+  expect_prompt_is_its_embeddings(kFlux, "flux-tiny", "image");
+}
 
 TEST(GenerateStages, WanPromptIsWhatEncodePromptWrites) {
   // Wan encodes the default negative prompt "" too, and guidance runs on it.
@@ -156,7 +159,8 @@ TEST(GenerateStages, MisuseIsOneLineAndNothingWritten) {
   expect_one_line_error(kWan + " --true-cfg-scale 2 --out " + png, "Wan's classifier-free guidance is --guidance", png);
   // qwen-mini has no built-in text encoder, and Qwen-Image's schedule needs 2 steps: refused before
   // its Qwen-Image-width weights are built.
-  expect_one_line_error("generate --preset qwen-mini --prompt a --out " + png, "preset qwen-mini has no tokenizer/", png);
+  expect_one_line_error("generate --preset qwen-mini --prompt a --out " + png, "preset qwen-mini has no tokenizer/",
+                        png);
   expect_one_line_error("generate --preset qwen-mini --steps 1 --out " + png, "use at least 2 steps", png);
   // A pipeline folder without text encoders or a transformer file without a VAE.
   const std::string folder = std::string(CPDIT_TEST_DATA) + "/fixtures/flux_pipeline_tiny/pipeline";

@@ -18,7 +18,16 @@ namespace {
 TEST(Guidance, SerialRunsBothPassesOnThisRank) {
   const Tensor cond = testing::random_normal({2, 3}, 1), uncond = testing::random_normal({2, 3}, 2);
   int calls = 0;
-  const GuidancePair pair = predict_cond_uncond([&] { ++calls; return cond; }, [&] { ++calls; return uncond; }, nullptr);
+  const GuidancePair pair = predict_cond_uncond(
+      [&] {
+        ++calls;
+        return cond;
+      },
+      [&] {
+        ++calls;
+        return uncond;
+      },
+      nullptr);
   EXPECT_EQ(calls, 2);
   EXPECT_TRUE(pair.cond.same_storage(cond) && pair.uncond.same_storage(uncond));
 }
@@ -37,7 +46,8 @@ TEST(Guidance, CfgParallelGroupsRunOnePassEachAndSwapWithTheirPeer) {
     const GuidancePair pair = predict_cond_uncond(
         [&] { ++cond_calls; EXPECT_EQ(mesh.cfg_rank(), 0); return cond; },
         [&] { ++uncond_calls; EXPECT_EQ(mesh.cfg_rank(), 1); return uncond; }, &mesh.cfg());
-    const Tensor serial = combine_guidance(cond, uncond, {4.5f}), parallel = combine_guidance(pair.cond, pair.uncond, {4.5f});
+    const Tensor serial = combine_guidance(cond, uncond, {4.5f}),
+                 parallel = combine_guidance(pair.cond, pair.uncond, {4.5f});
     if (max_abs_diff(pair.cond, cond) != 0.0 || max_abs_diff(pair.uncond, uncond) != 0.0 ||
         max_abs_diff(parallel, serial) != 0.0)
       failures[size_t(world.rank())] = 1;

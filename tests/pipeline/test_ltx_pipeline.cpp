@@ -36,7 +36,8 @@ TEST(LtxPipeline, VaeFactorsAreTheRatiosOrPatchTimesScalingLevels) {
   EXPECT_EQ(released.temporal, 8);
   // Explicit ratios win over the levels.
   const auto given = LtxVaeFactors::from_json(nlohmann::json::parse(
-      R"({"patch_size": 4, "spatio_temporal_scaling": [true, true], "spatial_compression_ratio": 16, "temporal_compression_ratio": 4})"));
+      R"({"patch_size": 4, "spatio_temporal_scaling": [true, true], "spatial_compression_ratio": 16,)"
+      R"( "temporal_compression_ratio": 4})"));
   EXPECT_EQ(given.spatial, 16);
   EXPECT_EQ(given.temporal, 4);
   EXPECT_THROW(LtxVaeFactors::from_json(nlohmann::json::parse(R"({"patch_size": 0})")), Error);

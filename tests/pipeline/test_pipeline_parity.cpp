@@ -126,8 +126,8 @@ TEST(FluxPipelineParity, FinalLatentsAndImageMatchDiffusersOnEverySplit) {
 // FluxPipeline's true_cfg_scale: a second call on negative_prompt_embeds / negative_pooled_prompt_embeds,
 // combined without rescale; the guidance embedding still gets 3.5 in both calls.
 TEST(FluxPipelineParity, TrueCfgFinalLatentsMatchDiffusersOnEverySplit) {
-  expect_outputs_on_every_split(kCase, flux_args() + " --true-cfg-scale 2.5", "", {"--ranks 1", "--ulysses 2", "--ring 3"},
-                                "latents_true_cfg");
+  expect_outputs_on_every_split(kCase, flux_args() + " --true-cfg-scale 2.5", "",
+                                {"--ranks 1", "--ulysses 2", "--ring 3"}, "latents_true_cfg");
 }
 
 std::string wan_args() { return case_args(kWanCase, "--steps 3 --frames 5 --height 48 --width 32"); }
@@ -334,8 +334,8 @@ TEST(LtxPipelineParity, VideoFramesAndDecodeShowDiffusersVideo) {
   EXPECT_EQ(cpdit::testing::read_mp4(slow).fps, 12.0);
 
   const std::string sample = dir.file("sample.safetensors"), decoded = dir.file("decoded.mp4");
-  const auto d = run_cli("decode --model " + (kLtxCase / "pipeline").string() + " --latents " + latents + " --ranks 2 --out " +
-                         sample + " --video " + decoded);
+  const auto d = run_cli("decode --model " + (kLtxCase / "pipeline").string() + " --latents " + latents +
+                         " --ranks 2 --out " + sample + " --video " + decoded);
   ASSERT_EQ(d.code, 0) << d.err;
   EXPECT_LT(max_abs_diff(postprocess_pixels(io::load_safetensors(sample).at("sample")), expected), kPixelsTolerance);
   cpdit::testing::expect_mp4_shows_video(decoded, expected, 25.0);

@@ -91,7 +91,8 @@ TEST(SkyReelsGenerate, RolloutEqualsDiffusers) {
   const auto inputs = io::load_safetensors((kCase / "inputs.safetensors").string());
   SkyReelsGenerateOptions options = testing::case_options(c, inputs);
   options.video.initial_latents = inputs.at("latents");
-  const UniPCConfig scheduler = UniPCConfig::from_file((kCase / "pipeline" / "scheduler" / "scheduler_config.json").string());
+  const UniPCConfig scheduler =
+      UniPCConfig::from_file((kCase / "pipeline" / "scheduler" / "scheduler_config.json").string());
   const WanGenerateResult r = generate_skyreels_v2(*model, ck.config, scheduler, inputs.at("prompt_embeds"), options);
   // 3 blocks starting one iteration apart, 3 steps each: 5 model calls.
   EXPECT_EQ(r.step_seconds.size(), 5u);
@@ -125,8 +126,9 @@ TEST(SkyReelsGenerateCli, PresetRunsAndBadFrameCountsAreOneLineErrors) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(io::load_safetensors(dir.file("clip.safetensors")).at("latents").shape(), (Shape{1, 16, 3, 4, 4}));
   // The fixture's model takes blocks of 2 latent frames; 17 frames are 5 latent frames.
-  auto bad = cpdit::testing::run_cli("generate --model " + (kCase / "pipeline").string() +
-                                     " --frames 17 --height 48 --width 32 --steps 2 --out " + dir.file("never.safetensors"));
+  auto bad =
+      cpdit::testing::run_cli("generate --model " + (kCase / "pipeline").string() +
+                              " --frames 17 --height 48 --width 32 --steps 2 --out " + dir.file("never.safetensors"));
   EXPECT_EQ(bad.code, 2) << bad.err;
   EXPECT_NE(bad.err.find("num_frame_per_block"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(dir.file("never.safetensors")));

@@ -64,8 +64,11 @@ TEST(TextConditioning, WhatDoesNotFitTheModelIsOneErrorNamingFileAndTensor) {
                {"e.safetensors", "'prompt_embeds'", "LTX-Video", "prompt_attention_mask (B, L)"});
   expect_error([] { qwenimage_conditioning({}, "e.safetensors", qwen_config()); },
                {"e.safetensors", "'prompt_embeds'", "Qwen-Image", "prompt_embeds_mask (B, L)"});
-  expect_error([&] { ltx_conditioning({{"prompt_embeds", Tensor::full({2, 3, 5}, 0.5)}}, "e.safetensors", ltx_config()); },
-               {"e.safetensors", "prompt_embeds", "(B, L, 4)"});
+  expect_error(
+      [&] {
+        ltx_conditioning({{"prompt_embeds", Tensor::full({2, 3, 5}, 0.5)}}, "e.safetensors", ltx_config());
+      },
+      {"e.safetensors", "prompt_embeds", "(B, L, 4)"});
   expect_error([&] {
     ltx_conditioning({{"prompt_embeds", embeds}, {"negative_prompt_embeds", Tensor::full({1, 3, 4}, 0.5)}},
                      "e.safetensors", ltx_config());

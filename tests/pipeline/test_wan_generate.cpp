@@ -67,7 +67,8 @@ TEST(WanGenerate, RefusesFrameCountsThatAreNot4kPlus1) {
   EXPECT_THROW(wan_latent_shape(wan_preset_config("wan-tiny"), 1, 5, 72, 64), Error);
   EXPECT_EQ(wan_latent_shape(wan_preset_config("wan-tiny"), 1, 17, 480, 832), (Shape{1, 16, 5, 60, 104}));
   // A VAE config with other factors (spatial 4, temporal 2) changes both the size unit and the frames rule.
-  const WanVaeFactors small = WanVaeFactors::from_json(nlohmann::json::parse(R"({"scale_factor_spatial": 4, "scale_factor_temporal": 2})"));
+  const WanVaeFactors small =
+      WanVaeFactors::from_json(nlohmann::json::parse(R"({"scale_factor_spatial": 4, "scale_factor_temporal": 2})"));
   EXPECT_EQ(wan_latent_shape(wan_preset_config("wan-tiny"), 1, 7, 40, 24, small), (Shape{1, 16, 4, 10, 6}));
   EXPECT_THROW(wan_latent_shape(wan_preset_config("wan-tiny"), 1, 6, 40, 24, small), Error);
   EXPECT_THROW(WanVaeFactors::from_json(nlohmann::json::parse(R"({"scale_factor_spatial": 0})")), Error);

@@ -17,7 +17,8 @@ void expect_error(Fn fn, std::initializer_list<std::string> parts) {
     ADD_FAILURE() << "expected a cpdit::Error mentioning " << *parts.begin();
   } catch (const cpdit::Error& e) {
     for (const std::string& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "message: " << e.what() << "\nmissing: " << part;
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
+          << "message: " << e.what() << "\nmissing: " << part;
   }
 }
 

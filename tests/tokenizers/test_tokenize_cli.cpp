@@ -40,7 +40,8 @@ void expect_fixture_ids(const std::string& name, const std::string& extra_args) 
   const auto ids = rows_of(got.at("input_ids"));
   ASSERT_EQ(ids.size(), expected_ids.size());
   for (size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(ids[i], expected_ids[i]) << name << " prompt " << i;
-  const auto expected_mask = rows_of(io::load_safetensors(fixture(name) + "/expected.safetensors").at("attention_mask"));
+  const auto expected_mask =
+      rows_of(io::load_safetensors(fixture(name) + "/expected.safetensors").at("attention_mask"));
   EXPECT_EQ(rows_of(got.at("attention_mask")), expected_mask);
 }
 
@@ -66,8 +67,8 @@ TEST(TokenizeCli, TokenizerJsonAloneNamesTheMissingSpieceModel) {
 TEST(TokenizeCli, PromptsMustBeAListOfStrings) {
   TempDir dir("tokenize_bad_prompts");
   std::ofstream(dir.file("prompts.json")) << R"(["a cat", 3])";
-  const auto r = run_cli("tokenize --tokenizer " + fixture("tokenizer_t5_v2") + " --prompts " + dir.file("prompts.json") +
-                         " --output " + dir.file("ids.safetensors"));
+  const auto r = run_cli("tokenize --tokenizer " + fixture("tokenizer_t5_v2") + " --prompts " +
+                         dir.file("prompts.json") + " --output " + dir.file("ids.safetensors"));
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("entry 1 is not a string"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("ids.safetensors")));

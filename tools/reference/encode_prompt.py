@@ -86,7 +86,8 @@ def main():
             embeds, pooled, _ = flux.encode_prompt(prompt=text, prompt_2=None, max_sequence_length=MAX_SEQUENCE_LENGTH)
             expected[f"flux/{prefix}prompt_embeds"] = embeds
             expected[f"flux/{prefix}pooled_prompt_embeds"] = pooled
-        wan = diffusers.WanPipeline(tokenizer=t5_tokenizer, text_encoder=umt5, vae=None, scheduler=None, transformer=None)
+        wan = diffusers.WanPipeline(tokenizer=t5_tokenizer, text_encoder=umt5, vae=None, scheduler=None,
+                                    transformer=None)
         embeds, negative = wan.encode_prompt(prompt=PROMPT, negative_prompt=NEGATIVE, do_classifier_free_guidance=True,
                                              max_sequence_length=MAX_SEQUENCE_LENGTH)
         expected["wan/prompt_embeds"] = embeds

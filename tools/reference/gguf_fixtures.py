@@ -60,7 +60,8 @@ def quantize_q4_k(x):
     dmin = (mins.max(-1) / 63).astype(np.float16)
     with np.errstate(divide="ignore", invalid="ignore"):
         sc = np.where(d[:, None] > 0, np.round(scale / d.astype(np.float32)[:, None]), 0).clip(0, 63).astype(np.uint8)
-        mn = np.where(dmin[:, None] > 0, np.round(mins / dmin.astype(np.float32)[:, None]), 0).clip(0, 63).astype(np.uint8)
+        mn = np.where(dmin[:, None] > 0, np.round(mins / dmin.astype(np.float32)[:, None]), 0)
+        mn = mn.clip(0, 63).astype(np.uint8)
         eff_scale = d.astype(np.float32)[:, None] * sc
         eff_min = dmin.astype(np.float32)[:, None] * mn
         q = np.where(eff_scale[..., None] > 0, np.round((sub + eff_min[..., None]) / eff_scale[..., None]), 0)
@@ -282,7 +283,8 @@ def main():
         f32_sample = model(**wide_inputs, return_dict=False)[0]
     wide_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
     flux_fixture("flux_wide_q4_k", wide, wide_state, wide_inputs, Q.Q4_K, quantize_q4_k, f32_sample)
-    save_file({k: v.contiguous() for k, v in wide_inputs.items()}, os.path.join(OUT, "flux_wide_q4_k_inputs.safetensors"))
+    save_file({k: v.contiguous() for k, v in wide_inputs.items()},
+              os.path.join(OUT, "flux_wide_q4_k_inputs.safetensors"))
     with open(os.path.join(OUT, "flux_wide_config.json"), "w") as f:
         json.dump(dict(wide, _class_name="FluxTransformer2DModel"), f, indent=2)
 

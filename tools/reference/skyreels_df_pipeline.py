@@ -89,9 +89,9 @@ def main():
     pipe.prepare_latents = lambda *args, **kwargs: (latents.clone(), latent_frames, None, 0)
 
     with torch.no_grad():
-        final = pipe(prompt=None, prompt_embeds=prompt_embeds, negative_prompt_embeds=negative, height=HEIGHT, width=WIDTH,
-                     num_frames=FRAMES, num_inference_steps=STEPS, guidance_scale=GUIDANCE, ar_step=AR_STEP,
-                     base_num_frames=FRAMES, fps=FPS, output_type="latent").frames
+        final = pipe(prompt=None, prompt_embeds=prompt_embeds, negative_prompt_embeds=negative, height=HEIGHT,
+                     width=WIDTH, num_frames=FRAMES, num_inference_steps=STEPS, guidance_scale=GUIDANCE,
+                     ar_step=AR_STEP, base_num_frames=FRAMES, fps=FPS, output_type="latent").frames
 
     if OUT.exists():
         shutil.rmtree(OUT)

@@ -16,7 +16,8 @@ positions = torch.arange(-600, 601)
 buckets = T5Attention._relative_position_bucket(positions, bidirectional=True, num_buckets=32, max_distance=128)
 out = pathlib.Path(__file__).resolve().parents[2] / "tests/data/fixtures/t5_relative_buckets.json"
 out.write_text(json.dumps({
-    "made_by": f"tools/reference/t5_relative_buckets.py, transformers {transformers.__version__}, torch {torch.__version__}",
+    "made_by": f"tools/reference/t5_relative_buckets.py, transformers {transformers.__version__}, "
+               f"torch {torch.__version__}",
     "num_buckets": 32,
     "max_distance": 128,
     "relative_positions": positions.tolist(),

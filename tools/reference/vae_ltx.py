@@ -13,8 +13,8 @@ inputs.safetensors (`latents`, and `timestep` (1,) for the conditioned one: the 
 decode_timestep, which the decoder multiplies by timestep_scale_multiplier), expected.safetensors
 (`sample` = vae.decode(latents, temb=timestep).sample), pipeline.safetensors (`normalized` latents,
 `noise` for the conditioned one, and `prepared`: what LTXPipeline decodes, denormalised with the
-buffers and scaling_factor and mixed with the noise at decode_noise_scale 0.025) and intermediates.safetensors (forward-hook
-outputs of decoder.conv_in, decoder.mid_block, decoder.up_blocks.N, decoder.conv_out).
+buffers and scaling_factor and mixed with the noise at decode_noise_scale 0.025) and intermediates.safetensors
+(forward-hook outputs of decoder.conv_in, decoder.mid_block, decoder.up_blocks.N, decoder.conv_out).
 Parameters are re-initialised from torch.Generator().manual_seed(seed) in named_parameters() order
 as the shared fixtures are: ".weight" tensors of >= 2 dims randn/sqrt(fan_in), other >= 2-D params
 0.1*randn, 1-D norm weights 1 + 0.1*randn, other 1-D 0.1*randn; timestep_scale_multiplier (0-D)

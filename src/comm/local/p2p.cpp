@@ -90,16 +90,17 @@ std::unique_ptr<Request> LocalCommunicator::post(bool is_send, const void* send,
   mine->is_send = is_send;
   mine->key = is_send ? std::tuple(rank_, peer, tag) : std::tuple(peer, rank_, tag);
   auto request = [&] {
-    return std::make_unique<LocalRequest>(
-        world_, group_, mine,
-        detail::concat(operation, " of ", bytes, " bytes ", is_send ? "to " : "from ", name_peer(peer), " (tag ", tag, ")"),
-        world_rank_, group_->world_ranks[peer], timeout());
+    return std::make_unique<LocalRequest>(world_, group_, mine,
+                                          detail::concat(operation, " of ", bytes, " bytes ", is_send ? "to " : "from ",
+                                                         name_peer(peer), " (tag ", tag, ")"),
+                                          world_rank_, group_->world_ranks[peer], timeout());
   };
 
   std::shared_ptr<Post> match;
   {
     std::lock_guard lock(world_->mutex);
-    if (world_->failed()) fail(ErrorKind::comm, world_->failure(), " (rank ", world_rank_, " was starting a ", operation, ")");
+    if (world_->failed())
+      fail(ErrorKind::comm, world_->failure(), " (rank ", world_rank_, " was starting a ", operation, ")");
     Channel& channel = group_->channels[mine->key];
     auto& waiting = is_send ? channel.recvs : channel.sends;
     if (waiting.empty()) {

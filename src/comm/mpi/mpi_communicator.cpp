@@ -53,7 +53,9 @@ class MpiRequest final : public Request {
       : requests_(std::move(requests)), expected_(std::move(expected)), what_(std::move(what)), rank_(rank),
         timeout_(timeout) {}
   ~MpiRequest() override {
-    if (!done_) mpi::abandon(requests_, timeout_, "rank " + std::to_string(rank_) + ": " + what_ + " was dropped before it completed");
+    if (!done_)
+      mpi::abandon(requests_, timeout_,
+                   "rank " + std::to_string(rank_) + ": " + what_ + " was dropped before it completed");
   }
 
   void wait() override {

@@ -25,8 +25,9 @@ struct Modulation {
       const bool per_batch = t->defined() && ((t->dim() == 2 && t->shape() == Shape{b, c}) ||
                                               (t->dim() == 3 && t->shape() == Shape{b, 1, c}));
       const bool token = t->defined() && t->shape() == Shape{b, s, c};
-      CPDIT_CHECK(per_batch || token, invalid_argument, kernel, ": scale/shift must be (B, C), (B, 1, C) or (B, S, C) = ",
-                  shape_string({b, s, c}), ", got ", t->defined() ? t->describe() : "undefined");
+      CPDIT_CHECK(per_batch || token, invalid_argument, kernel,
+                  ": scale/shift must be (B, C), (B, 1, C) or (B, S, C) = ", shape_string({b, s, c}), ", got ",
+                  t->defined() ? t->describe() : "undefined");
     }
     CPDIT_CHECK(scale_in.numel() == shift_in.numel(), invalid_argument, kernel, ": scale ", scale_in.describe(),
                 " and shift ", shift_in.describe(), " must be both per batch or both per token");

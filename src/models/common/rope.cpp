@@ -10,7 +10,9 @@ namespace cpdit::models::common {
 
 namespace {
 
-RopeTables empty_tables(int64_t rows, int64_t width) { return {Tensor::empty({rows, width}), Tensor::empty({rows, width})}; }
+RopeTables empty_tables(int64_t rows, int64_t width) {
+  return {Tensor::empty({rows, width}), Tensor::empty({rows, width})};
+}
 
 // Pair `pair` of row `row` rotates by `angle`: cos and sin rounded to float32, written to both columns.
 void set_pair(RopeTables& t, int64_t row, int64_t pair, double angle) {

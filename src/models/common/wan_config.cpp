@@ -50,8 +50,8 @@ void WanConfig::validate() const {
   nn::require_positive("Wan", {{"every patch_size entry", std::min({patch_size[0], patch_size[1], patch_size[2]})},
                                {"out_channels", out_channels}, {"text_dim", text_dim}, {"ffn_dim", ffn_dim},
                                {"rope_max_seq_len", rope_max_seq_len}});
-  CPDIT_CHECK(freq_dim > 0 && freq_dim % 2 == 0, invalid_argument, "Wan config: freq_dim must be even and positive, got ",
-              freq_dim);
+  CPDIT_CHECK(freq_dim > 0 && freq_dim % 2 == 0, invalid_argument,
+              "Wan config: freq_dim must be even and positive, got ", freq_dim);
   CPDIT_CHECK(attention_head_dim % 2 == 0 && attention_head_dim >= 6, invalid_argument,
               "Wan config: attention_head_dim must be even and at least 6 (3-axis RoPE), got ", attention_head_dim);
   CPDIT_CHECK(qk_norm == "rms_norm_across_heads", invalid_argument, "Wan config: qk_norm '", qk_norm,

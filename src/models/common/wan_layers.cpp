@@ -17,7 +17,8 @@ PatchEmbedding::PatchEmbedding(int64_t in_channels, int64_t dim, std::array<int6
 
 Tensor PatchEmbedding::forward(const Tensor& input) const {
   return with_hooks({{"input", input}}, [&](const nn::TensorMap& in) {
-    return std::vector<Tensor>{k::patch_embed(in.at("input"), weight_.value, bias_.value.values("patch embedding"), patch_size_)};
+    return std::vector<Tensor>{
+        k::patch_embed(in.at("input"), weight_.value, bias_.value.values("patch embedding"), patch_size_)};
   })[0];
 }
 
@@ -36,9 +37,10 @@ Tensor ImageEmbedding::forward(const Tensor& encoder_hidden_states_image) const 
     if (pos_embed_) {
       const Tensor table = pos_embed_->value.values("image pos_embed").to(DType::f32);
       const int64_t images = x.size(0), tokens = x.size(1);
-      CPDIT_CHECK(images % 2 == 0 && 2 * tokens == table.size(1), invalid_argument,
-                  "Wan encoder_hidden_states_image with pos_embed (FLF2V) must be a first and a last image per item, (2B, ",
-                  table.size(1) / 2, ", ", image_dim_, "), got ", x.describe());
+      CPDIT_CHECK(
+          images % 2 == 0 && 2 * tokens == table.size(1), invalid_argument,
+          "Wan encoder_hidden_states_image with pos_embed (FLF2V) must be a first and a last image per item, (2B, ",
+          table.size(1) / 2, ", ", image_dim_, "), got ", x.describe());
       x = k::add(x.reshape({images / 2, 2 * tokens, image_dim_}), table);
     }
     return std::vector<Tensor>{norm2_.forward(ff_.forward(norm1_.forward(x)))};
@@ -58,9 +60,10 @@ ConditionEmbedder::ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text
 std::vector<Tensor> ConditionEmbedder::forward(const Tensor& timestep, const Tensor& encoder_hidden_states,
                                                const Tensor& encoder_hidden_states_image) const {
   CPDIT_CHECK(encoder_hidden_states_image.defined() == (image_embedder_ != nullptr), invalid_argument,
-              image_embedder_ ? "this Wan image-to-video model (image_dim set) needs the input encoder_hidden_states_image"
-                              : "this Wan model has no image conditioning (image_dim is null): it takes no "
-                                "encoder_hidden_states_image");
+              image_embedder_
+                  ? "this Wan image-to-video model (image_dim set) needs the input encoder_hidden_states_image"
+                  : "this Wan model has no image conditioning (image_dim is null): it takes no "
+                    "encoder_hidden_states_image");
   return with_hooks({{"timestep", timestep}, {"encoder_hidden_states", encoder_hidden_states},
                      {"encoder_hidden_states_image", encoder_hidden_states_image}},
                     [&](const nn::TensorMap& in) {
@@ -79,7 +82,8 @@ std::vector<Tensor> ConditionEmbedder::forward(const Tensor& timestep, const Ten
                         proj = proj.reshape({t.size(0), t.size(1), -1});
                       }
                       std::vector<Tensor> out{temb, proj, text_embedder_.forward(in.at("encoder_hidden_states"))};
-                      if (image_embedder_) out.push_back(image_embedder_->forward(in.at("encoder_hidden_states_image")));
+                      if (image_embedder_)
+                        out.push_back(image_embedder_->forward(in.at("encoder_hidden_states_image")));
                       return out;
                     });
 }
@@ -161,7 +165,8 @@ Tensor unpatchify(const Tensor& tokens, std::array<int64_t, 3> patch, std::array
           for (int64_t w = 0; w < W; ++w) {
             const int64_t token = ((f / patch[0]) * grid[1] + h / patch[1]) * grid[2] + w / patch[2];
             const int64_t within = ((f % patch[0]) * patch[1] + h % patch[1]) * patch[2] + w % patch[2];
-            dst[(((b * channels + c) * F + f) * H + h) * W + w] = src[(b * y.size(1) + token) * y.size(2) + within * channels + c];
+            dst[(((b * channels + c) * F + f) * H + h) * W + w] =
+                src[(b * y.size(1) + token) * y.size(2) + within * channels + c];
           }
   return out;
 }

@@ -11,7 +11,8 @@ RotaryPosEmbed::RotaryPosEmbed(int64_t head_dim, std::array<int64_t, 3> patch_si
 std::vector<Tensor> RotaryPosEmbed::forward(const Tensor& hidden_states) const {
   return with_hooks({{"hidden_states", hidden_states}}, [&](const nn::TensorMap& in) {
     const Tensor& latent = in.at("hidden_states");
-    CPDIT_CHECK(latent.dim() == 5, invalid_argument, "Wan RoPE needs the latent (B, C, F, H, W), got ", latent.describe());
+    CPDIT_CHECK(latent.dim() == 5, invalid_argument, "Wan RoPE needs the latent (B, C, F, H, W), got ",
+                latent.describe());
     std::array<int64_t, 3> grid{};
     for (int a = 0; a < 3; ++a) {
       grid[a] = latent.size(2 + a) / patch_size_[a];

@@ -36,7 +36,8 @@ void QwenImageConfig::validate() const {
   nn::require_positive("Qwen-Image", {{"patch_size", patch_size}, {"joint_attention_dim", joint_attention_dim}});
   const int64_t axes = axes_dims_rope[0] + axes_dims_rope[1] + axes_dims_rope[2];
   CPDIT_CHECK(axes == attention_head_dim, invalid_argument,
-              "Qwen-Image config: axes_dims_rope must sum to attention_head_dim (", attention_head_dim, "), got ", axes);
+              "Qwen-Image config: axes_dims_rope must sum to attention_head_dim (", attention_head_dim, "), got ",
+              axes);
   for (int64_t a : axes_dims_rope)
     CPDIT_CHECK(a > 0 && a % 2 == 0, invalid_argument,
                 "Qwen-Image config: every axes_dims_rope width must be even and positive");

@@ -13,8 +13,8 @@ using common::wan::unpatchify;
 
 SkyReelsV2Config SkyReelsV2Config::from_json(const nlohmann::json& j, SkyReelsV2Config c) {
   static_cast<common::wan::WanConfig&>(c) = WanConfig::from_json(j, c);
-  nn::read_config_fields(j, "SkyReels-V2",
-                         {{"inject_sample_info", c.inject_sample_info}, {"num_frame_per_block", c.num_frame_per_block}});
+  nn::read_config_fields(
+      j, "SkyReels-V2", {{"inject_sample_info", c.inject_sample_info}, {"num_frame_per_block", c.num_frame_per_block}});
   return c;
 }
 
@@ -105,8 +105,9 @@ Tensor SkyReelsV2Transformer3DModel::add_fps(const Tensor& timestep_proj, const 
 
 nn::TensorMap SkyReelsV2Transformer3DModel::forward(const nn::TensorMap& inputs) const {
   for (const auto& [name, t] : inputs)
-    CPDIT_CHECK(kRequired.count(name) || kOptional.count(name), invalid_argument, "SkyReels-V2 forward takes no input '",
-                name, "' (it takes hidden_states, timestep, encoder_hidden_states, enable_diffusion_forcing, fps, "
+    CPDIT_CHECK(kRequired.count(name) || kOptional.count(name), invalid_argument,
+                "SkyReels-V2 forward takes no input '", name,
+                "' (it takes hidden_states, timestep, encoder_hidden_states, enable_diffusion_forcing, fps, "
                 "encoder_hidden_states_image)");
   nn::TensorMap args;
   for (const auto& name : kRequired) {
@@ -149,7 +150,8 @@ nn::TensorMap SkyReelsV2Transformer3DModel::forward(const nn::TensorMap& inputs)
     Tensor x = patch_embedding_.forward(latent);
     auto cond = condition_embedder_.forward(timestep, text.to(DType::f32), image_tokens(in));  // temb (B, F, D), ...
     Tensor timestep_proj = cond[1];  // (B, F, 6D)
-    if (config_.inject_sample_info) timestep_proj = add_fps(timestep_proj, in.count("fps") ? in.at("fps") : Tensor(), batch);
+    if (config_.inject_sample_info)
+      timestep_proj = add_fps(timestep_proj, in.count("fps") ? in.at("fps") : Tensor(), batch);
     auto per_token = frame_to_tokens_.forward(cond[0], timestep_proj, tokens_per_frame);
 
     // diffusers builds no mask for blocks of one frame: every token then sees every frame.
@@ -160,7 +162,8 @@ nn::TensorMap SkyReelsV2Transformer3DModel::forward(const nn::TensorMap& inputs)
   })[0]}};
 }
 
-SkyReelsV2Checkpoint read_skyreels_v2_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
+SkyReelsV2Checkpoint read_skyreels_v2_checkpoint(const std::string& path,
+                                                 const std::optional<std::string>& config_path) {
   return nn::read_transformer_checkpoint<SkyReelsV2Checkpoint>(path, config_path);
 }
 

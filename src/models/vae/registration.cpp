@@ -43,17 +43,20 @@ namespace {
 // load(path, config_path) -> the first model.
 template <class Load>
 ModelEntry entry(const std::string& class_name, Load load) {
-  return {class_name, [](const io::Checkpoint&) { return false; },
-          [class_name, load](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions&) {
-            return share_vae_model(class_name, load(path, config.value_or("")));
-          }};
+  return {
+      class_name, [](const io::Checkpoint&) { return false; },
+      [class_name, load](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions&) {
+        return share_vae_model(class_name, load(path, config.value_or("")));
+      }};
 }
 
 }  // namespace
 
 ModelEntry autoencoder_kl_registry_entry() { return entry("AutoencoderKL", load_autoencoder_kl); }
 ModelEntry autoencoder_kl_wan_registry_entry() { return entry("AutoencoderKLWan", load_autoencoder_kl_wan); }
-ModelEntry autoencoder_kl_qwenimage_registry_entry() { return entry("AutoencoderKLQwenImage", load_autoencoder_kl_wan); }
+ModelEntry autoencoder_kl_qwenimage_registry_entry() {
+  return entry("AutoencoderKLQwenImage", load_autoencoder_kl_wan);
+}
 ModelEntry autoencoder_kl_ltx_registry_entry() { return entry("AutoencoderKLLTXVideo", load_autoencoder_kl_ltx); }
 
 }  // namespace cpdit::models::vae

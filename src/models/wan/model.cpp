@@ -30,7 +30,8 @@ nn::TensorMap WanTransformer3DModel::forward(const nn::TensorMap& inputs) const 
   nn::TensorMap args;
   for (const auto& name : kInputNames) {
     auto it = inputs.find(name);
-    CPDIT_CHECK(it != inputs.end() && it->second.defined(), invalid_argument, "Wan forward needs the input '", name, "'");
+    CPDIT_CHECK(it != inputs.end() && it->second.defined(), invalid_argument, "Wan forward needs the input '", name,
+                "'");
     args[name] = it->second;
   }
   if (inputs.count(kImageInput)) args[kImageInput] = inputs.at(kImageInput);

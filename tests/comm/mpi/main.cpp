@@ -28,7 +28,8 @@ void run_checks(Communicator& comm) {
   for (const auto& check : testing::contract_checks()) {
     check.run(comm);
     comm.barrier();
-    if (comm.rank() == 0) std::printf("ok %s (%s engine, %d ranks)\n", check.name.c_str(), comm.engine().c_str(), comm.size());
+    if (comm.rank() == 0)
+      std::printf("ok %s (%s engine, %d ranks)\n", check.name.c_str(), comm.engine().c_str(), comm.size());
   }
 }
 
@@ -55,8 +56,8 @@ void dropped_send(Communicator& comm) {
     comm.recv(buffer.data(), kCount * sizeof(float), 0);
     for (size_t i = 0; i < kCount; ++i)
       if (buffer[i] != float(i % 1000))
-        throw Error(ErrorKind::internal, "element " + std::to_string(i) + " arrived as " +
-                                             std::to_string(buffer[i]) + ": the dropped send's buffer was reused early");
+        throw Error(ErrorKind::internal, "element " + std::to_string(i) + " arrived as " + std::to_string(buffer[i]) +
+                                             ": the dropped send's buffer was reused early");
     std::printf("ok dropped send delivered intact\n");
   }
   comm.barrier();

@@ -70,8 +70,9 @@ class ImageEmbedding : public nn::Module {
 enum class SinusoidPrecision { f32, f64 };
 class ConditionEmbedder : public nn::Module {
  public:
-  ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text_dim, SinusoidPrecision precision = SinusoidPrecision::f32,
-                    int64_t image_dim = 0, int64_t pos_embed_seq_len = 0);
+  ConditionEmbedder(int64_t dim, int64_t freq_dim, int64_t text_dim,
+                    SinusoidPrecision precision = SinusoidPrecision::f32, int64_t image_dim = 0,
+                    int64_t pos_embed_seq_len = 0);
   std::vector<Tensor> forward(const Tensor& timestep, const Tensor& encoder_hidden_states,
                               const Tensor& encoder_hidden_states_image = {}) const;
 

@@ -32,7 +32,8 @@ FluxCheckpoint read_flux_checkpoint(const std::string& path, const std::optional
 
 // A model with the checkpoint's weights bound (weights already in the target dtype are shared with
 // the checkpoint's state dict, so models built from one checkpoint share their weights).
-std::unique_ptr<FluxTransformer2DModel> load_flux(const FluxCheckpoint& checkpoint, const nn::LoadOptions& options = {});
+std::unique_ptr<FluxTransformer2DModel> load_flux(const FluxCheckpoint& checkpoint,
+                                                  const nn::LoadOptions& options = {});
 
 // The checkpoint as the model registry hands a model out: its weights converted to `options`' dtypes
 // once, here, and shared by every replica.

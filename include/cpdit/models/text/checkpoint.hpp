@@ -32,6 +32,7 @@ ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std:
 // Models with the checkpoint's weights bound. Matrices are kept in bf16 when the checkpoint holds
 // bf16 ones or `options` asks for bf16, else f32; tensors already in that dtype are shared.
 std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options = {});
-std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint, const nn::LoadOptions& options = {});
+std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint,
+                                              const nn::LoadOptions& options = {});
 
 }  // namespace cpdit::models::text
