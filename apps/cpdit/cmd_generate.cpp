@@ -153,6 +153,10 @@ void run(GenerateArgs args) {
   CPDIT_CHECK(!args.fps || *args.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *args.fps);
   CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
   CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
+  CPDIT_CHECK(args.last_image.empty() || !args.first_image.empty(), invalid_argument, "--last-image goes with --first-image");
+  // A missing or unreadable image is refused before any model loads.
+  for (const std::string& image : {args.first_image, args.last_image})
+    if (!image.empty()) io::read_png(image);
   const bool lead = lead_process();
   pipeline::StageLog stages;
   report_stages(stages, args.json || !lead);
@@ -259,6 +263,11 @@ void add_generate(CLI::App& parent) {
                   "SkyReels-V2: each block of latent frames starts this many steps after the one before (default 0: "
                   "all frames in step)")
       ->check(whole_number<int64_t>(0));
+  cmd->add_option("--first-image", args->first_image,
+                  "SkyReels-V2 diffusion forcing: image-to-video from this PNG, the clip's first frame (resized to "
+                  "--height x --width as the pipeline does, encoded by the pipeline's Wan VAE)");
+  cmd->add_option("--last-image", args->last_image,
+                  "SkyReels-V2 diffusion forcing, with --first-image: the PNG the clip ends at");
   cmd->add_option("--fps", args->fps,
                   "the clip's frame rate: --video plays at it (default: SkyReels-V2 24, LTX-Video 25, Wan 16), SkyReels-V2 "
                   "models with an fps embedding are told it (16 or other), LTX-Video scales its RoPE time by it")

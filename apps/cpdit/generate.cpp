@@ -28,6 +28,7 @@
 #include <cpdit/pipeline/pipeline_table.hpp>
 #include <cpdit/pipeline/presets.hpp>
 #include <cpdit/pipeline/qwenimage_pipeline.hpp>
+#include <cpdit/pipeline/skyreels_image.hpp>
 #include <cpdit/pipeline/skyreels_pipeline.hpp>
 #include <cpdit/pipeline/stages.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
@@ -70,6 +71,14 @@ const models::wan::WanConfig& video_config(const Source& source) {
   return pipeline::config_of<models::wan::WanConfig>(source.model);
 }
 
+// SkyReels-V2 by diffusion forcing, which takes images as latent frames: its transformer's input is the
+// latents alone (the non-DF image-to-video models take the image as 20 more input channels).
+bool diffusion_forcing(const Source& source) {
+  if (source.pipeline != pipeline::PipelineKind::skyreels_v2) return false;
+  const models::wan::WanConfig& config = video_config(source);
+  return config.out_channels == 0 || config.in_channels == config.out_channels;
+}
+
 Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   CPDIT_CHECK(args.model.empty() != args.preset.empty(), invalid_argument,
               "give exactly one of --model DIR|FILE and --preset NAME");
@@ -104,7 +113,8 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   if (wan_family(s.pipeline))
     s.wan_scheduler = has_scheduler ? pipeline::UniPCConfig::from_file(scheduler.string())
                       : s.pipeline == pipeline::PipelineKind::skyreels_v2
-                          ? pipeline::UniPCConfig::wan21(pipeline::skyreels_flow_shift(video_config(s)))
+                          ? pipeline::UniPCConfig::wan21(
+                                pipeline::skyreels_flow_shift(video_config(s), !args.first_image.empty()))
                           : pipeline::UniPCConfig::wan21(3.0);
   else if (has_scheduler)
     s.flux_scheduler = pipeline::FlowMatchEulerConfig::from_file(scheduler.string());
@@ -137,7 +147,8 @@ Tensor initial_latents(const GenerateArgs& args) {
 // Neither output may replace a file the run reads, nor the other output.
 void refuse_overwriting_inputs(const GenerateArgs& args) {
   std::vector<NamedPath> inputs{{"--embeddings", args.embeddings}, {"--latents", args.latents},
-                                {"--config", args.config}, {"--scheduler-config", args.scheduler_config}};
+                                {"--config", args.config}, {"--scheduler-config", args.scheduler_config},
+                                {"--first-image", args.first_image}, {"--last-image", args.last_image}};
   if (!args.model.empty() && fs::exists(args.model))
     for (NamedPath& file : model_inputs("--model", args.model, "transformer",
                                         args.config.empty() ? std::nullopt : std::optional(args.config)))
@@ -281,6 +292,29 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
   };
 }
 
+// SkyReels-V2 image-to-video by diffusion forcing: the --first-image (and --last-image) PNGs at the
+// video's size, each through the pipeline's Wan VAE as its image-to-video pipeline's prepare_latents
+// makes them (`first`, `last`); none without --first-image. Made on this thread before the ranks start,
+// the VAE loaded and freed here (every process of an mpirun launch makes its own).
+nn::TensorMap image_inputs(const GenerateArgs& args, const pipeline::PipelineParts& parts) {
+  if (args.first_image.empty()) return {};
+  const Tensor first = pipeline::image_pixels(args.first_image, args.height, args.width);
+  const Tensor last = args.last_image.empty() ? Tensor() : pipeline::image_pixels(args.last_image, args.height, args.width);
+  CPDIT_CHECK(parts.vae, invalid_argument, "--first-image needs the pipeline's VAE to encode it: ", args.model,
+              " has no vae/ (give a diffusers pipeline folder)");
+  const ScopedComputeThreads budget(args.parallel.threads > 0 ? args.parallel.threads : hardware_threads());
+  const models::LoadedModel vae = parts.vae();
+  nn::TensorMap inputs{{"first", pipeline::image_latents(vae, first)}};
+  if (last.defined()) inputs["last"] = pipeline::image_latents(vae, last);
+  return inputs;
+}
+
+// The tensor `name` of `tensors` when there, else undefined.
+Tensor tensor_or_none(const nn::TensorMap& tensors, const std::string& name) {
+  auto it = tensors.find(name);
+  return it == tensors.end() ? Tensor() : it->second;
+}
+
 RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
   const auto& config = pipeline::config_of<models::wan::WanConfig>(source.model);
   return video_loop(args, source, layout, text, 5.0f,  // WanPipeline's default guidance
@@ -290,12 +324,15 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
                     });
 }
 
+// `images`: image_inputs'.
 RankLoop skyreels_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout,
-                       const nn::TensorMap& text) {
+                       const nn::TensorMap& text, const nn::TensorMap& images) {
   const auto& config = pipeline::config_of<models::skyreels_v2::SkyReelsV2Config>(source.model);
+  auto first = std::make_shared<Tensor>(tensor_or_none(images, "first"));
+  auto last = std::make_shared<Tensor>(tensor_or_none(images, "last"));
   return video_loop(args, source, layout, text, 6.0f,  // SkyReelsV2DiffusionForcingPipeline's default guidance
-                    [&config, &source, &args](const nn::Model& model, const Tensor& embeds,
-                                              const pipeline::WanGenerateOptions& o) {
+                    [&config, &source, &args, first, last](const nn::Model& model, const Tensor& embeds,
+                                                           const pipeline::WanGenerateOptions& o) {
                       pipeline::SkyReelsGenerateOptions options;
                       options.video = o;
                       options.ar_step = args.ar_step;
@@ -303,6 +340,8 @@ RankLoop skyreels_loop(const GenerateArgs& args, const Source& source, const Ran
                       options.base_frames = args.base_num_frames;
                       options.overlap_history = args.overlap_history;
                       options.addnoise_condition = args.addnoise_condition;
+                      options.first_image_latents = *first;
+                      options.last_image_latents = *last;
                       return pipeline::generate_skyreels_v2(model, config, source.wan_scheduler, embeds, options);
                     });
 }
@@ -422,6 +461,10 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
     CPDIT_CHECK(video || args.video.empty(), invalid_argument, "--video is for video; write an image with --image");
     CPDIT_CHECK(ltx || (args.decode_timestep == 0.0f && !args.decode_noise_scale), invalid_argument,
                 "--decode-timestep and --decode-noise-scale are for LTX-Video's timestep-conditioned VAE");
+    CPDIT_CHECK(args.first_image.empty() || diffusion_forcing(source), invalid_argument,
+                "--first-image is for SkyReels-V2 diffusion forcing (a SkyReelsV2Transformer3DModel whose in_channels "
+                "are its out_channels); ", source.name, " is a ", source.model.class_name,
+                wan ? " of in_channels " + std::to_string(video_config(source).in_channels) : std::string());
     if (args.frames == 0) args.frames = preset ? (ltx ? 9 : 5) : ltx ? 161 : 81;
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
     if (ltx) {
@@ -448,7 +491,8 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
     }
 
     info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
-    const RankLoop loop = source.pipeline == pipeline::PipelineKind::skyreels_v2 ? skyreels_loop(args, source, info.layout, text)
+    const RankLoop loop = source.pipeline == pipeline::PipelineKind::skyreels_v2
+                              ? skyreels_loop(args, source, info.layout, text, image_inputs(args, parts))
                           : wan  ? wan_loop(args, source, info.layout, text)
                           : ltx  ? ltx_loop(args, source, info.layout, text)
                           : qwen ? qwenimage_loop(args, source, info.layout, text)

@@ -17,6 +17,7 @@ const std::vector<ModelEntry>& entries() {
                                               text::t5_registry_entry(),
                                               text::umt5_registry_entry(),
                                               text::clip_text_registry_entry(),
+                                              text::clip_vision_registry_entry(),
                                               vae::autoencoder_kl_registry_entry(),
                                               vae::autoencoder_kl_wan_registry_entry(),
                                               vae::autoencoder_kl_qwenimage_registry_entry(),

@@ -1,14 +1,16 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/png.hpp>
+#include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 #include <cpdit/pipeline/skyreels_image.hpp>
+#include <cpdit/pipeline/vae_decode.hpp>
 
+#include "pipeline/pil_resample.hpp"
 
 namespace cpdit::pipeline {
 
 Tensor image_pixels(const std::string& png_path, int64_t height, int64_t width) {
-  const io::RgbImage image = io::read_png(png_path);
-  CPDIT_CHECK(image.height == height && image.width == width, invalid_argument, png_path, " is ", image.width, "x",
-              image.height, " pixels; the video is ", width, "x", height, ": resize the image to it first");
+  CPDIT_CHECK(height >= 1 && width >= 1, invalid_argument, "an image of ", width, "x", height, " pixels is empty");
+  const io::RgbImage image = pil_resize(io::read_png(png_path), width, height, ResampleFilter::lanczos);
   Tensor pixels = Tensor::empty({1, 3, height, width});
   float* out = pixels.data<float>();
   const int64_t plane = height * width;
@@ -19,6 +21,18 @@ Tensor image_pixels(const std::string& png_path, int64_t height, int64_t width) 
       out[c * plane + i] = 2.0f * unit - 1.0f;
     }
   return pixels;
+}
+
+Tensor image_latents(const models::LoadedModel& vae, const Tensor& pixels) {
+  const auto* config = std::any_cast<models::vae::WanVaeConfig>(&vae.config);
+  CPDIT_CHECK(config, invalid_argument, "image-to-video encodes its images with a Wan VAE (AutoencoderKLWan); the "
+              "pipeline's VAE is ", vae.class_name);
+  CPDIT_CHECK(pixels.dim() == 4 && pixels.size(1) == 3, invalid_argument, "images to encode are (B, 3, H, W), got ",
+              pixels.describe());
+  const std::unique_ptr<nn::Model> model = vae.replica();
+  const auto& wan = dynamic_cast<const models::vae::AutoencoderKLWan&>(*model);
+  const Tensor video = pixels.contiguous().reshape({pixels.size(0), 3, 1, pixels.size(2), pixels.size(3)});
+  return normalize_wan_latents(wan.encode(video), *config);
 }
 
 }  // namespace cpdit::pipeline

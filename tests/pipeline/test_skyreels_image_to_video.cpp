@@ -3,7 +3,7 @@
 // tools/reference/skyreels_df_i2v_pipeline.py), started from diffusers' own normalised image latents and
 // fed its random draws in its order: a first and a last image on a short clip, and a first image on a
 // long clip with noise added to the prefixes; on one rank and split. And the image as the pipeline's
-// video processor makes it from the PNG.
+// video processor makes it from the PNG, and its latents as the pipeline's VAE makes them.
 #include "pipeline/skyreels_case.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -15,7 +15,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace cpdit::pipeline {
 namespace {
@@ -101,13 +103,35 @@ TEST(SkyReelsImageToVideo, RefusesImageLatentsOfAnotherShape) {
   EXPECT_THROW(generate_skyreels_v2(*model, checkpoint().config, scheduler, inputs.at("prompt_embeds"), options), Error);
 }
 
-// The PNG as the pipeline's video processor hands it to the VAE: bit for bit.
+// The PNG as the pipeline's video processor hands it to the VAE: bit for bit, at its own size and
+// resized (PIL's Lanczos) to sizes that stretch, shrink, and do one of each (tools/reference/image_resize.py).
 TEST(SkyReelsImageToVideo, ImagePixelsAreThePipelines) {
   const Tensor pixels = io::load_safetensors((kImage / "inputs.safetensors").string()).at("pixels");
   EXPECT_EQ(max_abs_diff(image_pixels((kImage / "first.png").string(), 48, 32), pixels.narrow(0, 0, 1)), 0.0);
   EXPECT_EQ(max_abs_diff(image_pixels((kImage / "last.png").string(), 48, 32), pixels.narrow(0, 1, 1)), 0.0);
-  EXPECT_THROW(image_pixels((kImage / "first.png").string(), 32, 48), Error);  // another size: refused, not resized
+  const fs::path resize = fs::path(CPDIT_TEST_DATA) / "fixtures" / "image_resize";
+  const nn::TensorMap resized = io::load_safetensors((resize / "pixels.safetensors").string());
+  for (auto [height, width] : {std::pair{48, 32}, std::pair{16, 24}, std::pair{24, 48}}) {
+    const Tensor& want = resized.at("lanczos_" + std::to_string(height) + "x" + std::to_string(width));
+    EXPECT_EQ(max_abs_diff(image_pixels((resize / "source.png").string(), height, width), want), 0.0)
+        << height << "x" << width;
+  }
   EXPECT_THROW(image_pixels((kImage / "first_last" / "case.json").string(), 48, 32), Error);  // not a PNG
+}
+
+// The images through the pipeline's Wan VAE as its prepare_latents makes them: each a one-frame video,
+// the posterior's mode, normalised by latents_mean/std.
+TEST(SkyReelsImageToVideo, ImageLatentsAreThePipelines) {
+  const nn::TensorMap inputs = io::load_safetensors((kImage / "inputs.safetensors").string());
+  const models::LoadedModel vae = models::open_model((kPipeline / "vae").string(), std::nullopt, {});
+  const Tensor latents = image_latents(vae, inputs.at("pixels"));
+  ASSERT_EQ(latents.shape(), inputs.at("condition").shape());
+  // The encoder's f32 sums in another order than PyTorch's (observed ~1e-6 on latents of magnitude
+  // ~2); a wrong normalisation or the posterior's log-variance half instead of its mean moves them by O(1).
+  EXPECT_LT(max_abs_diff(latents, inputs.at("condition")), 1e-5);
+  // A VAE that is not a Wan VAE is refused.
+  const models::LoadedModel transformer = models::open_model(kPipeline.string(), std::nullopt, {});
+  EXPECT_THROW(image_latents(transformer, inputs.at("pixels")), Error);
 }
 
 }  // namespace

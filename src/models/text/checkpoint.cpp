@@ -8,13 +8,26 @@ namespace cpdit::models::text {
 
 namespace {
 
-// The weights and config.json at `path` (a text encoder of a diffusers pipeline folder is its
-// text_encoder/); the config cannot be told from the tensors, so it must exist.
+// The weights and config.json at `path` (an encoder of a diffusers pipeline folder is its `component`
+// folder); the config cannot be told from the tensors, so it must exist.
 io::ModelFiles text_encoder_files(const std::string& path, const std::optional<std::string>& config_path,
-                                  const char* model) {
-  io::ModelFiles files = io::resolve_model(path, "text_encoder", config_path);
+                                  const char* model, const char* component = "text_encoder") {
+  io::ModelFiles files = io::resolve_model(path, component, config_path);
   CPDIT_CHECK(files.config, io, model, " at ", path, " needs a config.json (beside the weights, or --config)");
   return files;
+}
+
+// A CLIP tower's tensors under transformers 5's names: hub checkpoints written before it prefix every
+// key with the tower's `prefix` (text_model., vision_model.), and also store the position_ids buffer,
+// which the model makes itself.
+nn::StateDict clip_tower_state(const std::string& weights, const std::string& prefix) {
+  nn::StateDict state;
+  for (auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(weights))) {
+    std::string key = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
+    if (key == "embeddings.position_ids") continue;
+    state.emplace(std::move(key), t);
+  }
+  return state;
 }
 
 }  // namespace
@@ -43,16 +56,12 @@ T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std
 
 ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
   const io::ModelFiles files = text_encoder_files(path, config_path, "CLIPTextModel");
-  ClipTextCheckpoint c{ClipTextConfig::from_json(io::read_json(*files.config)), {}};
-  const std::string prefix = "text_model.";
-  for (auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(files.weights))) {
-    // Hub checkpoints written before transformers 5 prefix every key with text_model.
-    std::string key = name.rfind(prefix, 0) == 0 ? name.substr(prefix.size()) : name;
-    // Older files also store the position_ids buffer (0..76), which the model makes itself.
-    if (key == "embeddings.position_ids") continue;
-    c.state.emplace(std::move(key), t);
-  }
-  return c;
+  return {ClipTextConfig::from_json(io::read_json(*files.config)), clip_tower_state(files.weights, "text_model.")};
+}
+
+ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
+  const io::ModelFiles files = text_encoder_files(path, config_path, "CLIPVisionModel", "image_encoder");
+  return {ClipVisionConfig::from_json(io::read_json(*files.config)), clip_tower_state(files.weights, "vision_model.")};
 }
 
 std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options) {
@@ -61,6 +70,10 @@ std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn
 
 std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint, const nn::LoadOptions& options) {
   return nn::load_model<CLIPTextModel>(checkpoint, options);
+}
+
+std::unique_ptr<CLIPVisionModel> load_clip_vision(const ClipVisionCheckpoint& checkpoint, const nn::LoadOptions& options) {
+  return nn::load_model<CLIPVisionModel>(checkpoint, options);
 }
 
 }  // namespace cpdit::models::text

@@ -40,7 +40,7 @@ Tensor ClipEmbeddings::forward(const Tensor& input_ids) const {
   })[0];
 }
 
-ClipAttention::ClipAttention(const ClipTextConfig& config)
+ClipAttention::ClipAttention(const ClipEncoderConfig& config)
     : heads_(config.num_attention_heads),
       q_proj_(add_module<nn::Linear>("q_proj", config.hidden_size, config.hidden_size)),
       k_proj_(add_module<nn::Linear>("k_proj", config.hidden_size, config.hidden_size)),
@@ -58,7 +58,7 @@ Tensor ClipAttention::forward(const Tensor& x, const attention::Mask& mask) cons
   })[0];
 }
 
-ClipEncoderLayer::ClipEncoderLayer(const ClipTextConfig& config)
+ClipEncoderLayer::ClipEncoderLayer(const ClipEncoderConfig& config)
     : quick_gelu_(config.hidden_act == "quick_gelu"),
       self_attn_(add_module<ClipAttention>("self_attn", config)),
       layer_norm1_(add_module<nn::LayerNorm>("layer_norm1", config.hidden_size, config.layer_norm_eps, /*affine=*/true)),

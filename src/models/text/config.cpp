@@ -34,33 +34,65 @@ void T5Config::validate() const {
   CPDIT_CHECK(layer_norm_epsilon > 0, invalid_argument, "T5 config: layer_norm_epsilon must be positive");
 }
 
+namespace {
+
+// The encoder fields' config.json names, for a tower's reader.
+std::vector<nn::ConfigField> encoder_fields(ClipEncoderConfig& c) {
+  return {{"hidden_size", c.hidden_size},         {"intermediate_size", c.intermediate_size},
+          {"num_hidden_layers", c.num_hidden_layers}, {"num_attention_heads", c.num_attention_heads},
+          {"hidden_act", c.hidden_act},           {"layer_norm_eps", c.layer_norm_eps}};
+}
+
+// A full CLIPModel config nests a tower's fields under `key` (text_config, vision_config).
+const nlohmann::json& tower(const nlohmann::json& j, const char* key) {
+  return j.is_object() && j.contains(key) && j[key].is_object() ? j[key] : j;
+}
+
+}  // namespace
+
+void ClipEncoderConfig::validate(const char* model) const {
+  CPDIT_CHECK(hidden_size > 0 && intermediate_size > 0 && num_hidden_layers > 0 && num_attention_heads > 0,
+              invalid_argument, model, " config: sizes and counts must be positive");
+  CPDIT_CHECK(hidden_size % num_attention_heads == 0, invalid_argument, model, " config: hidden_size ", hidden_size,
+              " is not a multiple of num_attention_heads ", num_attention_heads);
+  CPDIT_CHECK(hidden_act == "quick_gelu" || hidden_act == "gelu", unsupported, model, " config: hidden_act '",
+              hidden_act, "' is not served (quick_gelu or gelu)");
+  CPDIT_CHECK(layer_norm_eps > 0, invalid_argument, model, " config: layer_norm_eps must be positive");
+}
+
 ClipTextConfig ClipTextConfig::from_json(const nlohmann::json& j) {
   ClipTextConfig c;
-  // A full CLIPModel config nests the text tower's fields under text_config.
-  const nlohmann::json& t = j.contains("text_config") && j["text_config"].is_object() ? j["text_config"] : j;
-  nn::read_config_fields(t, "CLIP",
-                         {{"vocab_size", c.vocab_size},
-                          {"hidden_size", c.hidden_size},
-                          {"intermediate_size", c.intermediate_size},
-                          {"num_hidden_layers", c.num_hidden_layers},
-                          {"num_attention_heads", c.num_attention_heads},
-                          {"max_position_embeddings", c.max_position_embeddings},
-                          {"hidden_act", c.hidden_act},
-                          {"layer_norm_eps", c.layer_norm_eps},
-                          {"eos_token_id", c.eos_token_id}});
+  std::vector<nn::ConfigField> fields = encoder_fields(c);
+  fields.insert(fields.end(), {{"vocab_size", c.vocab_size},
+                               {"max_position_embeddings", c.max_position_embeddings},
+                               {"eos_token_id", c.eos_token_id}});
+  nn::read_config_fields(tower(j, "text_config"), "CLIP", fields);
   c.validate();
   return c;
 }
 
 void ClipTextConfig::validate() const {
-  CPDIT_CHECK(vocab_size > 0 && hidden_size > 0 && intermediate_size > 0 && num_hidden_layers > 0 &&
-                  num_attention_heads > 0 && max_position_embeddings > 0,
-              invalid_argument, "CLIP config: sizes and counts must be positive");
-  CPDIT_CHECK(hidden_size % num_attention_heads == 0, invalid_argument, "CLIP config: hidden_size ", hidden_size,
-              " is not a multiple of num_attention_heads ", num_attention_heads);
-  CPDIT_CHECK(hidden_act == "quick_gelu" || hidden_act == "gelu", unsupported, "CLIP config: hidden_act '", hidden_act,
-              "' is not served (quick_gelu or gelu)");
-  CPDIT_CHECK(layer_norm_eps > 0, invalid_argument, "CLIP config: layer_norm_eps must be positive");
+  ClipEncoderConfig::validate("CLIP");
+  CPDIT_CHECK(vocab_size > 0 && max_position_embeddings > 0, invalid_argument,
+              "CLIP config: sizes and counts must be positive");
+}
+
+ClipVisionConfig ClipVisionConfig::from_json(const nlohmann::json& j) {
+  ClipVisionConfig c;
+  std::vector<nn::ConfigField> fields = encoder_fields(c);
+  fields.insert(fields.end(), {{"num_channels", c.num_channels},
+                               {"image_size", c.image_size},
+                               {"patch_size", c.patch_size}});
+  nn::read_config_fields(tower(j, "vision_config"), "CLIP vision", fields);
+  c.validate();
+  return c;
+}
+
+void ClipVisionConfig::validate() const {
+  ClipEncoderConfig::validate("CLIP vision");
+  CPDIT_CHECK(num_channels > 0 && patch_size > 0 && image_size >= patch_size, invalid_argument,
+              "CLIP vision config: num_channels and patch_size must be positive and image_size (", image_size,
+              ") at least patch_size (", patch_size, ")");
 }
 
 }  // namespace cpdit::models::text

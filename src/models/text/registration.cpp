@@ -1,4 +1,4 @@
-// T5EncoderModel, UMT5EncoderModel and CLIPTextModel in the model registry, found by config.json's
+// T5EncoderModel, UMT5EncoderModel, CLIPTextModel and CLIPVisionModel in the model registry, found by config.json's
 // `architectures` or, without a config, by their tensor names (a config is still needed to load).
 #include "models/entries.hpp"
 
@@ -12,6 +12,9 @@ bool has_t5_tensors(const io::Checkpoint& c) {
 }
 bool has_clip_text_tensors(const io::Checkpoint& c) {
   return c.contains("text_model.embeddings.token_embedding.weight") || c.contains("embeddings.token_embedding.weight");
+}
+bool has_clip_vision_tensors(const io::Checkpoint& c) {
+  return c.contains("vision_model.embeddings.class_embedding") || c.contains("embeddings.class_embedding");
 }
 
 ModelEntry t5_entry(const std::string& class_name, bool umt5) {
@@ -34,6 +37,13 @@ ModelEntry clip_text_registry_entry() {
   return {"CLIPTextModel", has_clip_text_tensors,
           [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
             return share_weights("CLIPTextModel", read_clip_text_checkpoint(path, config), load_clip_text, load);
+          }};
+}
+
+ModelEntry clip_vision_registry_entry() {
+  return {"CLIPVisionModel", has_clip_vision_tensors,
+          [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
+            return share_weights("CLIPVisionModel", read_clip_vision_checkpoint(path, config), load_clip_vision, load);
           }};
 }
 

@@ -4,6 +4,7 @@
 // with a separate config.json. Weights may be f32 or bf16; bf16 matrices stay bf16 (T5-XXL is 9.5 GB
 // in bf16: never widened to a whole f32 copy), widened per GEMM.
 #include <cpdit/models/text/clip.hpp>
+#include <cpdit/models/text/clip_vision.hpp>
 #include <cpdit/models/text/t5.hpp>
 #include <cpdit/nn/load.hpp>
 
@@ -23,16 +24,25 @@ struct ClipTextCheckpoint {
   nn::StateDict state;  // transformers 5 keys (no text_model. prefix)
 };
 
-// `path` is any layout io::resolve_model takes (text_encoder/ of a pipeline folder). config_path
+struct ClipVisionCheckpoint {
+  ClipVisionConfig config;
+  nn::StateDict state;  // transformers 5 keys (no vision_model. prefix)
+};
+
+// `path` is any layout io::resolve_model takes (text_encoder/ of a pipeline folder; image_encoder/ for
+// CLIPVisionModel). config_path
 // overrides the folder's config.json; one of the two must exist (the config cannot be told from
 // the tensors alone: head counts). umt5 selects UMT5EncoderModel.
 T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std::string>& config_path, bool umt5);
 ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std::optional<std::string>& config_path);
+ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const std::optional<std::string>& config_path);
 
 // Models with the checkpoint's weights bound. Matrices are kept in bf16 when the checkpoint holds
 // bf16 ones or `options` asks for bf16, else f32; tensors already in that dtype are shared.
 std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options = {});
 std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint,
                                               const nn::LoadOptions& options = {});
+std::unique_ptr<CLIPVisionModel> load_clip_vision(const ClipVisionCheckpoint& checkpoint,
+                                                  const nn::LoadOptions& options = {});
 
 }  // namespace cpdit::models::text

@@ -27,10 +27,12 @@ class ClipEmbeddings : public nn::Module {
   nn::Embedding& position_embedding_;
 };
 
+// The attention and encoder layers of CLIP's text and vision towers (clip_vision.hpp).
 class ClipAttention : public nn::Module {
  public:
-  explicit ClipAttention(const ClipTextConfig& config);
-  // x (B, S, D); mask: causal, with the padding mask's key padding if any (a rule: no S x S tensor).
+  explicit ClipAttention(const ClipEncoderConfig& config);
+  // x (B, S, D); mask: the text's causal rule, with the padding mask's key padding if any (a rule: no
+  // S x S tensor); none for the vision tower.
   Tensor forward(const Tensor& x, const attention::Mask& mask) const;
 
  private:
@@ -43,7 +45,7 @@ class ClipAttention : public nn::Module {
 
 class ClipEncoderLayer : public nn::Module {
  public:
-  explicit ClipEncoderLayer(const ClipTextConfig& config);
+  explicit ClipEncoderLayer(const ClipEncoderConfig& config);
   Tensor forward(const Tensor& hidden_states, const attention::Mask& mask) const;
 
  private:

@@ -30,20 +30,40 @@ struct T5Config {
 // T5 names its head count num_heads (the model registry asks every config for its heads).
 inline int64_t attention_heads(const T5Config& config) { return config.num_heads; }
 
-// CLIPTextModel; defaults are CLIP ViT-L/14's text tower (FLUX.1's text_encoder).
-struct ClipTextConfig {
-  int64_t vocab_size = 49408;
+// What CLIP's text and vision towers share: their encoder layers' widths and activation. Each tower
+// sets its own defaults.
+struct ClipEncoderConfig {
   int64_t hidden_size = 768;
   int64_t intermediate_size = 3072;
   int64_t num_hidden_layers = 12;
   int64_t num_attention_heads = 12;
-  int64_t max_position_embeddings = 77;
   std::string hidden_act = "quick_gelu";  // or "gelu" (exact)
   float layer_norm_eps = 1e-5f;
+
+  // Throws naming `model` ("CLIP", "CLIP vision").
+  void validate(const char* model) const;
+};
+
+// CLIPTextModel; defaults are CLIP ViT-L/14's text tower (FLUX.1's text_encoder).
+struct ClipTextConfig : ClipEncoderConfig {
+  int64_t vocab_size = 49408;
+  int64_t max_position_embeddings = 77;
   // 2 selects the legacy pooling rule (argmax of the ids); any other id, its first occurrence.
   int64_t eos_token_id = 2;
 
   static ClipTextConfig from_json(const nlohmann::json& j);
+  void validate() const;
+};
+
+// CLIPVisionModel (the image encoder of Wan 2.1's image-to-video pipelines, open-clip ViT-H/14 in
+// transformers' layout); defaults are transformers' CLIPVisionConfig's (ViT-B/32).
+struct ClipVisionConfig : ClipEncoderConfig {
+  int64_t num_channels = 3;
+  int64_t image_size = 224;
+  int64_t patch_size = 32;
+
+  int64_t patches() const { return (image_size / patch_size) * (image_size / patch_size); }
+  static ClipVisionConfig from_json(const nlohmann::json& j);
   void validate() const;
 };
 
