@@ -1,7 +1,8 @@
 // cpdit bench attention: forward and backward of each backend at long sequence lengths, against
 // oneDNN sgemm measured in the same run (the ratio is what the targets are stated in).
-//   FLOPs: forward 4 B H S^2 D (two GEMMs), backward 2.5x that (five GEMMs); under a mask rule,
-//   only the visible (i, j) pairs count.
+//   FLOPs: forward 4 B H S S_kv D (two GEMMs), backward 2.5x that (five GEMMs); under a mask rule,
+//   only the visible (i, j) pairs count. --kv-seq gives keys a length of their own (cross-attention:
+//   LTX-Video's 1536 video tokens attend to 128 text tokens).
 // With --mask causal|block-causal each case runs unmasked and masked in the same run, so the lines
 // show what tile skipping saves (time ratio to full) and that peak extra memory stays O(S D).
 #include "command.hpp"
@@ -9,6 +10,7 @@
 #include "weight_flags.hpp"
 
 #include <cpdit/attention/attention.hpp>
+#include <cpdit/core/error.hpp>
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
 
@@ -30,6 +32,7 @@ struct AttentionBenchArgs {
   std::vector<std::string> backends{"flash", "native"};
   int64_t heads = 0;  // 0: chosen per S
   int64_t head_dim = 128;
+  int64_t kv_seq = 0;  // 0: the keys are as long as the queries
   int repeats = 3;
   std::string mask = "none";  // none | causal | block-causal
   int64_t blocks = 8;         // block-causal: the sequence is this many blocks ("frame blocks")
@@ -74,8 +77,8 @@ int64_t heads_for(int64_t seq, const AttentionBenchArgs& args) {
   return seq <= 1024 ? 8 : seq <= 4096 ? 4 : 1;
 }
 
-// The score buffers native allocates: S x S per thread, twice in backward.
-int64_t native_score_bytes(int64_t seq, int threads) { return 2 * int64_t(threads) * seq * seq * 4; }
+// The score buffers native allocates: S x S_kv per thread, twice in backward.
+int64_t native_score_bytes(int64_t seq, int64_t kv_seq, int threads) { return 2 * int64_t(threads) * seq * kv_seq * 4; }
 
 template <class Fn>
 int64_t peak_extra_bytes(Fn fn) {
@@ -105,24 +108,24 @@ PassResults time_passes(const attention::Backend& backend, const Tensor& q, cons
 
 void run_case(const AttentionBenchArgs& args, const std::string& name, int64_t seq, int threads,
               Gflops sgemm) {
-  const int64_t B = 1, H = heads_for(seq, args), D = args.head_dim;
-  const double fwd_flops = 4.0 * B * H * double(seq) * double(seq) * D;
+  const int64_t B = 1, H = heads_for(seq, args), D = args.head_dim, kv_seq = args.kv_seq > 0 ? args.kv_seq : seq;
+  const double fwd_flops = 4.0 * B * H * double(seq) * double(kv_seq) * D;
   nlohmann::json base = line("attention");
-  base.update({{"backend", name}, {"dtype", args.dtype}, {"B", B}, {"S", seq}, {"H", H}, {"D", D}, {"threads", threads},
-               {"sgemm_gflops", sgemm.wall}, {"sgemm_gflops_per_cpu_s", sgemm.cpu},
+  base.update({{"backend", name}, {"dtype", args.dtype}, {"B", B}, {"S", seq}, {"S_kv", kv_seq}, {"H", H}, {"D", D},
+               {"threads", threads}, {"sgemm_gflops", sgemm.wall}, {"sgemm_gflops_per_cpu_s", sgemm.cpu},
                {"sgemm_shape", "4096x4096x" + std::to_string(D)}});
-  if (name == "native" && native_score_bytes(seq, threads) > (int64_t(1) << 30)) {
+  if (name == "native" && native_score_bytes(seq, kv_seq, threads) > (int64_t(1) << 30)) {
     for (const char* pass : {"fwd", "bwd"}) {
       nlohmann::json j = base;
       j.update({{"pass", pass}, {"skipped", "native needs S x S score buffers per thread"},
-                {"native_score_bytes", native_score_bytes(seq, threads)}});
+                {"native_score_bytes", native_score_bytes(seq, kv_seq, threads)}});
       print(j);
     }
     return;
   }
   const attention::Backend& backend = attention::backend(name);
-  const Tensor q = random_tensor({B, seq, H, D}, 3), k = random_tensor({B, seq, H, D}, 4),
-               v = random_tensor({B, seq, H, D}, 5), dout = random_tensor({B, seq, H, D}, 6);
+  const Tensor q = random_tensor({B, seq, H, D}, 3), k = random_tensor({B, kv_seq, H, D}, 4),
+               v = random_tensor({B, kv_seq, H, D}, 5), dout = random_tensor({B, seq, H, D}, 6);
   const float scale = float(1.0 / std::sqrt(double(D)));
   // The unmasked run first: masked lines report their time as a ratio to it.
   std::vector<attention::Mask> masks{attention::Mask::none()};
@@ -160,6 +163,8 @@ void run(const AttentionBenchArgs& given) {
   std::sort(args.threads.begin(), args.threads.end());
   args.threads.erase(std::unique(args.threads.begin(), args.threads.end()), args.threads.end());
   if (args.quick) args.repeats = 1;
+  CPDIT_CHECK(args.kv_seq == 0 || args.mask == "none", invalid_argument,
+              "bench attention: --mask rules are over one sequence; leave them out with --kv-seq");
   const ScopedMatmulPrecision precision(app::matmul_precision_for(args.dtype));
   for (int threads : args.threads) {
     ScopedComputeThreads scoped(threads);
@@ -178,6 +183,8 @@ void add_attention_bench(CLI::App& parent) {
   cmd->add_option("--backend", args->backends, "backends (default flash native)");
   cmd->add_option("--heads", args->heads, "heads (default: 8, 4, 1 for S <= 1024, 4096, more)");
   cmd->add_option("--head-dim", args->head_dim, "head dim (default 128)");
+  cmd->add_option("--kv-seq", args->kv_seq, "key/value length (default: each --seq; cross-attention)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--repeats", args->repeats, "timed repeats (default 3)");
   cmd->add_option("--dtype", args->dtype,
                   "f32, or bf16 (as --dtype bf16 of generate: flash's tile products in bf16, f32 accumulation)")

@@ -12,7 +12,10 @@ the sum of the two passes on both sides.
   /work/venv/bin/python bench/attention_torch.py --seq 1024 2048 --heads 24        # quick
   /work/venv/bin/python bench/attention_torch.py --seq 4096 8192 --heads 24        # FLUX.1 at 1024x1024 and beyond
 
-FLOPs: forward 4 B H S^2 D, backward 2.5x that (the count cpdit's bench uses). Memory: cpdit reports the
+--kv-seq N gives the keys and values N rows of their own (cross-attention, e.g. LTX-Video's 1536 video
+tokens over 128 text tokens: --seq 1536 --kv-seq 128 --heads 32 --head-dim 64).
+
+FLOPs: forward 4 B H S S_kv D, backward 2.5x that (the count cpdit's bench uses). Memory: cpdit reports the
 peak of its tracked tensor allocations above what existed before the call; torch's is the growth of the
 process's peak resident set over the call (VmHWM after resetting it through /proc/self/clear_refs).
 """
@@ -65,12 +68,12 @@ def peak_extra_bytes(fn):
     return resident_bytes("VmHWM") - before
 
 
-def torch_case(torch, seq, heads, head_dim, repeats):
+def torch_case(torch, seq, kv_seq, heads, head_dim, repeats):
     sdpa = torch.nn.functional.scaled_dot_product_attention
     gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(1, heads, seq, head_dim, generator=gen, requires_grad=True) for _ in range(3))
+    q, k, v = (torch.randn(1, heads, rows, head_dim, generator=gen, requires_grad=True) for rows in (seq, kv_seq, kv_seq))
     dout = torch.randn(1, heads, seq, head_dim, generator=gen)
-    forward_flops = 4 * heads * seq * seq * head_dim
+    forward_flops = 4 * heads * seq * kv_seq * head_dim
     out = {}
 
     def forward():
@@ -99,9 +102,9 @@ def with_sum(passes):
     return passes
 
 
-def cpdit_case(binary, seq, heads, head_dim, threads, repeats):
-    cmd = [binary, "bench", "attention", "--seq", str(seq), "--heads", str(heads), "--head-dim",
-           str(head_dim), "--threads", str(threads), "--backend", "flash", "--repeats", str(repeats)]
+def cpdit_case(binary, seq, kv_seq, heads, head_dim, threads, repeats):
+    cmd = [binary, "bench", "attention", "--seq", str(seq), "--kv-seq", str(kv_seq), "--heads", str(heads),
+           "--head-dim", str(head_dim), "--threads", str(threads), "--backend", "flash", "--repeats", str(repeats)]
     lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
     passes = {j["pass"]: j for j in map(json.loads, lines)}
     keep = ("seconds_min", "seconds_median", "cpu_seconds_min", "gflops_per_cpu_s", "peak_extra_bytes")
@@ -113,6 +116,7 @@ def main():
     parser.add_argument("--seq", type=int, nargs="+", default=[4096, 8192])
     parser.add_argument("--heads", type=int, default=24)
     parser.add_argument("--head-dim", type=int, default=128)
+    parser.add_argument("--kv-seq", type=int, default=0, help="key/value length (default: each --seq)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cpdit", default=os.path.join("build", "bin", "cpdit"))
@@ -124,8 +128,9 @@ def main():
                  "(e.g. a venv with torch from PyPI)")
     torch.set_num_threads(args.threads)
     for seq in args.seq:
-        theirs = torch_case(torch, seq, args.heads, args.head_dim, args.repeats)
-        ours = cpdit_case(args.cpdit, seq, args.heads, args.head_dim, args.threads, args.repeats)
+        kv_seq = args.kv_seq or seq
+        theirs = torch_case(torch, seq, kv_seq, args.heads, args.head_dim, args.repeats)
+        ours = cpdit_case(args.cpdit, seq, kv_seq, args.heads, args.head_dim, args.threads, args.repeats)
         ratios = {name: {"cpu_min": theirs[name]["cpu_seconds_min"] / ours[name]["cpu_seconds_min"],
                          "wall_min": theirs[name]["seconds_min"] / ours[name]["seconds_min"],
                          "wall_median": theirs[name]["seconds_median"] / ours[name]["seconds_median"],
@@ -133,7 +138,7 @@ def main():
                              ours[name]["peak_extra_bytes"] / max(theirs[name]["peak_extra_bytes"], 1)}
                   for name in ("fwd", "bwd", "fwd_bwd")}
         print(json.dumps({
-            "bench": "attention_torch", "B": 1, "H": args.heads, "S": seq, "D": args.head_dim,
+            "bench": "attention_torch", "B": 1, "H": args.heads, "S": seq, "S_kv": kv_seq, "D": args.head_dim,
             "threads": args.threads, "repeats": args.repeats, "torch_version": torch.__version__,
             "load_average": os.getloadavg(), "torch_sdpa": theirs, "cpdit_flash": ours,
             "torch_time_over_cpdit_time": ratios}), flush=True)

@@ -29,15 +29,17 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// The end of one query tile: out = O / l and lse = m + ln l for its rows of (b, h), where O's element
-// (query r, dim e) is acc[r * row_stride + e * dim_stride].
-void write_rows(const float* acc, int64_t row_stride, int64_t dim_stride, const float* m, const float* l,
-                const Dims& d, int64_t b, int64_t h, int64_t r0, int64_t rows, Tensor& out, Tensor& lse) {
+// The end of one query tile: out = O / l and lse = m + ln l for its rows of (b, h), where O is rows x D
+// row-major (acc).
+void write_rows(const float* acc, const float* m, const float* l, const Dims& d, int64_t b, int64_t h, int64_t r0,
+                int64_t rows, Tensor& out, Tensor& lse) {
   for (int64_t r = 0; r < rows; ++r) {
     float* o = out.data<float>() + ((b * d.Sq + r0 + r) * d.H + h) * d.D;
+    const float* a = acc + r * d.D;
     // A fully masked row keeps l = 0: out = 0, lse = -inf, the attention contract for a row with no visible key.
     const float inv = l[r] > 0 ? 1.0f / l[r] : 0.0f;
-    for (int64_t e = 0; e < d.D; ++e) o[e] = acc[r * row_stride + e * dim_stride] * inv;
+#pragma omp simd
+    for (int64_t e = 0; e < d.D; ++e) o[e] = a[e] * inv;
     lse.data<float>()[(b * d.H + h) * d.Sq + r0 + r] = l[r] > 0 ? m[r] + std::log(l[r]) : kNegInf;
   }
 }
@@ -109,7 +111,9 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
             tile_gemm::multiply(D, rows, cols, 1.0f, {v_t + kt * vt_tile, ld_c, 1}, st, ld_r, true, acc_t, ld_r,
                                 {k_rows + next_c0 * D, D, std::min(bc, d.Sk - next_c0), D});
           }
-          write_rows(acc_t, 1, ld_r, m, l, d, b, h, r0, rows, out, lse);
+          // O^T back to query rows, into Q^T's space (free until the next query tile).
+          tile_gemm::transpose(acc_t, ld_r, D, rows, q_t, D);
+          write_rows(q_t, m, l, d, b, h, r0, rows, out, lse);
         }
       });
   errors.rethrow();
@@ -167,7 +171,7 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
           tiles.accumulate(products, s, bc, rows, tile, acc);
         }
 
-        write_rows(acc, d.D, 1, m, l, d, b, h, r0, rows, out, lse);
+        write_rows(acc, m, l, d, b, h, r0, rows, out, lse);
       });
   errors.rethrow();
   return {out, lse};

@@ -216,6 +216,46 @@ TEST(Linear, IntoWritesAPreallocatedOutputAndReadsViews) {
   expect_within(y, ref.y, ref.bound);
 }
 
+// linear_cat multiplies each part by its own columns of W into one output, never building the
+// concatenation: against the float64 product of the concatenation (f32 accumulation bound), for
+// parts of odd widths, an empty part, a view, with and without bias; bf16-compute and block-quantised
+// weights (which run on the concatenation) equal linear on it bit for bit.
+TEST(Linear, CatMultipliesEachPartByItsColumnsOfTheWeight) {
+  Tensor a = random_tensor({2, 5, 33}, 600), c = random_tensor({2, 5, 130}, 601);
+  Tensor view = random_tensor({2, 5, 40}, 602).narrow(2, 3, 17);  // not contiguous: read, not misread
+  Tensor empty = Tensor::empty({2, 5, 0});
+  Tensor w = random_tensor({29, 33 + 130 + 17}, 603), b = random_tensor({29}, 604);
+  const std::vector<Tensor> parts{a, c, empty, view};
+  const Tensor joined = cat(parts, -1);
+  for (const Tensor& bias : {Tensor(), b}) {
+    SCOPED_TRACE(bias.defined() ? "with bias" : "no bias");
+    const Tensor y = kernels::linear_cat(parts, w, bias);
+    EXPECT_EQ(y.shape(), (Shape{2, 5, 29}));
+    const auto ref = reference_linear(joined, w, bias);
+    expect_within(y, ref.y, ref.bound);
+    const auto ref_widened = reference_linear(joined, bf16_rounded(w), bias);
+    expect_within(kernels::linear_cat(parts, w.to(DType::bf16), bias), ref_widened.y, ref_widened.bound);
+  }
+  {
+    ScopedMatmulPrecision precision(MatmulPrecision::bf16);
+    const Tensor w_bf16 = w.to(DType::bf16);
+    EXPECT_EQ(max_abs_diff(kernels::linear_cat(parts, w_bf16, b), kernels::linear(joined, w_bf16, b)), 0.0);
+  }
+  const Weight q8 = kernels::quantise(random_tensor({3, 64}, 605), "Q8_0");
+  const std::vector<Tensor> halves{random_tensor({4, 32}, 606), random_tensor({4, 32}, 607)};
+  EXPECT_EQ(max_abs_diff(kernels::linear_cat(halves, q8), kernels::linear(cat(halves, -1), q8)), 0.0);
+}
+
+TEST(Linear, CatRejectsPartsThatDoNotLineUp) {
+  Tensor a = random_tensor({3, 8}, 1), w = random_tensor({4, 12}, 2);
+  EXPECT_THROW(kernels::linear_cat({}, w), Error);
+  EXPECT_THROW(kernels::linear_cat({a, random_tensor({3, 3}, 3)}, w), Error);          // 11 features, not 12
+  EXPECT_THROW(kernels::linear_cat({a, random_tensor({2, 4}, 4)}, w), Error);          // rows differ
+  EXPECT_THROW(kernels::linear_cat({a, random_tensor({1, 3, 4}, 5)}, w), Error);       // dims differ
+  EXPECT_THROW(kernels::linear_cat({a, random_tensor({3, 4}, 6).to(DType::bf16)}, w), Error);
+  EXPECT_THROW(kernels::linear_cat({a, random_tensor({3, 4}, 7)}, w, random_tensor({5}, 8)), Error);
+}
+
 TEST(Linear, RejectsMismatchedShapesAndDtypes) {
   Tensor x = random_tensor({3, 8}, 1), w = random_tensor({4, 8}, 2);
   EXPECT_THROW(kernels::linear(x, random_tensor({4, 7}, 3)), Error);

@@ -12,6 +12,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 namespace cpdit::kernels {
 
@@ -31,6 +32,12 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias = {});
 // As linear, into a preallocated contiguous f32 `out` of shape (..., out) (reused across steps).
 void linear_into(const Tensor& x, const Weight& weight, const Tensor& bias, Tensor& out);
+// linear(cat(parts, -1), weight, bias) without the concatenation where the weight is f32 (or widened):
+// each part multiplies its own columns of the weight, read in place, into the one output. The parts
+// share every dim but the last. A layer over two wide activations side by side (FLUX.1's single
+// block: attention output and MLP hidden, 15360 features) so never copies them into one tensor.
+// bf16-compute and block-quantised weights run on the concatenation.
+Tensor linear_cat(const std::vector<Tensor>& parts, const Weight& weight, const Tensor& bias = {});
 // The bf16 matrix product of linear_bf16_compute. `fastest`: AMX tiles where the CPU has them and
 // Linux grants this process their state (amx_available()), else oneDNN's bf16 matmul. `amx` and
 // `onednn` force one (tests, bench gemm); `amx` throws unsupported where it is not available.

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 namespace cpdit::kernels {
 
@@ -43,8 +44,27 @@ Tensor widen_to_f32(const Tensor& weight) {
   return out;
 }
 
+bool computes_in_bf16(const Weight& weight) {
+  return !weight.is_quantised() && weight.dtype() == DType::bf16 && matmul_precision() == MatmulPrecision::bf16;
+}
+
+// y (m, n) = sum over the parts x_p (m, k_p) of x_p W_p^T (+ y when `accumulate`), where W_p are
+// consecutive column ranges of the f32 weight w (n, k): each part's product reads its columns in
+// place (row stride k), the later ones adding to what the earlier ones wrote.
+void f32_products(const std::vector<Tensor>& parts, const float* w, int64_t k, int64_t m, int64_t n,
+                  bool accumulate, float* y) {
+  int64_t col = 0;
+  for (const Tensor& x : parts) {
+    const int64_t width = x.size(-1);
+    // BLAS wants leading dimensions >= 1 even for k == 0.
+    gemm(false, true, m, n, width, 1.0f, x.data<float>(), std::max<int64_t>(width, 1), w + col,
+         std::max<int64_t>(k, 1), accumulate || col > 0 ? 1.0f : 0.0f, y, n);
+    col += width;
+  }
+}
+
 void run_linear(const detail::LinearArgs& a, Tensor& out) {
-  if (a.weight.defined() && a.weight.dtype() == DType::bf16 && matmul_precision() == MatmulPrecision::bf16) {
+  if (a.weight.defined() && computes_in_bf16(a.weight)) {
     detail::bf16_matmul_into(a, out);
     return;
   }
@@ -52,9 +72,7 @@ void run_linear(const detail::LinearArgs& a, Tensor& out) {
   const bool with_bias = a.bias.defined();
   if (with_bias) broadcast_rows(a.bias.data<float>(), a.m, a.n, y);
   if (a.blocks.defined()) return detail::linear_quantised(a, with_bias ? 1.0f : 0.0f, y);
-  const int64_t ld = std::max<int64_t>(a.k, 1);  // BLAS wants ld >= 1 even for k == 0
-  gemm(false, true, a.m, a.n, a.k, 1.0f, a.x.data<float>(), ld, widen_to_f32(a.weight).data<float>(), ld,
-       with_bias ? 1.0f : 0.0f, y, a.n);
+  f32_products({a.x}, widen_to_f32(a.weight).data<float>(), a.k, a.m, a.n, with_bias, y);
 }
 
 }  // namespace
@@ -72,6 +90,39 @@ Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias) {
   const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear", true);
   Tensor out = Tensor::empty(a.out_shape);
   run_linear(a, out);
+  return out;
+}
+
+Tensor linear_cat(const std::vector<Tensor>& parts, const Weight& weight, const Tensor& bias) {
+  constexpr const char* kKernel = "linear_cat";
+  CPDIT_CHECK(!parts.empty(), invalid_argument, kKernel, ": no inputs");
+  // The bf16 and block-quantised products take whole rows of x: they run on the concatenation.
+  if (parts.size() == 1 || weight.is_quantised() || computes_in_bf16(weight))
+    return linear(parts.size() == 1 ? parts[0] : cat(parts, -1), weight, bias);
+  std::vector<Tensor> xs;
+  int64_t k = 0;
+  for (const Tensor& part : parts) {
+    detail::check_min_dims(part, 1, kKernel, "input");
+    const Tensor& first = parts[0];
+    CPDIT_CHECK(part.dim() == first.dim() &&
+                    std::equal(first.shape().begin(), first.shape().end() - 1, part.shape().begin()),
+                invalid_argument, kKernel, ": input ", part.describe(), " does not match ", first.describe(),
+                " in all but the last dim");
+    xs.push_back(detail::f32_input(part, kKernel, "input"));
+    k += part.size(-1);
+  }
+  CPDIT_CHECK(weight.defined() && weight.shape().size() == 2 && weight.shape()[1] == k, invalid_argument, kKernel,
+              ": weight must be (out, ", k, ") for inputs of ", k, " features together, got ", weight.describe());
+  const int64_t n = weight.shape()[0];
+  Shape out_shape = xs[0].shape();
+  out_shape.back() = 1;
+  const int64_t m = shape_numel(out_shape);
+  out_shape.back() = n;
+  const Tensor b = detail::optional_vector(bias, n, kKernel, "bias");
+  Tensor out = Tensor::empty(out_shape);
+  if (b.defined()) broadcast_rows(b.data<float>(), m, n, out.data<float>());
+  f32_products(xs, widen_to_f32(weight.values(kKernel).contiguous()).data<float>(), k, m, n, b.defined(),
+               out.data<float>());
   return out;
 }
 

@@ -81,11 +81,11 @@ Tensor gated_residual(const Tensor& x, const Tensor& y, const Tensor& gate) {
   return out;
 }
 
-Tensor projected_residual(const Tensor& x, const nn::Linear& proj, const Tensor& o, const Tensor& gate) {
-  if (proj.has_hooks()) {
-    return gated_residual(x, proj.forward(o), gate);  // a hook may hold proj's output: a new tensor
+Tensor projected_residual(const Tensor& x, const nn::Linear& proj, const std::vector<Tensor>& o, const Tensor& gate) {
+  if (proj.has_hooks()) {  // a hook may hold proj's output: a new tensor
+    return gated_residual(x, proj.forward(o.size() == 1 ? o[0] : cat(o, -1)), gate);
   }
-  Tensor y = k::linear(o, proj.weight());
+  Tensor y = k::linear_cat(o, proj.weight());
   k::bias_residual_(y, x, proj.bias(), gate.defined() ? over_tokens(gate) : Tensor());
   return y;
 }

@@ -110,7 +110,7 @@ Tensor Attention::forward_residual(const Tensor& residual, const Tensor& gate, c
   nn::TensorMap args = attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep);
   args["encoder_hidden_states_image"] = encoder_hidden_states_image;
   const Tensor o = attend(args, {});
-  return projected_residual(residual, *to_out_, o, gate);
+  return projected_residual(residual, *to_out_, {o}, gate);
 }
 
 Tensor Attention::attend(const nn::TensorMap& in, const attention::Mask& self_mask) const {
@@ -183,8 +183,8 @@ std::vector<Tensor> JointAttention::forward_residual(const Tensor& residual, con
   }
   const Tensor o = attend(attention_inputs(hidden_states, encoder_hidden_states, cos, sin, text_keep));
   const int64_t n_text = encoder_hidden_states.size(1);
-  return {projected_residual(residual, to_out_, o.narrow(1, n_text, o.size(1) - n_text), gate),
-          projected_residual(context_residual, to_add_out_, o.narrow(1, 0, n_text), context_gate)};
+  return {projected_residual(residual, to_out_, {o.narrow(1, n_text, o.size(1) - n_text)}, gate),
+          projected_residual(context_residual, to_add_out_, {o.narrow(1, 0, n_text)}, context_gate)};
 }
 
 Tensor JointAttention::attend(const nn::TensorMap& in) const {

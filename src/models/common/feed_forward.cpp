@@ -27,7 +27,7 @@ Tensor FeedForward::forward(const Tensor& x) const {
 
 Tensor FeedForward::forward_residual(const Tensor& residual, const Tensor& gate, const Tensor& x) const {
   if (has_hooks()) return gated_residual(residual, forward(x), gate);  // the hooks must see this module's output
-  return projected_residual(residual, proj_out_, hidden_layer(x), gate);
+  return projected_residual(residual, proj_out_, {hidden_layer(x)}, gate);
 }
 
 Tensor FeedForward::hidden_layer(const Tensor& x) const {

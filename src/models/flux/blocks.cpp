@@ -92,8 +92,9 @@ std::vector<Tensor> SingleBlock::forward(const Tensor& hidden_states, const Tens
     Tensor nh = common::norm_modulate(h, m[1], m[0], kEps);
     Tensor mlp = common::linear_gelu(proj_mlp_, nh, /*tanh_approx=*/true);
     Tensor a = attn_.forward(nh, Tensor(), in.at("cos"), in.at("sin"));
-    common::add_gated_(h, proj_out_.forward(cat({a, mlp}, 2)), m[2]);  // h is this block's own copy
-    return std::vector<Tensor>{h.narrow(1, 0, text), h.narrow(1, text, h.size(1) - text)};
+    // proj_out over [a; mlp] (3072 + 12288 features) reads both where they are.
+    Tensor out = common::projected_residual(h, proj_out_, {a, mlp}, m[2]);
+    return std::vector<Tensor>{out.narrow(1, 0, text), out.narrow(1, text, out.size(1) - text)};
   });
 }
 

@@ -68,7 +68,9 @@ void add_gated_(Tensor& x, const Tensor& y, const Tensor& gate);
 Tensor gated_residual(const Tensor& x, const Tensor& y, const Tensor& gate);
 // x + proj(o) · gate as a new tensor (gate undefined: x + proj(o)), the gated residual of a branch
 // whose last layer is `proj`: its product runs without the bias, and bias, gate and residual finish
-// in one pass over it. A proj with hooks runs as a module (its hooks see it), then the residual.
-Tensor projected_residual(const Tensor& x, const nn::Linear& proj, const Tensor& o, const Tensor& gate);
+// in one pass over it. o is proj's input, or its parts along the last dim (proj over their
+// concatenation, which is never built: kernels::linear_cat). A proj with hooks runs as a module (its
+// hooks see it), then the residual.
+Tensor projected_residual(const Tensor& x, const nn::Linear& proj, const std::vector<Tensor>& o, const Tensor& gate);
 
 }  // namespace cpdit::models::common
