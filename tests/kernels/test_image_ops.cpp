@@ -2,6 +2,7 @@
 #include "kernels/reference.hpp"
 
 #include <cpdit/core/error.hpp>
+#include <cpdit/core/threads.hpp>
 #include <cpdit/core/weight.hpp>
 #include <cpdit/kernels/image.hpp>
 
@@ -9,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
 #include <thread>
 
 namespace cpdit {
@@ -168,6 +170,40 @@ TEST(Conv3d, WinogradWeightsAreTransformedOncePerScope) {
   EXPECT_EQ(weights.current(), before);
   kernels::conv3d(x, w, {}, g, winograd);
   EXPECT_EQ(weights.current(), before);
+}
+
+// The local ranks of a decode wait for a kept transform, so it runs on all their compute threads:
+// beside a second scope of one thread, a one-thread caller transforms on a team of two. Its bytes
+// are a one-thread transform's: the convolution, itself at one thread both times, gives the same
+// numbers to the bit.
+TEST(Conv3d, KeptWinogradTransformRunsOnEveryScopesThreads) {
+  const ScopedComputeThreads one_thread(1);
+  const auto winograd = kernels::ConvAlgorithm::winograd;
+  const Tensor x = random_tensor({1, 256, 1, 8, 8}, 13), w = random_tensor({256, 256, 1, 3, 3}, 14);
+  const ConvGeometry g = ConvGeometry::same(0, 1, 1);
+  Tensor alone, shared;
+  {
+    const kernels::ConvWeightScope scope;
+    alone = kernels::conv3d(x, w, {}, g, winograd);
+    EXPECT_EQ(kernels::weight_transform_stats().last_threads, 1);
+  }
+  {
+    const kernels::ConvWeightScope scope;
+    std::promise<void> other_in_scope, finished;
+    std::thread other_rank([&] {
+      const ScopedComputeThreads rank_threads(1);
+      const kernels::ConvWeightScope rank_scope;
+      other_in_scope.set_value();
+      finished.get_future().wait();
+    });
+    other_in_scope.get_future().wait();
+    shared = kernels::conv3d(x, w, {}, g, winograd);
+    const int team = kernels::weight_transform_stats().last_threads;
+    finished.set_value();
+    other_rank.join();
+    EXPECT_EQ(team, 2);
+  }
+  EXPECT_EQ(max_abs_diff(alone, shared), 0.0);
 }
 
 TEST(Conv3d, RefusesBadShapes) {

@@ -45,13 +45,27 @@ ConvAlgorithm default_conv_algorithm();
 // thread of the process: a decoder holds one over its decode, so that each layer's weights are
 // transformed once per decode, not once per call (Wan decodes frame by frame) nor once per rank
 // (ranks as threads share the weights). When the last one ends, the kept weights are freed.
+// A kept transform runs on the compute threads of all the scopes' threads together (the local ranks
+// decoding, which wait for it); its bytes do not depend on how many threads make it.
 class ConvWeightScope {
  public:
   ConvWeightScope();
   ~ConvWeightScope();
   ConvWeightScope(const ConvWeightScope&) = delete;
   ConvWeightScope& operator=(const ConvWeightScope&) = delete;
+
+ private:
+  int threads_;  // the compute threads this scope lends to the kept transforms
 };
+
+// What Winograd's weight transforms have cost this process so far (wall seconds inside them, kept
+// or not), and the thread budget the latest one ran with: `bench vae` prints their share of a decode.
+struct WeightTransformStats {
+  int64_t transforms = 0;
+  double seconds = 0;
+  int last_threads = 0;
+};
+WeightTransformStats weight_transform_stats();
 
 // x (B, C, F, H, W), weight (O, C, kf, kh, kw), bias (O) or undefined -> (B, O, F', H', W') with
 // F' = (F + pads - kf) / stride + 1 (likewise H', W'). oneDNN's convolution primitive in its own

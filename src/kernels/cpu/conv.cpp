@@ -8,6 +8,7 @@
 #include "kernels/cpu/checks.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
 
+#include <cpdit/core/threads.hpp>
 #include <cpdit/core/weight.hpp>
 
 #include <cpdit/kernels/image.hpp>
@@ -16,6 +17,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -132,7 +134,7 @@ memory weights_for(const dnnl::convolution_forward::primitive_desc& pd, const Te
 }
 
 // Winograd's F(4x4, 3x3) (oneDNN's jit_wino_4x3) does a quarter of direct convolution's
-// multiplications on 3x3, stride-1 layers, but first transforms the weights in a serial reorder that
+// multiplications on 3x3, stride-1 layers, but first transforms the weights, a reorder that
 // takes about as long as the convolution of 8192 output pixels (both scale with in x out channels).
 // A decode makes it once per layer (ConvWeightScope), and FLUX.1's decoder calls each layer once, so
 // the break-even counts it. Measured at one thread (`bench conv`: cpdit_direct against
@@ -153,6 +155,7 @@ struct TransformedWeights {
 struct WinogradCache {
   std::mutex mutex;
   int scopes = 0;
+  int scope_threads = 0;  // the compute threads of the threads holding a scope, together
   std::map<std::string, TransformedWeights> entries;
 };
 WinogradCache& winograd_cache() {
@@ -160,29 +163,52 @@ WinogradCache& winograd_cache() {
   return cache;
 }
 
+struct TransformTotals {
+  std::mutex mutex;
+  WeightTransformStats stats;
+};
+TransformTotals& transform_totals() {
+  static TransformTotals totals;
+  return totals;
+}
+
+// `weight` (O, C, 1, 3, 3) in `pd`'s layout, transformed by an OpenMP team of `threads`. oneDNN's
+// Winograd reorder gives each (input channel, output-channel block) to one thread, which computes it
+// whole, so the bytes are the same for any team size.
+Tensor transform_weights(const dnnl::convolution_forward::primitive_desc& pd, const Tensor& weight, int threads) {
+  const ScopedComputeThreads team(threads);
+  const auto start = std::chrono::steady_clock::now();
+  Tensor transformed;
+  const Shape& s = weight.shape();
+  weights_for(pd, weight, plain({s[0], s[1], 3, 3}, memory::format_tag::oihw), transformed);
+  CPDIT_CHECK(transformed.defined(), internal, "conv3d: Winograd's weights came in the plain layout");
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  TransformTotals& totals = transform_totals();
+  const std::lock_guard<std::mutex> lock(totals.mutex);
+  ++totals.stats.transforms;
+  totals.stats.seconds += took.count();
+  totals.stats.last_threads = threads;
+  return transformed;
+}
+
 // `weight` (O, C, 1, 3, 3) in `pd`'s transformed layout: the kept copy inside a ConvWeightScope (made
 // by the first caller; a rank asking while another transforms waits for it), else a fresh one.
 Tensor winograd_weights(const dnnl::convolution_forward::primitive_desc& pd, const Tensor& weight) {
   const memory::desc& wanted = pd.weights_desc();
-  const auto transform = [&] {
-    Tensor transformed;
-    const Shape& s = weight.shape();
-    weights_for(pd, weight, plain({s[0], s[1], 3, 3}, memory::format_tag::oihw), transformed);
-    CPDIT_CHECK(transformed.defined(), internal, "conv3d: Winograd's weights came in the plain layout");
-    return transformed;
-  };
   WinogradCache& cache = winograd_cache();
   std::unique_lock<std::mutex> lock(cache.mutex);
   if (cache.scopes == 0) {
     lock.unlock();
-    return transform();
+    return transform_weights(pd, weight, compute_threads());
   }
   std::ostringstream key;
   key << weight.raw() << shape_string(weight.shape());
   key.write(reinterpret_cast<const char*>(&wanted.data), sizeof wanted.data);
   TransformedWeights& entry = cache.entries[key.str()];
   if (!entry.transformed.defined()) {
-    entry.transformed = transform();
+    // The other local ranks run the same layers in step (halo exchanges between them), so they are
+    // about to wait here for this entry with their cores idle: the transform runs on their threads too.
+    entry.transformed = transform_weights(pd, weight, std::max(cache.scope_threads, compute_threads()));
     entry.transformed.charge_to(weight_memory_counter());
     entry.weight = weight;
   }
@@ -234,14 +260,22 @@ ConvAlgorithm resolve_conv_algorithm(ConvAlgorithm algorithm, const Shape& x_sha
   return winograd_shape(weight_shape, geometry) && pays ? ConvAlgorithm::winograd : ConvAlgorithm::direct;
 }
 
-ConvWeightScope::ConvWeightScope() {
+ConvWeightScope::ConvWeightScope() : threads_(compute_threads()) {
   std::lock_guard<std::mutex> lock(winograd_cache().mutex);
   ++winograd_cache().scopes;
+  winograd_cache().scope_threads += threads_;
 }
 
 ConvWeightScope::~ConvWeightScope() {
   std::lock_guard<std::mutex> lock(winograd_cache().mutex);
+  winograd_cache().scope_threads -= threads_;
   if (--winograd_cache().scopes == 0) winograd_cache().entries.clear();
+}
+
+WeightTransformStats weight_transform_stats() {
+  TransformTotals& totals = transform_totals();
+  const std::lock_guard<std::mutex> lock(totals.mutex);
+  return totals.stats;
 }
 
 void set_default_conv_algorithm(ConvAlgorithm algorithm) { process_default = algorithm; }
