@@ -45,6 +45,20 @@ memory::desc plain(const Shape& shape, memory::format_tag tag) {
 }
 memory::desc any(const Shape& shape) { return plain(shape, memory::format_tag::any); }
 
+// A reorder whose scratch space comes from our allocator: Winograd's weight transform needs one as
+// large as its result (tens of MB), which oneDNN would otherwise take fresh from the system, and
+// fresh pages are slow to touch, on every transform.
+void reorder_into(const memory& from, memory& to, dnnl::stream& stream) {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  const dnnl::reorder::primitive_desc pd(from, to, attr);
+  const Tensor scratch = Tensor::empty({int64_t(pd.scratchpad_desc().get_size())}, DType::boolean);
+  // oneDNN reads `from` only; its memory objects take non-const handles.
+  dnnl::reorder(pd).execute(stream, {{DNNL_ARG_FROM, const_cast<memory&>(from)},
+                                     {DNNL_ARG_TO, to},
+                                     {DNNL_ARG_SCRATCHPAD, memory(pd.scratchpad_desc(), cpu_engine(), scratch.raw())}});
+}
+
 // The parts stacked along dim `axis` in the layout `wanted`: the one part itself when it is in that
 // layout, else each part reordered straight into its place in a fresh buffer (so a band and its halo
 // rows are never copied together first).
@@ -67,7 +81,7 @@ memory in_layout(const std::vector<memory>& parts, int axis, const memory::desc&
     // One part fills the whole (Winograd's weights have a layout of their own, which has no parts).
     memory place = parts.size() == 1 ? laid_out
                                      : memory(wanted.submemory_desc(dims, offsets), cpu_engine(), holder.data<float>());
-    dnnl::reorder(part, place).execute(stream, const_cast<memory&>(part), place);
+    reorder_into(part, place, stream);
   }
   return laid_out;
 }
@@ -119,7 +133,7 @@ void execute(const dnnl::convolution_forward::primitive_desc& pd, const std::vec
     args.emplace(DNNL_ARG_BIAS, memory(plain({bias.numel()}, memory::format_tag::x), engine,
                                        const_cast<float*>(bias.data<float>())));
   dnnl::convolution_forward(pd).execute(stream, args);
-  if (dst_holder.defined()) dnnl::reorder(dst, user_dst).execute(stream, dst, user_dst);
+  if (dst_holder.defined()) reorder_into(dst, user_dst, stream);
   stream.wait();
 }
 
