@@ -1,6 +1,7 @@
 // cpdit bench vae: one VAE decode at real widths with random weights (seeded), on 1 rank and split by
 // rows (for wan, or by frames: --split) over P local ranks (parallel/halo.hpp): seconds (min and
 // median of the repeats, process CPU time, and at one thread per rank the busiest rank's CPU time),
+// Winograd's weight transforms (wall seconds, and their share of the fastest decode),
 // peak tensor memory per rank, the weights' bytes, the process's peak resident memory over the
 // decodes (local ranks are threads of this one process, so for P ranks it holds all P ranks' memory),
 // and the P-rank speedup, memory ratio and largest
@@ -155,11 +156,13 @@ void run(const VaeBenchArgs& a) {
     const memory::AllocatorStats cache_before = memory::allocator_stats();
     // The first decode (measure's warm-up) also pays what a process pays once: oneDNN generating its
     // kernels, the allocator's first pages.
-    double busiest = INFINITY, first = -1;
+    double busiest = INFINITY, first = -1, transform = INFINITY;
     Tensor sample;
     const Timing t = measure([&] {
       double b = 0;
+      const double transform_before = kernels::weight_transform_stats().seconds;
       sample = decode_on(c, ranks, a.threads, peak, b);
+      transform = std::min(transform, kernels::weight_transform_stats().seconds - transform_before);
       busiest = std::min(busiest, b);
       if (first < 0) first = b;
     }, a.repeats);
@@ -175,6 +178,7 @@ void run(const VaeBenchArgs& a) {
               {"conv", a.conv}, {"split", a.model == "wan" ? a.split : "rows"}, {"repeats", a.repeats},
               {"min_s", t.min_s}, {"median_s", t.median_s},
               {"cpu_min_s", t.cpu_min_s}, {"peak_bytes_per_rank", peak},
+              {"weight_transform_min_s", transform}, {"weight_transform_share", transform / t.min_s},
               {"weight_bytes", weight_memory_counter().current()}});
     // What the process held: its resident set before and at most during the decodes, the most the
     // caching allocator had in use (tensors and weights of all ranks, in whole blocks; it keeps at
