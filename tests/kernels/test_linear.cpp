@@ -316,3 +316,37 @@ TEST(Gemm, RejectsImpossibleLeadingDimensions) {
   std::vector<float> a(16), b(16), c(16);
   EXPECT_THROW(kernels::gemm(false, false, 4, 4, 4, 1.0f, a.data(), 2, b.data(), 4, 0.0f, c.data(), 4), Error);
 }
+
+// The GELU epilogue (tanh form) is gelu of the product each path gives without it: against the same
+// Linear followed by bias_gelu_, on every path a Linear takes (the f32 sgemm; under bf16 precision the
+// AMX tiles and the bf16 product below them; a Q8_0 weight on each), on shapes with tails in every
+// dimension of the AMX tiles. The two sides differ only in where the bias joins the f32 sum (each
+// within reference_linear's bound of the exact sum, so within twice it of each other) and GELU's slope
+// is at most 1.13; 1e-6 relative covers the vectorised GELU's rounding of a few ulps.
+TEST(Linear, GeluTanhEpilogueEqualsLinearThenBiasGeluOnEveryPath) {
+  const LinearShape shapes[] = {{{1, 64}, 17}, {{31, 95}, 33}, {{2, 37, 96}, 70}, {{65, 128}, 96}};
+  uint32_t seed = 700;
+  for (const auto& s : shapes) {
+    const int64_t k = s.x.back();
+    Tensor x = random_tensor(s.x, seed++), w = random_tensor({s.out, k}, seed++), b = random_tensor({s.out}, seed++);
+    const std::vector<double> sum_bound = reference_linear(x, w, b).bound;
+    std::vector<Weight> weights{w.to(DType::bf16)};
+    if (k % 32 == 0) weights.push_back(kernels::quantise(w, "Q8_0"));
+    for (const MatmulPrecision precision : {MatmulPrecision::exact_f32, MatmulPrecision::bf16})
+      for (const kernels::Isa isa : {kernels::Isa::avx512_bf16, kernels::Isa::amx})
+        for (const Weight& weight : weights) {
+          const ScopedMatmulPrecision scoped_precision(precision);
+          const kernels::ScopedKernelIsa level(isa);
+          SCOPED_TRACE(shape_string(s.x) + " -> " + std::to_string(s.out) + ", " + weight.describe() + ", " +
+                       kernels::isa_name(kernels::kernel_isa()) +
+                       (precision == MatmulPrecision::bf16 ? ", bf16" : ", exact f32"));
+          Tensor unfused = kernels::linear(x, weight);
+          kernels::bias_gelu_(unfused, b, /*tanh_approx=*/true);
+          const Tensor fused = kernels::linear(x, weight, b, kernels::Epilogue::gelu_tanh);
+          const std::vector<double> expected = to_double(unfused);
+          std::vector<double> bound(expected.size());
+          for (size_t i = 0; i < bound.size(); ++i) bound[i] = 2 * 1.13 * sum_bound[i] + 1e-6 * std::abs(expected[i]);
+          expect_within(fused, expected, bound);
+        }
+  }
+}

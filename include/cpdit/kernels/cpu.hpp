@@ -29,7 +29,10 @@ void gemm(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, float alp
 // GGUF's block formats (core/block_format.hpp) are decoded to f32 one tile of rows at a time (never
 // whole) and multiplied by the sgemm.
 // bias (out) f32, bf16, f16 or undefined. Returns (..., out) f32.
-Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias = {});
+// `epilogue` gelu_tanh returns gelu(x W^T + b) (tanh form, as bias_gelu_): the AMX kernel applies it
+// as it writes each tile of the product, the other paths in one pass after it.
+enum class Epilogue { none, gelu_tanh };
+Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias = {}, Epilogue epilogue = Epilogue::none);
 // As linear, into a preallocated contiguous f32 `out` of shape (..., out) (reused across steps).
 void linear_into(const Tensor& x, const Weight& weight, const Tensor& bias, Tensor& out);
 // linear(cat(parts, -1), weight, bias) without the concatenation where the weight is f32 (or widened):

@@ -2,6 +2,7 @@
 // the quick GELU reduce to one vectorised exp per element.
 #include "kernels/cpu/checks.hpp"
 #include "kernels/cpu/exp_approx.hpp"
+#include "kernels/cpu/gelu_tanh.hpp"
 
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
@@ -24,19 +25,14 @@ Tensor pointwise(const Tensor& x_in, const char* kernel, Fn fn) {
   return out;
 }
 
-// The two GELU forms, as one value's map.
-float gelu_tanh_value(float v) {
-  constexpr float kSqrt2OverPi = 0.7978845608028654f;
-  const float u = kSqrt2OverPi * (v + 0.044715f * v * v * v);
-  return v / (1.0f + detail::exp_approx(-2.0f * u));
-}
-// The exact form only serves Wan's small image embedder; std::erf does not vectorise.
+// The exact (erf) GELU as one value's map; the tanh form is gelu_tanh.hpp's. The exact form only
+// serves Wan's small image embedder; std::erf does not vectorise.
 float gelu_erf_value(float v) { return 0.5f * v * (1.0f + std::erf(v * 0.7071067811865476f)); }
 
 }  // namespace
 
 Tensor gelu(const Tensor& x, bool tanh_approx) {
-  if (tanh_approx) return pointwise(x, "gelu", [](float v) { return gelu_tanh_value(v); });
+  if (tanh_approx) return pointwise(x, "gelu", [](float v) { return detail::gelu_tanh_value(v); });
   return pointwise(x, "gelu", [](float v) { return gelu_erf_value(v); });
 }
 
@@ -53,7 +49,7 @@ void bias_gelu_(Tensor& x, const Tensor& bias_in, bool tanh_approx) {
     detail::add_bias(row, b, c);
     if (tanh_approx) {
 #pragma omp simd
-      for (int64_t j = 0; j < c; ++j) row[j] = gelu_tanh_value(row[j]);
+      for (int64_t j = 0; j < c; ++j) row[j] = detail::gelu_tanh_value(row[j]);
     } else {
       for (int64_t j = 0; j < c; ++j) row[j] = gelu_erf_value(row[j]);
     }

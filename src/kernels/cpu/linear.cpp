@@ -73,6 +73,7 @@ void run_linear(const detail::LinearArgs& a, Tensor& out) {
   if (with_bias) broadcast_rows(a.bias.data<float>(), a.m, a.n, y);
   if (a.blocks.defined()) return detail::linear_quantised(a, with_bias ? 1.0f : 0.0f, y);
   f32_products({a.x}, widen_to_f32(a.weight).data<float>(), a.k, a.m, a.n, with_bias, y);
+  detail::apply_epilogue(a, y);
 }
 
 }  // namespace
@@ -86,8 +87,9 @@ void linear_into(const Tensor& x, const Weight& weight, const Tensor& bias, Tens
   run_linear(a, out);
 }
 
-Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias) {
-  const detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear", true);
+Tensor linear(const Tensor& x, const Weight& weight, const Tensor& bias, Epilogue epilogue) {
+  detail::LinearArgs a = detail::linear_args(x, weight, bias, "linear", true);
+  a.epilogue = epilogue;
   Tensor out = Tensor::empty(a.out_shape);
   run_linear(a, out);
   return out;

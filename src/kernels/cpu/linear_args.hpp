@@ -12,6 +12,7 @@ struct LinearArgs {
   Tensor weight;  // contiguous (n, k), f32, bf16 or f16; undefined for a quantised weight
   Weight blocks;  // the weight when it is block-quantised (only where the kernel allows it)
   Tensor bias;    // contiguous f32 (n) or undefined
+  Epilogue epilogue = Epilogue::none;  // applied to x W^T + b
   int64_t m = 0, n = 0, k = 0;
   Shape out_shape;  // (..., n)
 };
@@ -38,16 +39,23 @@ inline LinearArgs linear_args(const Tensor& x, const Weight& w, const Tensor& bi
   return a;
 }
 
-// out = x W^T + b with x rounded to bf16 and bf16 products accumulated in f32, on `how`
+// y (m, n) = epilogue(y) in place, for the products that do not fuse it (all but the AMX kernel's).
+inline void apply_epilogue(const LinearArgs& a, float* y) {
+  if (a.epilogue == Epilogue::none) return;
+  Tensor rows = Tensor::borrow(y, {a.m, a.n}, DType::f32, nullptr);
+  bias_gelu_(rows, {}, /*tanh_approx=*/true);
+}
+
+// out = epilogue(x W^T + b) with x rounded to bf16 and bf16 products accumulated in f32, on `how`
 // (linear_bf16_compute.cpp); a.weight must be bf16, out contiguous f32 of a.out_shape.
 void bf16_matmul_into(const LinearArgs& a, Tensor& out, Bf16Matmul how = Bf16Matmul::fastest);
 
-// The same product on AMX tiles into y (m, n) (linear_amx.cpp); available only where amx::granted().
+// The same product and epilogue on AMX tiles into y (m, n) (linear_amx.cpp); available only where amx::granted().
 // A block-quantised weight (a.blocks) is decoded to bf16 a run of rows at a time.
 bool amx_linear_available();
 void amx_linear_into(const LinearArgs& a, float* y);
 
-// y = x W^T + beta * y for a block-quantised W, y contiguous (m, n): each tile of W's rows is decoded
+// y = epilogue(x W^T + beta * y) for a block-quantised W, y contiguous (m, n): each tile of W's rows is decoded
 // to f32 and multiplied by the sgemm (linear_quantised.cpp); under MatmulPrecision::bf16, Q8_0 and
 // Q4_0 go to linear_int8 where the CPU has AVX512-VNNI.
 void linear_quantised(const LinearArgs& a, float beta, float* y);

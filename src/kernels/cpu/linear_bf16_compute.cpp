@@ -82,6 +82,7 @@ void bf16_matmul_into(const LinearArgs& a, Tensor& out, Bf16Matmul how) {
     if (a.bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(mm->pd.bias_desc(), engine, a.bias.raw()));
     mm->primitive.execute(stream, args);
     stream.wait();
+    apply_epilogue(a, out.data<float>());
   } catch (const dnnl::error& e) {
     fail(ErrorKind::unsupported, "linear_bf16_compute: oneDNN bf16 matmul failed for (", a.m, " x ", a.k, ") x (",
          a.k, " x ", a.n, "): ", e.what(), " (use linear)");

@@ -38,7 +38,7 @@ void detail::linear_quantised(const LinearArgs& a, float beta, float* y) {
   if (matmul_precision() == MatmulPrecision::bf16) {
     // y holds the bias (beta = 1) or is written whole (beta = 0): the AMX product adds the bias itself.
     if (amx_linear_available()) return amx_linear_into(a, y);
-    if (linear_int8(a, beta, y)) return;
+    if (linear_int8(a, beta, y)) return apply_epilogue(a, y);
   }
   const BlockFormat& format = format_of(a.blocks);
   const detail::BlockDecoder decode = detail::block_decoder(format);
@@ -56,6 +56,7 @@ void detail::linear_quantised(const LinearArgs& a, float beta, float* y) {
     gemm(false, true, a.m, rows, a.k, 1.0f, a.x.data<float>(), std::max<int64_t>(a.k, 1), tile.data(),
          std::max<int64_t>(a.k, 1), beta, y + row0, a.n);
   }
+  apply_epilogue(a, y);
 }
 
 Tensor dequantise(const Weight& weight) {
