@@ -28,7 +28,8 @@ class FeedForward : public nn::Module {
 };
 
 // gelu(layer(x)), exact (erf) or tanh form: the layer's output is a block's widest tensor, so its bias
-// and the GELU are one pass over it, in place (unless a hook watches the layer's own output).
+// and the GELU are one pass over it, in place, or for the tanh form none: the Linear's epilogue
+// (unless a hook watches the layer's own output).
 Tensor linear_gelu(const nn::Linear& layer, const Tensor& x, bool tanh_approx);
 
 }  // namespace cpdit::models::common
