@@ -16,6 +16,7 @@
 
 #include <oneapi/dnnl/dnnl.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <cstdlib>
@@ -33,6 +34,8 @@ struct GemmBenchArgs {
   std::vector<std::string> shapes{"4096x3072x3072"};
   std::vector<int> threads;
   int repeats = 3;
+  std::vector<std::string> ops;  // empty: all
+  int weight_copies = 1;
 };
 
 struct GemmShape {
@@ -78,9 +81,22 @@ void run(const GemmBenchArgs& args) {
   for (const std::string& text : args.shapes) {
     const GemmShape s = parse_shape(text);
     const double flops = 2.0 * double(s.m) * double(s.n) * double(s.k);
-    Tensor x = random_tensor({s.m, s.k}, 1), w = random_tensor({s.n, s.k}, 2), b = random_tensor({s.n}, 3);
-    Tensor w_bf16 = w.to(DType::bf16);
+    Tensor x = random_tensor({s.m, s.k}, 1), b = random_tensor({s.n}, 3);
+    // Copies of the weight used in turn: past the last-level cache each product reads its weight from
+    // memory, as a model's layers do (each layer's weight is read once per forward).
+    std::vector<Tensor> ws, ws_bf16;
+    for (int c = 0; c < args.weight_copies; ++c) {
+      ws.push_back(random_tensor({s.n, s.k}, uint64_t(2 + c)));
+      ws_bf16.push_back(ws.back().to(DType::bf16));
+    }
+    size_t turn = 0;
+    auto next_w = [&]() -> const Tensor& { return ws[turn++ % ws.size()]; };
+    auto next_w_bf16 = [&]() -> const Tensor& { return ws_bf16[turn++ % ws.size()]; };
+    const Tensor& w = ws[0];
     Tensor y = Tensor::empty({s.m, s.n});
+    auto wanted = [&](const std::string& op) {
+      return args.ops.empty() || std::find(args.ops.begin(), args.ops.end(), op) != args.ops.end();
+    };
     for (int threads : thread_counts) {
       ScopedComputeThreads budget(threads);
       auto report = [&](const std::string& library, const std::string& op, const Timing& t) {
@@ -95,23 +111,26 @@ void run(const GemmBenchArgs& args) {
       };
 
       const Timing dnnl = measure([&] {
-        kernels::gemm(false, true, s.m, s.n, s.k, 1.0f, x.data<float>(), s.k, w.data<float>(), s.k, 0.0f,
+        kernels::gemm(false, true, s.m, s.n, s.k, 1.0f, x.data<float>(), s.k, next_w().data<float>(), s.k, 0.0f,
                       y.data<float>(), s.n);
       }, args.repeats);
       print(report("onednn", "sgemm", dnnl));
 
 #ifdef CPDIT_HAVE_OPENBLAS
       openblas_set_num_threads(threads);
+      if (wanted("openblas_sgemm")) {
       const Timing openblas = measure([&] {
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(s.m), int(s.n), int(s.k), 1.0f, x.data<float>(),
                     int(s.k), w.data<float>(), int(s.k), 0.0f, y.data<float>(), int(s.n));
       }, args.repeats);
       print(report("openblas", "sgemm", openblas));
+      }
 #endif
 
       // Linear against the oneDNN sgemm it is built on: ratio = sgemm time / Linear time, in wall time
       // and in CPU time (the steadier of the two when the machine is oversubscribed).
       auto linear_line = [&](const std::string& op, const std::function<void()>& fn) {
+        if (!wanted(op)) return;
         const Timing t = measure(fn, args.repeats);
         nlohmann::json j = report("cpdit", op, t);
         j.update({{"over_onednn_sgemm_min", dnnl.min_s / t.min_s},
@@ -119,20 +138,25 @@ void run(const GemmBenchArgs& args) {
                   {"over_onednn_sgemm_cpu", dnnl.cpu_min_s / t.cpu_min_s}});
         print(j);
       };
-      linear_line("linear_f32", [&] { kernels::linear_into(x, w, {}, y); });
-      linear_line("linear_f32_bias", [&] { kernels::linear_into(x, w, b, y); });
-      linear_line("gemm_then_bias_pass", [&] { gemm_then_bias_pass(x, w, b, y); });
-      linear_line("linear_bf16_weights_bias", [&] { kernels::linear_into(x, w_bf16, b, y); });
-      // The two bf16 products linear_bf16_compute chooses between (AMX first, where available).
+      linear_line("linear_f32", [&] { kernels::linear_into(x, next_w(), {}, y); });
+      linear_line("linear_f32_bias", [&] { kernels::linear_into(x, next_w(), b, y); });
+      linear_line("gemm_then_bias_pass", [&] { gemm_then_bias_pass(x, next_w(), b, y); });
+      linear_line("linear_bf16_weights_bias", [&] { kernels::linear_into(x, next_w_bf16(), b, y); });
+      // The bf16 products linear_bf16_compute chooses between (AMX first, where available; rows for m <= 4).
       if (kernels::amx_available())
         linear_line("linear_bf16_amx_bias",
-                    [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::amx); });
+                    [&] { kernels::linear_bf16_compute(x, next_w_bf16(), b, kernels::Bf16Matmul::amx); });
+      if (s.m <= 4 && kernels::kernel_isa() >= kernels::Isa::avx512_bf16)
+        linear_line("linear_bf16_rows_bias",
+                    [&] { kernels::linear_bf16_compute(x, next_w_bf16(), b, kernels::Bf16Matmul::rows); });
       linear_line("linear_bf16_onednn_bias",
-                  [&] { kernels::linear_bf16_compute(x, w_bf16, b, kernels::Bf16Matmul::onednn); });
+                  [&] { kernels::linear_bf16_compute(x, next_w_bf16(), b, kernels::Bf16Matmul::onednn); });
       // GGUF blocks: decoded one tile at a time for the sgemm (exact products); under bf16 precision
       // (what --dtype q8_0 / q4_k runs) decoded to bf16 runs for the AMX tile product, and on CPUs
       // without AMX Q8_0 by AVX512-VNNI int8 dot products on activations quantised per 32 values.
-      if (s.k % 256 == 0) {
+      if (s.k % 256 == 0 && (args.ops.empty() || std::any_of(args.ops.begin(), args.ops.end(), [](const std::string& op) {
+                                return op.find("_q") != std::string::npos;
+                              }))) {
         const Weight w_q8 = kernels::quantise(w, "Q8_0"), w_q4k = kernels::quantise(w, "Q4_K");
         linear_line("linear_q8_0_decode_bias", [&] { kernels::linear_into(x, w_q8, b, y); });
         linear_line("linear_q4_k_decode_bias", [&] { kernels::linear_into(x, w_q4k, b, y); });
@@ -154,6 +178,11 @@ void add_gemm_bench(CLI::App& parent) {
   cmd->add_option("--shape", args->shapes, "MxNxK shapes (default 4096x3072x3072; try also 2048x2048x2048)");
   cmd->add_option("--threads", args->threads, "thread counts (default 1 and all)");
   cmd->add_option("--repeats", args->repeats, "timed repeats after one warm-up (default 3)");
+  cmd->add_option("--ops", args->ops, "only these Linear lines (e.g. linear_bf16_amx_bias; default all)");
+  cmd->add_option("--weight-copies", args->weight_copies,
+                  "distinct weights used in turn (default 1); enough that their bytes pass the last-level cache "
+                  "make every product read its weight from memory, as a model's layers do")
+      ->check(CLI::PositiveNumber);
   cmd->callback([args] { run(*args); });
 }
 

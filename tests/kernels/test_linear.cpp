@@ -123,9 +123,14 @@ TEST(LinearBf16Compute, RoundsActivationsToBf16AndAccumulatesInF32) {
 // f32-accumulation bound: rounding x to bf16 is part of the promised result (the reference rounds it
 // the same way), and each bf16 x bf16 product is exact in f32, so only the f32 sums differ.
 namespace {
-void expect_bf16_product_matches_reference(kernels::Bf16Matmul how) {
-  const LinearShape shapes[] = {{{1, 1}, 1}, {{1, 33}, 17}, {{31, 95}, 33}, {{2, 37, 131}, 70}, {{65, 64}, 96},
-                                {{513, 1057}, 263}};
+const LinearShape kOddShapes[] = {{{1, 1}, 1}, {{1, 33}, 17}, {{31, 95}, 33}, {{2, 37, 131}, 70}, {{65, 64}, 96},
+                                  {{513, 1057}, 263}};
+// At most 4 tokens (the few-token product's limit): k below, at and past one vector of 32 with a
+// tail, output features not a multiple of its 4 rows per step, tokens 1 to 4.
+const LinearShape kFewTokenShapes[] = {{{1, 1}, 1},   {{1, 33}, 17},  {{2, 95}, 33},    {{3, 32}, 6},
+                                       {{4, 131}, 70}, {{1, 2, 64}, 5}, {{3, 1057}, 263}};
+
+void expect_bf16_product_matches_reference(kernels::Bf16Matmul how, const std::vector<LinearShape>& shapes) {
   uint32_t seed = 400;
   for (const auto& s : shapes)
     for (int threads : {1, 2}) {
@@ -148,11 +153,22 @@ TEST(LinearBf16Compute, AmxTilesMatchTheDoubleReferenceOnOddShapes) {
                  Error);
     GTEST_SKIP() << "no AMX tiles on this CPU or build";
   }
-  expect_bf16_product_matches_reference(kernels::Bf16Matmul::amx);
+  expect_bf16_product_matches_reference(kernels::Bf16Matmul::amx, {std::begin(kOddShapes), std::end(kOddShapes)});
 }
 
 TEST(LinearBf16Compute, OneDnnMatmulMatchesTheDoubleReferenceOnOddShapes) {
-  expect_bf16_product_matches_reference(kernels::Bf16Matmul::onednn);
+  expect_bf16_product_matches_reference(kernels::Bf16Matmul::onednn, {std::begin(kOddShapes), std::end(kOddShapes)});
+}
+
+TEST(LinearBf16Compute, FewTokenRowsMatchTheDoubleReference) {
+  if (kernels::kernel_isa() < kernels::Isa::avx512_bf16) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  expect_bf16_product_matches_reference(kernels::Bf16Matmul::rows,
+                                        {std::begin(kFewTokenShapes), std::end(kFewTokenShapes)});
+  // More tokens than it serves, or a CPU level without bf16 dot products: refused, not computed wrongly.
+  const Tensor w = random_tensor({3, 8}, 2).to(DType::bf16);
+  EXPECT_THROW(kernels::linear_bf16_compute(random_tensor({5, 8}, 1), w, {}, kernels::Bf16Matmul::rows), Error);
+  const kernels::ScopedKernelIsa below(kernels::Isa::avx512);
+  EXPECT_THROW(kernels::linear_bf16_compute(random_tensor({1, 8}, 1), w, {}, kernels::Bf16Matmul::rows), Error);
 }
 
 // The kernel-ISA level picks the bf16 product: our AMX kernel at amx, oneDNN's matmul below it (what a
@@ -171,6 +187,13 @@ TEST(LinearBf16Compute, FastestFollowsTheKernelIsaLevel) {
     const Tensor named =
         kernels::linear_bf16_compute(x, w_bf16, b, amx ? kernels::Bf16Matmul::amx : kernels::Bf16Matmul::onednn);
     EXPECT_EQ(max_abs_diff(fastest, named), 0.0);
+    // One token (a modulation's timestep embedding): the few-token rows where bf16 dot products exist.
+    const Tensor one = x.narrow(0, 0, 1).contiguous();
+    const bool rows = kernels::kernel_isa() >= kernels::Isa::avx512_bf16;
+    EXPECT_EQ(max_abs_diff(kernels::linear_bf16_compute(one, w_bf16, b),
+                           kernels::linear_bf16_compute(one, w_bf16, b,
+                                                        rows ? kernels::Bf16Matmul::rows : kernels::Bf16Matmul::onednn)),
+              0.0);
   }
 }
 

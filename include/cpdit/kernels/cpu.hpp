@@ -41,10 +41,12 @@ void linear_into(const Tensor& x, const Weight& weight, const Tensor& bias, Tens
 // block: attention output and MLP hidden, 15360 features) so never copies them into one tensor.
 // bf16-compute and block-quantised weights run on the concatenation.
 Tensor linear_cat(const std::vector<Tensor>& parts, const Weight& weight, const Tensor& bias = {});
-// The bf16 matrix product of linear_bf16_compute. `fastest`: AMX tiles where the CPU has them and
-// Linux grants this process their state (amx_available()), else oneDNN's bf16 matmul. `amx` and
-// `onednn` force one (tests, bench gemm); `amx` throws unsupported where it is not available.
-enum class Bf16Matmul { fastest, amx, onednn };
+// The bf16 matrix product of linear_bf16_compute. `fastest`: for at most 4 tokens (a modulation's
+// one timestep embedding) `rows`, AVX512-BF16 dot products over the weight's rows in order, where the
+// CPU has them; else AMX tiles where the CPU has them and Linux grants this process their state
+// (amx_available()), else oneDNN's bf16 matmul. `amx`, `onednn` and `rows` force one (tests, bench
+// gemm); `amx` and `rows` throw unsupported where they are not available.
+enum class Bf16Matmul { fastest, amx, onednn, rows };
 bool amx_available();
 // As linear with bf16 arithmetic, like a bf16 PyTorch model: x is rounded to bf16 (to nearest even),
 // weight must be bf16, products accumulate in f32. At one thread the AMX kernel runs at several times

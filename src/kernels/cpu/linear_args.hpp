@@ -50,6 +50,12 @@ inline void apply_epilogue(const LinearArgs& a, float* y) {
 // (linear_bf16_compute.cpp); a.weight must be bf16, out contiguous f32 of a.out_shape.
 void bf16_matmul_into(const LinearArgs& a, Tensor& out, Bf16Matmul how = Bf16Matmul::fastest);
 
+// The same product and epilogue for at most kBf16RowsMaxTokens rows of x, by AVX512-BF16 dot products
+// over the weight's rows in order (linear_bf16_rows.cpp): at such m a Linear is bound by the weight's
+// reads. Needs kernel_isa() >= avx512_bf16 and a bf16 weight.
+constexpr int64_t kBf16RowsMaxTokens = 4;
+void bf16_rows_into(const LinearArgs& a, float* y);
+
 // The same product and epilogue on AMX tiles into y (m, n) (linear_amx.cpp); available only where amx::granted().
 // A block-quantised weight (a.blocks) is decoded to bf16 a run of rows at a time.
 bool amx_linear_available();

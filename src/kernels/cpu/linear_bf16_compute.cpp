@@ -1,8 +1,10 @@
-// Linear with bf16 arithmetic: x rounded to bf16, bf16 products accumulated in f32, bias fused. On
-// AMX tiles (linear_amx.cpp) where the CPU and Linux allow, else through oneDNN's bf16 matmul: the C
+// Linear with bf16 arithmetic: x rounded to bf16, bf16 products accumulated in f32, bias fused. For a
+// few tokens by dot products over the weight's rows (linear_bf16_rows.cpp), else on AMX tiles
+// (linear_amx.cpp) where the CPU and Linux allow, else through oneDNN's bf16 matmul: the C
 // API of oneDNN 2.6 has no bf16 GEMM, so this builds matmul primitives and caches them per shape.
 #include "kernels/cpu/linear_args.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
+#include "kernels/cpu/isa_target.hpp"
 
 #include <cpdit/core/threads.hpp>
 #include <cpdit/kernels/cpu.hpp>
@@ -64,6 +66,8 @@ Tensor round_to_bf16(const Tensor& x) {
 namespace detail {
 
 void bf16_matmul_into(const LinearArgs& a, Tensor& out, Bf16Matmul how) {
+  const bool few_tokens = a.weight.defined() && a.m <= kBf16RowsMaxTokens && kernel_isa() >= Isa::avx512_bf16;
+  if (how == Bf16Matmul::rows || (how == Bf16Matmul::fastest && few_tokens)) return bf16_rows_into(a, out.data<float>());
   if (how == Bf16Matmul::amx || (how == Bf16Matmul::fastest && amx_linear_available()))
     return amx_linear_into(a, out.data<float>());
   if (a.m == 0 || a.n == 0) return;
