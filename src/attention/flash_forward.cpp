@@ -146,6 +146,7 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
         float* products = l + br;
         const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
         const typename Tiles::Queries qi = tiles.queries(products, b, h, r0, rows);
+        bf16* p = tiles.weights(products);
         std::fill(acc, acc + rows * d.D, 0.0f);
         std::fill(m, m + rows, kNegInf);
         std::fill(l, l + rows, 0.0f);
@@ -154,21 +155,24 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
           const TileKeys state = tiling.state(b, qt, kt);
           if (state == TileKeys::none) continue;
           const KeyTile tile{b, h / d.group(), kt, kt * bc, std::min(bc, d.Sk - kt * bc)};
-          tiles.scores(qi, rows, tile, scale, s, bc);
+          tiles.scores(qi, rows, tile, s, bc);
           if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, s, bc);
+          const int64_t width = Tiles::weights_width(tile.cols);
           for (int64_t r = 0; r < rows; ++r) {
-            float* row = s + r * bc;
-            const float m_new = std::max(m[r], rows_ops::row_max(row, tile.cols));
+            const float* row = s + r * bc;
+            bf16* p_row = p + r * tiles.weights_ld();
+            // scale > 0, so the max of the scaled scores is the scaled max.
+            const float m_new = std::max(m[r], scale * rows_ops::row_max(row, tile.cols));
             if (m_new == kNegInf) {  // every key so far masked: this row contributes nothing yet
-              std::fill(row, row + tile.cols, 0.0f);
+              std::fill(p_row, p_row + width, bf16{0});
               continue;
             }
             const float alpha = std::exp(m[r] - m_new);  // 0 on the first tile (m = -inf)
-            l[r] = l[r] * alpha + rows_ops::exp_shift_sum(row, tile.cols, m_new);
+            l[r] = l[r] * alpha + rows_ops::exp_to_bf16_sum(row, tile.cols, scale, m_new, p_row, width);
             if (alpha != 1.0f) rows_ops::scale_row(acc + r * d.D, d.D, alpha);
             m[r] = m_new;
           }
-          tiles.accumulate(products, s, bc, rows, tile, acc);
+          tiles.accumulate(p, rows, tile, acc);
         }
 
         write_rows(acc, m, l, d, b, h, r0, rows, out, lse);

@@ -57,16 +57,16 @@ Bf16Tiles::Queries Bf16Tiles::queries(float* scratch, int64_t b, int64_t h, int6
   return q;
 }
 
-void Bf16Tiles::scores(Queries q, int64_t rows, const KeyTile& tile, float scale, float* s, int64_t lds) const {
-  pairs::gemm(rows, tile.cols, d_pairs_, scale, q, 2 * d_pairs_, keys_.data<bf16>() + keys_at(tile), keys_ld_, 0, s,
-              lds);
+void Bf16Tiles::scores(Queries q, int64_t rows, const KeyTile& tile, float* s, int64_t lds) const {
+  pairs::gemm(rows, tile.cols, d_pairs_, 1, q, 2 * d_pairs_, keys_.data<bf16>() + keys_at(tile), keys_ld_, 0, s, lds);
 }
 
-void Bf16Tiles::accumulate(float* scratch, float* s, int64_t lds, int64_t rows, const KeyTile& tile, float* acc) const {
-  // The P tile goes after the query tile (at most as many rows) in this thread's scratch.
-  bf16* p = reinterpret_cast<bf16*>(scratch) + rows_ * 2 * d_pairs_;
-  pairs::round_rows(s, lds, rows, tile.cols, p, 2 * c_pairs_);
-  pairs::gemm(rows, d_.D, pairs::padded_pairs(tile.cols), 1, p, 2 * c_pairs_, values_.data<bf16>() + values_at(tile),
+bf16* Bf16Tiles::weights(float* scratch) const { return reinterpret_cast<bf16*>(scratch) + rows_ * 2 * d_pairs_; }
+
+int64_t Bf16Tiles::weights_width(int64_t cols) { return 2 * pairs::padded_pairs(cols); }
+
+void Bf16Tiles::accumulate(const bf16* p, int64_t rows, const KeyTile& tile, float* acc) const {
+  pairs::gemm(rows, d_.D, pairs::padded_pairs(tile.cols), 1, p, weights_ld(), values_.data<bf16>() + values_at(tile),
               values_ld_, 1, acc, d_.D);
 }
 

@@ -24,8 +24,15 @@ class Bf16Tiles {
   // Per thread: the query tile and a P tile in bf16 (as floats' worth of space).
   static int64_t scratch_floats(const Dims& d, const Tiling& t);
   Queries queries(float* scratch, int64_t b, int64_t h, int64_t r0, int64_t rows) const;
-  void scores(Queries q, int64_t rows, const KeyTile& tile, float scale, float* s, int64_t lds) const;
-  void accumulate(float* scratch, float* s, int64_t lds, int64_t rows, const KeyTile& tile, float* acc) const;
+  // s = Q K^T, unscaled: the softmax applies the scale as it takes the exponential.
+  void scores(Queries q, int64_t rows, const KeyTile& tile, float* s, int64_t lds) const;
+  // The P tile in this thread's scratch (after the query tile): the softmax writes row r of P at
+  // weights(scratch) + r * weights_ld(), weights_width(cols) values of it (zeros past cols).
+  bf16* weights(float* scratch) const;
+  int64_t weights_ld() const { return 2 * c_pairs_; }
+  static int64_t weights_width(int64_t cols);
+  // acc += P V for the key tile.
+  void accumulate(const bf16* p, int64_t rows, const KeyTile& tile, float* acc) const;
 
  private:
   // Element offsets of a key tile's packed keys and values.

@@ -1,9 +1,10 @@
-// The flash kernel's row operations (flash_rows.hpp): an AVX-512 variant compiled for it in every
-// build and a portable loop, picked per call by kernel_isa().
+// The flash kernel's row operations (flash_rows.hpp): an AVX-512 variant (AVX512-BF16 for the one
+// that writes bf16) compiled for it in every build and a portable loop, picked per call by kernel_isa().
 #include "kernels/cpu/flash_rows.hpp"
 
 #include "kernels/cpu/isa_target.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -67,6 +68,23 @@ CPDIT_TARGET_AVX512 float exp_shift_sum_avx512(float* x, int64_t n, float shift)
   return _mm512_reduce_add_ps(sum);
 }
 
+// exp(scale x - shift) as one fused multiply-add before the exponential; lanes past n are zeroed
+// before they are summed and rounded, so whole vectors of 16 bf16 are stored.
+CPDIT_TARGET_AVX512_BF16 float exp_to_bf16_sum_avx512(const float* x, int64_t n, float scale, float shift, bf16* p,
+                                                      int64_t n_padded) {
+  const __m512 a = _mm512_set1_ps(scale), b = _mm512_set1_ps(-shift);
+  __m512 sum = _mm512_setzero_ps();
+  int64_t j = 0;
+  for (; j < n; j += 16) {
+    const __mmask16 k = tail_mask(n - j);
+    const __m512 e = _mm512_maskz_mov_ps(k, exp512(_mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, x + j), a, b)));
+    sum = _mm512_add_ps(sum, e);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + j), (__m256i)_mm512_cvtneps_pbh(e));
+  }
+  for (; j < n_padded; j += 16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p + j), _mm256_setzero_si256());
+  return _mm512_reduce_add_ps(sum);
+}
+
 CPDIT_TARGET_AVX512 void softmax_grad_avx512(float* dp, const float* p, int64_t n, float dv) {
   const __m512 d = _mm512_set1_ps(dv);
   for (int64_t j = 0; j < n; j += 16) {
@@ -124,6 +142,18 @@ float exp_shift_sum(float* x, int64_t n, float shift) {
   if (use_avx512()) return exp_shift_sum_avx512(x, n, shift);
   float sum = 0;
   for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] - shift));
+  return sum;
+}
+
+float exp_to_bf16_sum(const float* x, int64_t n, float scale, float shift, bf16* p, int64_t n_padded) {
+  if (kernel_isa() >= Isa::avx512_bf16) return exp_to_bf16_sum_avx512(x, n, scale, shift, p, n_padded);
+  float sum = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    const float e = std::exp(scale * x[j] - shift);
+    sum += e;
+    p[j] = f32_to_bf16(e);
+  }
+  std::fill(p + n, p + n_padded, bf16{0});
   return sum;
 }
 
