@@ -111,17 +111,30 @@ CPDIT_TARGET_AVX512 void store_block(const float* tile, int64_t rows, int64_t co
   }
 }
 
+// A 32 x 32 block of c that lies wholly inside it, with alpha 1, lives in the tiles: loaded from c
+// (beta 1) or zeroed, accumulated, stored back, with no pass of its own. Other blocks go through a
+// buffer and store_block.
 CPDIT_TARGET_AMX void amx_gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int64_t lda,
                                const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   amx::configure_tiles();
   alignas(64) float tile[4][16 * 16];
   const int64_t a_stride = lda * int64_t(sizeof(bf16)), b_stride = 2 * ldb * int64_t(sizeof(bf16));  // bytes
+  const int64_t c_stride = ldc * int64_t(sizeof(float));
   for (int64_t j = 0; j < n; j += 32)
     for (int64_t i = 0; i < m; i += 32) {
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
+      float* block = c + i * ldc + j;
+      const bool in_place = alpha == 1.0f && i + 32 <= m && j + 32 <= n;
+      if (in_place && beta != 0.0f) {
+        _tile_loadd(0, block, c_stride);
+        _tile_loadd(1, block + 16, c_stride);
+        _tile_loadd(2, block + 16 * ldc, c_stride);
+        _tile_loadd(3, block + 16 * ldc + 16, c_stride);
+      } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+      }
       for (int64_t p = 0; p < k_pairs; p += kPairBlock) {
         _tile_loadd(4, a + i * lda + 2 * p, a_stride);
         _tile_loadd(5, a + (i + 16) * lda + 2 * p, a_stride);
@@ -131,6 +144,13 @@ CPDIT_TARGET_AMX void amx_gemm(int64_t m, int64_t n, int64_t k_pairs, float alph
         _tile_dpbf16ps(1, 4, 7);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
+      }
+      if (in_place) {
+        _tile_stored(0, block, c_stride);
+        _tile_stored(1, block + 16, c_stride);
+        _tile_stored(2, block + 16 * ldc, c_stride);
+        _tile_stored(3, block + 16 * ldc + 16, c_stride);
+        continue;
       }
       _tile_stored(0, tile[0], 64);
       _tile_stored(1, tile[1], 64);
