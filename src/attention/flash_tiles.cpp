@@ -23,9 +23,13 @@ Bf16Tiles::Bf16Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Di
       keys_ld_(pairs::round_up(t.bc, pairs::kEdge)),
       values_ld_(pairs::round_up(d.D, pairs::kEdge)) {
   const int64_t tiles = d.B * d.Hkv * k_tiles_;
-  // Zeros where the packing pads (bf16 zero is all zero bits).
-  keys_ = Tensor::zeros({tiles * d_pairs_ * keys_ld_ * 2}, DType::bf16);
-  values_ = Tensor::zeros({tiles * c_pairs_ * values_ld_ * 2}, DType::bf16);
+  // Zeros where the packing pads (bf16 zero is all zero bits); where every tile is full there is no
+  // padding, and no pass to write zeros only to overwrite them.
+  const bool padded = 2 * d_pairs_ != d.D || values_ld_ != d.D || keys_ld_ != bc_ || 2 * c_pairs_ != bc_ ||
+                      d.Sk % bc_ != 0;
+  const auto make = [&](int64_t n) { return padded ? Tensor::zeros({n}, DType::bf16) : Tensor::empty({n}, DType::bf16); };
+  keys_ = make(tiles * d_pairs_ * keys_ld_ * 2);
+  values_ = make(tiles * c_pairs_ * values_ld_ * 2);
   const float *kp = k.data<float>(), *vp = v.data<float>();
 #pragma omp parallel for collapse(3) num_threads(compute_threads()) if (tiles > 1)
   for (int64_t b = 0; b < d.B; ++b)

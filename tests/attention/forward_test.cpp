@@ -128,11 +128,14 @@ TEST(AttentionForward, HalfPrecisionInputsComputeInF32) {
 // softmax weights P to bf16 and accumulates their products in f32. Checked against the float64
 // reference on bf16-rounded q, k, v: the scores are then exact products summed in f32, so the LSE
 // keeps f32 accuracy; P's rounding (relative 2^-9 each) moves out by at most 2^-9 max|v|. Shapes hit
-// partial register tiles (rows % 8, columns % 48), odd head dims and key counts, GQA, key padding.
+// partial register tiles (rows % 8, columns % 48), odd head dims and key counts, GQA, key padding,
+// and key tiles with no padding at all (1024 keys, D 64: two full tiles of 512 where L2 is 2 MiB),
+// whose packed K and V are not zeroed first.
 TEST(AttentionForward, FlashUnderBf16PrecisionRoundsOperandsOnly) {
   const ShapeCase cases[] = {{{2, 130, 600, 4, 2, 128}, MaskKind::none},
                              {{1, 37, 71, 2, 1, 15}, MaskKind::none},
-                             {{3, 40, 530, 4, 2, 32}, MaskKind::key_padding}};
+                             {{3, 40, 530, 4, 2, 32}, MaskKind::key_padding},
+                             {{1, 50, 1024, 2, 2, 64}, MaskKind::none}};
   for (const ShapeCase& sc : cases) {
     SCOPED_TRACE(::testing::Message() << "Sq " << sc.d.Sq << " Sk " << sc.d.Sk << " D " << sc.d.D);
     Case c = make_case(sc.d, sc.mask, 31);
