@@ -15,7 +15,7 @@ float row_max(const float* x, int64_t n);
 float exp_shift_sum(float* x, int64_t n, float shift);
 
 // The bf16 forward's softmax weights for one row of unscaled scores x: p[j] = bf16(exp(scale x[j] -
-// shift)) for j < n and 0 for n <= j < n_padded (a multiple of 16), the row of P that the P V product
+// shift)) for j < n and 0 for n <= j < n_padded (a multiple of 32), the row of P that the P V product
 // reads. Returns the sum of the weights before rounding, the row's share of the denominator. One pass:
 // the weights go straight to bf16, never stored in f32. scale > 0, shift finite.
 float exp_to_bf16_sum(const float* x, int64_t n, float scale, float shift, bf16* p, int64_t n_padded);
