@@ -29,6 +29,23 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// A task is one (batch, head) and a share (one of `parts`) of its query tiles: whole heads when there
+// are enough, else about four tasks per thread so that dynamic scheduling evens out the ends. Each
+// task prepares its KV head's keys and values once for all its query tiles.
+struct Tasks {
+  int64_t parts = 1;
+  int threads = 1;
+};
+
+Tasks split_tasks(const Dims& d, const Tiling& tiling) {
+  const int64_t heads = d.B * d.H;
+  Tasks t;
+  if (compute_threads() > 1)
+    t.parts = std::clamp<int64_t>((4 * compute_threads() + heads - 1) / heads, 1, tiling.q_tiles);
+  t.threads = int(std::clamp<int64_t>(heads * t.parts, 1, compute_threads()));
+  return t;
+}
+
 // The end of one query tile: out = O / l and lse = m + ln l for its rows of (b, h), where O is rows x D
 // row-major (acc).
 void write_rows(const float* acc, const float* m, const float* l, const Dims& d, int64_t b, int64_t h, int64_t r0,
@@ -54,30 +71,24 @@ void write_rows(const float* acc, const float* m, const float* l, const Dims& d,
 // its query tiles (2 S_k D floats per thread).
 Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& tiling,
                        float scale) {
-  const int64_t br = tiling.br, bc = tiling.bc, D = d.D;
+  const int64_t br = tiling.br, bc = tiling.bc, D = d.D, q_tiles = tiling.q_tiles;
   Tensor out = Tensor::empty({d.B, d.Sq, d.H, D});
   Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
-  // A task is one (batch, head) and a share of its query tiles: whole heads when there are enough,
-  // else about four tasks per thread so that dynamic scheduling evens out the ends.
-  const int64_t heads = d.B * d.H;
-  const int64_t parts = compute_threads() == 1
-                            ? 1
-                            : std::clamp<int64_t>((4 * compute_threads() + heads - 1) / heads, 1, tiling.q_tiles);
-  const int threads = int(std::clamp<int64_t>(heads * parts, 1, compute_threads()));
+  const Tasks tasks = split_tasks(d, tiling);
   // Per thread: the KV head's keys (S_k x D) and values transposed per key tile (D x bc each); Q^T,
   // O^T (D x br) and St (bc x br); m, l and alpha (br). Tile rows are padded (tile_gemm.hpp).
   const int64_t ld_r = tile_gemm::padded_ld(br), ld_c = tile_gemm::padded_ld(bc);
   const int64_t vt_tile = D * ld_c;
   const int64_t per_thread = d.Sk * D + tiling.k_tiles * vt_tile + 2 * D * ld_r + bc * ld_r + 3 * br;
-  Tensor scratch = Tensor::empty({threads, per_thread});
+  Tensor scratch = Tensor::empty({tasks.threads, per_thread});
   const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
   const int64_t qs = d.H * D, ks = d.Hkv * D;  // row strides of (B, S, H, D) and (B, S, H_kv, D)
 
   TeamErrors errors;  // without AVX-512 the tile products are oneDNN's sgemm, which may throw
-#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
+#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(tasks.threads)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t h = 0; h < d.H; ++h)
-      for (int64_t part = 0; part < parts; ++part) errors.run([&] {
+      for (int64_t part = 0; part < tasks.parts; ++part) errors.run([&] {
         float* k_rows = scratch.data<float>() + omp_get_thread_num() * per_thread;
         float* v_t = k_rows + d.Sk * D;
         float* q_t = v_t + tiling.k_tiles * vt_tile;
@@ -90,7 +101,7 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
         for (int64_t c = 0; c < d.Sk; ++c) std::copy_n(kp + kv_at + c * ks, D, k_rows + c * D);
         for (int64_t kt = 0; kt < tiling.k_tiles; ++kt)
           tile_gemm::transpose(vp + kv_at + kt * bc * ks, ks, std::min(bc, d.Sk - kt * bc), D, v_t + kt * vt_tile, ld_c);
-        for (int64_t qt = part * tiling.q_tiles / parts; qt < (part + 1) * tiling.q_tiles / parts; ++qt) {
+        for (int64_t qt = part * q_tiles / tasks.parts; qt < (part + 1) * q_tiles / tasks.parts; ++qt) {
           const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
           tile_gemm::transpose(qp + (b * d.Sq + r0) * qs + h * D, qs, rows, D, q_t, ld_r);
           for (int64_t e = 0; e < D; ++e) std::fill(acc_t + e * ld_r, acc_t + e * ld_r + rows, 0.0f);
@@ -120,6 +131,9 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
   return {out, lse};
 }
 
+// The bf16 pass (flash_tiles.hpp). Tasks as the f32 pass's: each packs its KV head's keys and values
+// into its thread's scratch, where they stay in L2 for all its query tiles; packed for every head up
+// front they went out to memory and were read back.
 template <class Tiles>
 Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& tiling,
                    float scale) {
@@ -128,54 +142,57 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
 
   Tensor out = Tensor::empty({d.B, d.Sq, d.H, d.D});
   Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
-  const int threads = int(std::clamp<int64_t>(d.B * d.H * q_tiles, 1, compute_threads()));
+  const Tasks tasks = split_tasks(d, tiling);
   // Per thread: scores (br x bc), output accumulator (br x D), running max and denominator (br),
-  // and what the tile products need (bf16 copies of the query and P tiles).
+  // and what the tile products need (bf16 keys, values, query and P tiles).
   const int64_t per_thread = br * bc + br * d.D + 2 * br + Tiles::scratch_floats(d, tiling);
-  Tensor scratch = Tensor::empty({threads, per_thread});
+  Tensor scratch = Tensor::empty({tasks.threads, per_thread});
 
   TeamErrors errors;  // gemm may throw, and an exception must not leave an OpenMP region
-#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
+#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(tasks.threads)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t h = 0; h < d.H; ++h)
-      for (int64_t qt = 0; qt < q_tiles; ++qt) errors.run([&] {
+      for (int64_t part = 0; part < tasks.parts; ++part) errors.run([&] {
         float* s = scratch.data<float>() + omp_get_thread_num() * per_thread;
         float* acc = s + br * bc;
         float* m = acc + br * d.D;
         float* l = m + br;
         float* products = l + br;
-        const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
-        const typename Tiles::Queries qi = tiles.queries(products, b, h, r0, rows);
+        tiles.pack_keys(products, b, h / d.group());
         bf16* p = tiles.weights(products);
-        std::fill(acc, acc + rows * d.D, 0.0f);
-        std::fill(m, m + rows, kNegInf);
-        std::fill(l, l + rows, 0.0f);
+        for (int64_t qt = part * q_tiles / tasks.parts; qt < (part + 1) * q_tiles / tasks.parts; ++qt) {
+          const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
+          const typename Tiles::Queries qi = tiles.queries(products, b, h, r0, rows);
+          std::fill(acc, acc + rows * d.D, 0.0f);
+          std::fill(m, m + rows, kNegInf);
+          std::fill(l, l + rows, 0.0f);
 
-        for (int64_t kt = 0; kt < k_tiles; ++kt) {
-          const TileKeys state = tiling.state(b, qt, kt);
-          if (state == TileKeys::none) continue;
-          const KeyTile tile{b, h / d.group(), kt, kt * bc, std::min(bc, d.Sk - kt * bc)};
-          tiles.scores(qi, rows, tile, s, bc);
-          if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, s, bc);
-          const int64_t width = Tiles::weights_width(tile.cols);
-          for (int64_t r = 0; r < rows; ++r) {
-            const float* row = s + r * bc;
-            bf16* p_row = p + r * tiles.weights_ld();
-            // scale > 0, so the max of the scaled scores is the scaled max.
-            const float m_new = std::max(m[r], scale * rows_ops::row_max(row, tile.cols));
-            if (m_new == kNegInf) {  // every key so far masked: this row contributes nothing yet
-              std::fill(p_row, p_row + width, bf16{0});
-              continue;
+          for (int64_t kt = 0; kt < k_tiles; ++kt) {
+            const TileKeys state = tiling.state(b, qt, kt);
+            if (state == TileKeys::none) continue;
+            const KeyTile tile{b, h / d.group(), kt, kt * bc, std::min(bc, d.Sk - kt * bc)};
+            tiles.scores(products, qi, rows, tile, s, bc);
+            if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, s, bc);
+            const int64_t width = Tiles::weights_width(tile.cols);
+            for (int64_t r = 0; r < rows; ++r) {
+              const float* row = s + r * bc;
+              bf16* p_row = p + r * tiles.weights_ld();
+              // scale > 0, so the max of the scaled scores is the scaled max.
+              const float m_new = std::max(m[r], scale * rows_ops::row_max(row, tile.cols));
+              if (m_new == kNegInf) {  // every key so far masked: this row contributes nothing yet
+                std::fill(p_row, p_row + width, bf16{0});
+                continue;
+              }
+              const float alpha = std::exp(m[r] - m_new);  // 0 on the first tile (m = -inf)
+              l[r] = l[r] * alpha + rows_ops::exp_to_bf16_sum(row, tile.cols, scale, m_new, p_row, width);
+              if (alpha != 1.0f) rows_ops::scale_row(acc + r * d.D, d.D, alpha);
+              m[r] = m_new;
             }
-            const float alpha = std::exp(m[r] - m_new);  // 0 on the first tile (m = -inf)
-            l[r] = l[r] * alpha + rows_ops::exp_to_bf16_sum(row, tile.cols, scale, m_new, p_row, width);
-            if (alpha != 1.0f) rows_ops::scale_row(acc + r * d.D, d.D, alpha);
-            m[r] = m_new;
+            tiles.accumulate(products, p, rows, tile, acc);
           }
-          tiles.accumulate(p, rows, tile, acc);
-        }
 
-        write_rows(acc, m, l, d, b, h, r0, rows, out, lse);
+          write_rows(acc, m, l, d, b, h, r0, rows, out, lse);
+        }
       });
   errors.rethrow();
   return {out, lse};
