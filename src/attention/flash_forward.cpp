@@ -5,6 +5,9 @@
 // The two products run in f32 (run_forward_f32, on kernels/cpu/tile_gemm), or under
 // MatmulPrecision::bf16 with bf16 operands and f32 accumulation (run_forward over flash_tiles.hpp);
 // m, l and O are f32 either way.
+// The bf16 pass lets m lag behind the max: any shift gives the same out and lse, as long as the weights
+// stay finite. After a row's first tile it keeps m while a tile's weights sum to at most kMaxWeightSum,
+// so most tiles take one pass over their scores (no max pass) and leave O unscaled.
 #include "attention/flash.hpp"
 #include "attention/flash_tiles.hpp"
 #include "kernels/cpu/flash_rows.hpp"
@@ -28,6 +31,9 @@ namespace tile_gemm = cpdit::kernels::tile_gemm;
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// With m at most ln 2^32 = 22 below a tile's max, l and O grow by at most 2^32 a tile: far from f32's
+// 2^128 for any count of key tiles and |v| there could be.
+constexpr float kMaxWeightSum = 4294967296.0f;
 
 // A task is one (batch, head) and a share (one of `parts`) of its query tiles: whole heads when there
 // are enough, else about four tasks per thread so that dynamic scheduling evens out the ends. Each
@@ -177,6 +183,13 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
             for (int64_t r = 0; r < rows; ++r) {
               const float* row = s + r * bc;
               bf16* p_row = p + r * tiles.weights_ld();
+              if (m[r] != kNegInf) {  // keep m unless the weights grow too large (a NaN sum fails too)
+                const float sum = rows_ops::exp_to_bf16_sum(row, tile.cols, scale, m[r], p_row, width);
+                if (sum <= kMaxWeightSum) {
+                  l[r] += sum;
+                  continue;
+                }
+              }
               // scale > 0, so the max of the scaled scores is the scaled max.
               const float m_new = std::max(m[r], scale * rows_ops::row_max(row, tile.cols));
               if (m_new == kNegInf) {  // every key so far masked: this row contributes nothing yet

@@ -156,6 +156,44 @@ TEST(AttentionForward, FlashUnderBf16PrecisionRoundsOperandsOnly) {
   }
 }
 
+// The bf16 pass keeps its shift m while a key tile's weights sum to at most 2^32 (flash_forward.cpp).
+// Here key j is scaled by 1 + 8 j / S_k, so later tiles' scores pass the first 512 keys' max by far
+// more than ln 2^32 = 22: the pass must notice, take the new max and rescale. Tolerances as above plus,
+// for f32 sums of scores this large, 8 eps max|s| (as isa_test.cpp argues).
+TEST(AttentionForward, FlashUnderBf16PrecisionFollowsAGrowingMax) {
+  const RefDims d{1, 20, 1100, 2, 2, 32};
+  Case c = make_case(d, MaskKind::none, 51);
+  c.scale = 1.0f, c.ref.scale = 1.0;
+  const int64_t key_stride = d.Hkv * d.D;
+  for (size_t i = 0; i < c.ref.k.size(); ++i) c.ref.k[i] *= 1 + 8.0 * double(int64_t(i) / key_stride) / double(d.Sk);
+  c.q = c.q.to(DType::bf16).to(DType::f32), c.v = c.v.to(DType::bf16).to(DType::f32);
+  c.k = to_tensor(c.ref.k, c.k.shape()).to(DType::bf16).to(DType::f32);
+  c.ref.q = values(c.q), c.ref.k = values(c.k), c.ref.v = values(c.v);
+  double gap = 0, max_score = 0;  // the largest rise of a row's max past its first 512 keys
+  for (int64_t i = 0; i < d.Sq; ++i)
+    for (int64_t h = 0; h < d.H; ++h) {
+      double first = -1e300, all = -1e300;
+      for (int64_t j = 0; j < d.Sk; ++j) {
+        double s = 0;
+        for (int64_t e = 0; e < d.D; ++e)
+          s += c.ref.q[size_t((i * d.H + h) * d.D + e)] * c.ref.k[size_t(j * key_stride + h * d.D + e)];
+        all = std::max(all, s);
+        if (j < 512) first = std::max(first, s);
+        max_score = std::max(max_score, std::abs(s));
+      }
+      gap = std::max(gap, all - first);
+    }
+  ASSERT_GT(gap, 40.0);
+  const RefOutputs want = ref_forward(c.ref);
+  double v_max = 0;
+  for (double x : c.ref.v) v_max = std::max(v_max, std::abs(x));
+  ScopedMatmulPrecision precision(MatmulPrecision::bf16);
+  const Result r = backend("flash").forward(c.q, c.k, c.v, c.mask, c.scale);
+  const double sums = 8 * std::ldexp(max_score, -24);
+  EXPECT_LE(max_abs_diff(values(r.lse), want.lse), 2e-5 + sums);
+  EXPECT_LE(max_abs_diff(values(r.out), want.out), std::ldexp(v_max, -9) + 2e-5 + sums);
+}
+
 TEST(AttentionForward, BadShapesAreRefusedNamingTheTensor) {
   const Case c = make_case({1, 4, 4, 3, 3, 8}, MaskKind::none, 1);
   const Tensor k2 = Tensor::zeros({1, 4, 2, 8});  // 3 query heads over 2 KV heads
