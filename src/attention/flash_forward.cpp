@@ -151,7 +151,10 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
   const Tasks tasks = split_tasks(d, tiling);
   // Per thread: scores (br x bc), output accumulator (br x D), running max and denominator (br),
   // and what the tile products need (bf16 keys, values, query and P tiles).
-  const int64_t per_thread = br * bc + br * d.D + 2 * br + Tiles::scratch_floats(d, tiling);
+  // Score rows one cache line longer than a tile, as the packed tiles' (flash_tiles.cpp): the tile
+  // stores of a 2 KiB stride would land in a few L1 sets.
+  const int64_t lds = bc + 16;
+  const int64_t per_thread = br * lds + br * d.D + 2 * br + tiles.scratch_floats();
   Tensor scratch = Tensor::empty({tasks.threads, per_thread});
 
   TeamErrors errors;  // gemm may throw, and an exception must not leave an OpenMP region
@@ -160,7 +163,7 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
     for (int64_t h = 0; h < d.H; ++h)
       for (int64_t part = 0; part < tasks.parts; ++part) errors.run([&] {
         float* s = scratch.data<float>() + omp_get_thread_num() * per_thread;
-        float* acc = s + br * bc;
+        float* acc = s + br * lds;
         float* m = acc + br * d.D;
         float* l = m + br;
         float* products = l + br;
@@ -177,11 +180,11 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
             const TileKeys state = tiling.state(b, qt, kt);
             if (state == TileKeys::none) continue;
             const KeyTile tile{b, h / d.group(), kt, kt * bc, std::min(bc, d.Sk - kt * bc)};
-            tiles.scores(products, qi, rows, tile, s, bc);
-            if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, s, bc);
+            tiles.scores(products, qi, rows, tile, s, lds);
+            if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, s, lds);
             const int64_t width = Tiles::weights_width(tile.cols);
             for (int64_t r = 0; r < rows; ++r) {
-              const float* row = s + r * bc;
+              const float* row = s + r * lds;
               bf16* p_row = p + r * tiles.weights_ld();
               if (m[r] != kNegInf) {  // keep m unless the weights grow too large (a NaN sum fails too)
                 const float sum = rows_ops::exp_to_bf16_sum(row, tile.cols, scale, m[r], p_row, width);

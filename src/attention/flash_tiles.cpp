@@ -21,6 +21,11 @@ void zero_padding(bf16* packed, int64_t pairs, int64_t ld, int64_t data_pairs, i
   }
 }
 
+// A packed row stride: the padded length plus one cache line (16 pairs). Strides of a power of two
+// bytes (2 KiB for K^T at 512 keys) put the 16 rows of a tile load into a few L1 sets, where they
+// evict each other before their reuse by the next block of the product.
+int64_t skewed(int64_t ld_pairs) { return ld_pairs + 16; }
+
 }  // namespace
 
 Bf16Tiles::Bf16Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& t)
@@ -33,15 +38,15 @@ Bf16Tiles::Bf16Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Di
       k_tiles_(t.k_tiles),
       d_pairs_(pairs::padded_pairs(d.D)),
       c_pairs_(pairs::padded_pairs(t.bc)),
-      keys_ld_(pairs::round_up(t.bc, pairs::kEdge)),
-      values_ld_(pairs::round_up(d.D, pairs::kEdge)) {}
+      keys_ld_(skewed(pairs::round_up(t.bc, pairs::kEdge))),
+      values_ld_(skewed(pairs::round_up(d.D, pairs::kEdge))),
+      queries_ld_(2 * skewed(d_pairs_)),
+      weights_ld_(2 * skewed(c_pairs_)) {}
 
-int64_t Bf16Tiles::scratch_floats(const Dims& d, const Tiling& t) {
+int64_t Bf16Tiles::scratch_floats() const {
   // Per key tile K^T and V; the query tile and the P tile, rows padded for the tile products' reads.
   // Pairs of bf16 are one float's worth each.
-  const int64_t d_pairs = pairs::padded_pairs(d.D), c_pairs = pairs::padded_pairs(t.bc);
-  const int64_t tile = d_pairs * pairs::round_up(t.bc, pairs::kEdge) + c_pairs * pairs::round_up(d.D, pairs::kEdge);
-  return t.k_tiles * tile + pairs::round_up(t.br, pairs::kEdge) * (d_pairs + c_pairs);
+  return (weights_at() + rows_ * weights_ld_ + 1) / 2;
 }
 
 int64_t Bf16Tiles::keys_at(int64_t kt) const { return kt * d_pairs_ * keys_ld_ * 2; }
@@ -49,6 +54,8 @@ int64_t Bf16Tiles::keys_at(int64_t kt) const { return kt * d_pairs_ * keys_ld_ *
 int64_t Bf16Tiles::values_at(int64_t kt) const { return keys_at(k_tiles_) + kt * c_pairs_ * values_ld_ * 2; }
 
 int64_t Bf16Tiles::queries_at() const { return values_at(k_tiles_); }
+
+int64_t Bf16Tiles::weights_at() const { return queries_at() + rows_ * queries_ld_; }
 
 void Bf16Tiles::pack_keys(float* scratch, int64_t b, int64_t hk) const {
   bf16* packed = reinterpret_cast<bf16*>(scratch);
@@ -65,17 +72,17 @@ void Bf16Tiles::pack_keys(float* scratch, int64_t b, int64_t hk) const {
 
 Bf16Tiles::Queries Bf16Tiles::queries(float* scratch, int64_t b, int64_t h, int64_t r0, int64_t rows) const {
   bf16* q = reinterpret_cast<bf16*>(scratch) + queries_at();
-  pairs::round_rows(q_ + (b * d_.Sq + r0) * d_.H * d_.D + h * d_.D, d_.H * d_.D, rows, d_.D, q, 2 * d_pairs_);
+  pairs::round_rows(q_ + (b * d_.Sq + r0) * d_.H * d_.D + h * d_.D, d_.H * d_.D, rows, d_.D, q, queries_ld_);
   return q;
 }
 
 void Bf16Tiles::scores(float* scratch, Queries q, int64_t rows, const KeyTile& tile, float* s, int64_t lds) const {
   const bf16* keys = reinterpret_cast<const bf16*>(scratch) + keys_at(tile.kt);
-  pairs::gemm(rows, tile.cols, d_pairs_, 1, q, 2 * d_pairs_, keys, keys_ld_, 0, s, lds);
+  pairs::gemm(rows, tile.cols, d_pairs_, 1, q, queries_ld_, keys, keys_ld_, 0, s, lds);
 }
 
 bf16* Bf16Tiles::weights(float* scratch) const {
-  return reinterpret_cast<bf16*>(scratch) + queries_at() + rows_ * 2 * d_pairs_;
+  return reinterpret_cast<bf16*>(scratch) + weights_at();
 }
 
 int64_t Bf16Tiles::weights_width(int64_t cols) { return 2 * pairs::padded_pairs(cols); }

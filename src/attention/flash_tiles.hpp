@@ -24,7 +24,7 @@ class Bf16Tiles {
  public:
   using Queries = const bf16*;
   Bf16Tiles(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& t);
-  static int64_t scratch_floats(const Dims& d, const Tiling& t);
+  int64_t scratch_floats() const;
   // K^T and V of (batch b, KV head hk), every key tile, with zeros where the tile products read padding.
   void pack_keys(float* scratch, int64_t b, int64_t hk) const;
   Queries queries(float* scratch, int64_t b, int64_t h, int64_t r0, int64_t rows) const;
@@ -33,16 +33,17 @@ class Bf16Tiles {
   // The P tile: the softmax writes row r of P at weights(scratch) + r * weights_ld(),
   // weights_width(cols) values of it (zeros past cols).
   bf16* weights(float* scratch) const;
-  int64_t weights_ld() const { return 2 * c_pairs_; }
+  int64_t weights_ld() const { return weights_ld_; }
   static int64_t weights_width(int64_t cols);
   // acc += P V for the key tile.
   void accumulate(float* scratch, const bf16* p, int64_t rows, const KeyTile& tile, float* acc) const;
 
  private:
-  // Element offsets of a key tile's packed keys and values, and of the query tile, in bf16 scratch.
+  // Element offsets of a key tile's packed keys and values, and of the query and P tiles, in bf16 scratch.
   int64_t keys_at(int64_t kt) const;
   int64_t values_at(int64_t kt) const;
   int64_t queries_at() const;
+  int64_t weights_at() const;
 
   const float *q_, *k_, *v_;
   Dims d_;
@@ -52,6 +53,7 @@ class Bf16Tiles {
   // Padded row lengths (in pairs) of the packed keys, K^T as (d_pairs_, keys_ld_) pairs per key tile,
   // and of the packed values, V as (c_pairs_, values_ld_).
   int64_t keys_ld_ = 0, values_ld_ = 0;
+  int64_t queries_ld_ = 0, weights_ld_ = 0;  // row strides (in bf16) of the query and P tiles
 };
 
 }  // namespace cpdit::attention::detail::flash
