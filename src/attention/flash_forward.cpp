@@ -149,10 +149,10 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
   Tensor out = Tensor::empty({d.B, d.Sq, d.H, d.D});
   Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
   const Tasks tasks = split_tasks(d, tiling);
-  // Per thread: scores (br x bc), output accumulator (br x D), running max and denominator (br),
-  // and what the tile products need (bf16 keys, values, query and P tiles).
-  // Score rows one cache line longer than a tile, as the packed tiles' (flash_tiles.cpp): the tile
-  // stores of a 2 KiB stride would land in a few L1 sets.
+  // Per thread: scores (br rows of lds), output accumulator (br x D), running max and denominator
+  // (br), and what the tile products need (bf16 keys, values, query and P tiles). A score row is one
+  // cache line longer than a key tile, as the packed tiles' rows are (flash_tiles.cpp): tile stores at
+  // a stride of 2 KiB would crowd a few L1 sets.
   const int64_t lds = bc + 16;
   const int64_t per_thread = br * lds + br * d.D + 2 * br + tiles.scratch_floats();
   Tensor scratch = Tensor::empty({tasks.threads, per_thread});
