@@ -2,8 +2,8 @@
 """PyTorch's CPU flash attention (SDPA) side by side with cpdit's flash backend, forward and backward.
 
 For each sequence length, times torch.nn.functional.scaled_dot_product_attention on (B, H, S, D) =
-(1, H, S, D) float32 (PyTorch picks its flash CPU kernel for this case): the forward and the backward
-alone (autograd.grad on a kept graph), on the same thread count. Then it runs
+(1, H, S, D) float32, or bfloat16 with --dtype bf16 (PyTorch picks its flash CPU kernel for both): the
+forward and the backward alone (autograd.grad on a kept graph), on the same thread count. Then it runs
 `cpdit bench attention --backend flash` on the same case and prints one JSON line per case: seconds
 (wall min and median, least CPU), GFLOP per CPU second, peak extra memory of each side and the ratio
 torch time / cpdit time (> 1: cpdit is faster) on CPU time and on wall time. Forward + backward is
@@ -11,6 +11,11 @@ the sum of the two passes on both sides.
 
   /work/venv/bin/python bench/attention_torch.py --seq 1024 2048 --heads 24        # quick
   /work/venv/bin/python bench/attention_torch.py --seq 4096 8192 --heads 24        # FLUX.1 at 1024x1024 and beyond
+
+--dtype bf16 runs torch's SDPA on bf16 tensors and cpdit's flash backend with --dtype bf16 (bf16 tile
+products with f32 accumulation, as `generate --dtype bf16` runs it; cpdit's tensors stay f32):
+
+  /work/venv/bin/python bench/attention_torch.py --seq 1536 --heads 24 --head-dim 128 --dtype bf16 --repeats 5
 
 --kv-seq N gives the keys and values N rows of their own (cross-attention, e.g. LTX-Video's 1536 video
 tokens over 128 text tokens: --seq 1536 --kv-seq 128 --heads 32 --head-dim 64).
@@ -68,11 +73,13 @@ def peak_extra_bytes(fn):
     return resident_bytes("VmHWM") - before
 
 
-def torch_case(torch, seq, kv_seq, heads, head_dim, repeats):
+def torch_case(torch, seq, kv_seq, heads, head_dim, dtype, repeats):
     sdpa = torch.nn.functional.scaled_dot_product_attention
     gen = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(1, heads, rows, head_dim, generator=gen, requires_grad=True) for rows in (seq, kv_seq, kv_seq))
-    dout = torch.randn(1, heads, seq, head_dim, generator=gen)
+    dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[dtype]
+    q, k, v = (torch.randn(1, heads, rows, head_dim, generator=gen).to(dtype).requires_grad_()
+               for rows in (seq, kv_seq, kv_seq))
+    dout = torch.randn(1, heads, seq, head_dim, generator=gen).to(dtype)
     forward_flops = 4 * heads * seq * kv_seq * head_dim
     out = {}
 
@@ -102,9 +109,10 @@ def with_sum(passes):
     return passes
 
 
-def cpdit_case(binary, seq, kv_seq, heads, head_dim, threads, repeats):
+def cpdit_case(binary, seq, kv_seq, heads, head_dim, dtype, threads, repeats):
     cmd = [binary, "bench", "attention", "--seq", str(seq), "--kv-seq", str(kv_seq), "--heads", str(heads),
-           "--head-dim", str(head_dim), "--threads", str(threads), "--backend", "flash", "--repeats", str(repeats)]
+           "--head-dim", str(head_dim), "--dtype", dtype, "--threads", str(threads), "--backend", "flash",
+           "--repeats", str(repeats)]
     lines = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()
     passes = {j["pass"]: j for j in map(json.loads, lines)}
     keep = ("seconds_min", "seconds_median", "cpu_seconds_min", "gflops_per_cpu_s", "peak_extra_bytes")
@@ -117,6 +125,8 @@ def main():
     parser.add_argument("--heads", type=int, default=24)
     parser.add_argument("--head-dim", type=int, default=128)
     parser.add_argument("--kv-seq", type=int, default=0, help="key/value length (default: each --seq)")
+    parser.add_argument("--dtype", choices=["f32", "bf16"], default="f32",
+                        help="bf16: torch on bf16 tensors, cpdit's flash with --dtype bf16")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cpdit", default=os.path.join("build", "bin", "cpdit"))
@@ -129,8 +139,8 @@ def main():
     torch.set_num_threads(args.threads)
     for seq in args.seq:
         kv_seq = args.kv_seq or seq
-        theirs = torch_case(torch, seq, kv_seq, args.heads, args.head_dim, args.repeats)
-        ours = cpdit_case(args.cpdit, seq, kv_seq, args.heads, args.head_dim, args.threads, args.repeats)
+        theirs = torch_case(torch, seq, kv_seq, args.heads, args.head_dim, args.dtype, args.repeats)
+        ours = cpdit_case(args.cpdit, seq, kv_seq, args.heads, args.head_dim, args.dtype, args.threads, args.repeats)
         ratios = {name: {"cpu_min": theirs[name]["cpu_seconds_min"] / ours[name]["cpu_seconds_min"],
                          "wall_min": theirs[name]["seconds_min"] / ours[name]["seconds_min"],
                          "wall_median": theirs[name]["seconds_median"] / ours[name]["seconds_median"],
@@ -139,7 +149,7 @@ def main():
                   for name in ("fwd", "bwd", "fwd_bwd")}
         print(json.dumps({
             "bench": "attention_torch", "B": 1, "H": args.heads, "S": seq, "S_kv": kv_seq, "D": args.head_dim,
-            "threads": args.threads, "repeats": args.repeats, "torch_version": torch.__version__,
+            "dtype": args.dtype, "threads": args.threads, "repeats": args.repeats, "torch_version": torch.__version__,
             "load_average": os.getloadavg(), "torch_sdpa": theirs, "cpdit_flash": ours,
             "torch_time_over_cpdit_time": ratios}), flush=True)
 

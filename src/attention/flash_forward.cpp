@@ -5,6 +5,9 @@
 // The two products run in f32 (run_forward_f32, on kernels/cpu/tile_gemm), or under
 // MatmulPrecision::bf16 with bf16 operands and f32 accumulation (run_forward over flash_tiles.hpp);
 // m, l and O are f32 either way.
+// The bf16 pass lets m lag behind the max: any shift gives the same out and lse, as long as the weights
+// stay finite. After a row's first tile it keeps m while a tile's weights sum to at most kMaxWeightSum,
+// so most tiles take one pass over their scores (no max pass) and leave O unscaled.
 #include "attention/flash.hpp"
 #include "attention/flash_tiles.hpp"
 #include "kernels/cpu/flash_rows.hpp"
@@ -28,6 +31,26 @@ namespace tile_gemm = cpdit::kernels::tile_gemm;
 namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+// With m at most ln 2^32 = 22 below a tile's max, l and O grow by at most 2^32 a tile: far from f32's
+// 2^128 for any count of key tiles and |v| there could be.
+constexpr float kMaxWeightSum = 4294967296.0f;
+
+// A task is one (batch, head) and a share (one of `parts`) of its query tiles: whole heads when there
+// are enough, else about four tasks per thread so that dynamic scheduling evens out the ends. Each
+// task prepares its KV head's keys and values once for all its query tiles.
+struct Tasks {
+  int64_t parts = 1;
+  int threads = 1;
+};
+
+Tasks split_tasks(const Dims& d, const Tiling& tiling) {
+  const int64_t heads = d.B * d.H;
+  Tasks t;
+  if (compute_threads() > 1)
+    t.parts = std::clamp<int64_t>((4 * compute_threads() + heads - 1) / heads, 1, tiling.q_tiles);
+  t.threads = int(std::clamp<int64_t>(heads * t.parts, 1, compute_threads()));
+  return t;
+}
 
 // The end of one query tile: out = O / l and lse = m + ln l for its rows of (b, h), where O is rows x D
 // row-major (acc).
@@ -54,30 +77,24 @@ void write_rows(const float* acc, const float* m, const float* l, const Dims& d,
 // its query tiles (2 S_k D floats per thread).
 Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& tiling,
                        float scale) {
-  const int64_t br = tiling.br, bc = tiling.bc, D = d.D;
+  const int64_t br = tiling.br, bc = tiling.bc, D = d.D, q_tiles = tiling.q_tiles;
   Tensor out = Tensor::empty({d.B, d.Sq, d.H, D});
   Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
-  // A task is one (batch, head) and a share of its query tiles: whole heads when there are enough,
-  // else about four tasks per thread so that dynamic scheduling evens out the ends.
-  const int64_t heads = d.B * d.H;
-  const int64_t parts = compute_threads() == 1
-                            ? 1
-                            : std::clamp<int64_t>((4 * compute_threads() + heads - 1) / heads, 1, tiling.q_tiles);
-  const int threads = int(std::clamp<int64_t>(heads * parts, 1, compute_threads()));
+  const Tasks tasks = split_tasks(d, tiling);
   // Per thread: the KV head's keys (S_k x D) and values transposed per key tile (D x bc each); Q^T,
   // O^T (D x br) and St (bc x br); m, l and alpha (br). Tile rows are padded (tile_gemm.hpp).
   const int64_t ld_r = tile_gemm::padded_ld(br), ld_c = tile_gemm::padded_ld(bc);
   const int64_t vt_tile = D * ld_c;
   const int64_t per_thread = d.Sk * D + tiling.k_tiles * vt_tile + 2 * D * ld_r + bc * ld_r + 3 * br;
-  Tensor scratch = Tensor::empty({threads, per_thread});
+  Tensor scratch = Tensor::empty({tasks.threads, per_thread});
   const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
   const int64_t qs = d.H * D, ks = d.Hkv * D;  // row strides of (B, S, H, D) and (B, S, H_kv, D)
 
   TeamErrors errors;  // without AVX-512 the tile products are oneDNN's sgemm, which may throw
-#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
+#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(tasks.threads)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t h = 0; h < d.H; ++h)
-      for (int64_t part = 0; part < parts; ++part) errors.run([&] {
+      for (int64_t part = 0; part < tasks.parts; ++part) errors.run([&] {
         float* k_rows = scratch.data<float>() + omp_get_thread_num() * per_thread;
         float* v_t = k_rows + d.Sk * D;
         float* q_t = v_t + tiling.k_tiles * vt_tile;
@@ -90,7 +107,7 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
         for (int64_t c = 0; c < d.Sk; ++c) std::copy_n(kp + kv_at + c * ks, D, k_rows + c * D);
         for (int64_t kt = 0; kt < tiling.k_tiles; ++kt)
           tile_gemm::transpose(vp + kv_at + kt * bc * ks, ks, std::min(bc, d.Sk - kt * bc), D, v_t + kt * vt_tile, ld_c);
-        for (int64_t qt = part * tiling.q_tiles / parts; qt < (part + 1) * tiling.q_tiles / parts; ++qt) {
+        for (int64_t qt = part * q_tiles / tasks.parts; qt < (part + 1) * q_tiles / tasks.parts; ++qt) {
           const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
           tile_gemm::transpose(qp + (b * d.Sq + r0) * qs + h * D, qs, rows, D, q_t, ld_r);
           for (int64_t e = 0; e < D; ++e) std::fill(acc_t + e * ld_r, acc_t + e * ld_r + rows, 0.0f);
@@ -120,6 +137,9 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
   return {out, lse};
 }
 
+// The bf16 pass (flash_tiles.hpp). Tasks as the f32 pass's: each packs its KV head's keys and values
+// into its thread's scratch, where they stay in L2 for all its query tiles; packed for every head up
+// front they went out to memory and were read back.
 template <class Tiles>
 Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims& d, const Tiling& tiling,
                    float scale) {
@@ -128,50 +148,67 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
 
   Tensor out = Tensor::empty({d.B, d.Sq, d.H, d.D});
   Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
-  const int threads = int(std::clamp<int64_t>(d.B * d.H * q_tiles, 1, compute_threads()));
-  // Per thread: scores (br x bc), output accumulator (br x D), running max and denominator (br),
-  // and what the tile products need (bf16 copies of the query and P tiles).
-  const int64_t per_thread = br * bc + br * d.D + 2 * br + Tiles::scratch_floats(d, tiling);
-  Tensor scratch = Tensor::empty({threads, per_thread});
+  const Tasks tasks = split_tasks(d, tiling);
+  // Per thread: scores (br rows of lds), output accumulator (br x D), running max and denominator
+  // (br), and what the tile products need (bf16 keys, values, query and P tiles). A score row is one
+  // cache line longer than a key tile, as the packed tiles' rows are (flash_tiles.cpp): tile stores at
+  // a stride of 2 KiB would crowd a few L1 sets.
+  const int64_t lds = bc + 16;
+  const int64_t per_thread = br * lds + br * d.D + 2 * br + tiles.scratch_floats();
+  Tensor scratch = Tensor::empty({tasks.threads, per_thread});
 
   TeamErrors errors;  // gemm may throw, and an exception must not leave an OpenMP region
-#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(threads)
+#pragma omp parallel for collapse(3) schedule(dynamic) num_threads(tasks.threads)
   for (int64_t b = 0; b < d.B; ++b)
     for (int64_t h = 0; h < d.H; ++h)
-      for (int64_t qt = 0; qt < q_tiles; ++qt) errors.run([&] {
+      for (int64_t part = 0; part < tasks.parts; ++part) errors.run([&] {
         float* s = scratch.data<float>() + omp_get_thread_num() * per_thread;
-        float* acc = s + br * bc;
+        float* acc = s + br * lds;
         float* m = acc + br * d.D;
         float* l = m + br;
         float* products = l + br;
-        const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
-        const typename Tiles::Queries qi = tiles.queries(products, b, h, r0, rows);
-        std::fill(acc, acc + rows * d.D, 0.0f);
-        std::fill(m, m + rows, kNegInf);
-        std::fill(l, l + rows, 0.0f);
+        tiles.pack_keys(products, b, h / d.group());
+        bf16* p = tiles.weights(products);
+        for (int64_t qt = part * q_tiles / tasks.parts; qt < (part + 1) * q_tiles / tasks.parts; ++qt) {
+          const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
+          const typename Tiles::Queries qi = tiles.queries(products, b, h, r0, rows);
+          std::fill(acc, acc + rows * d.D, 0.0f);
+          std::fill(m, m + rows, kNegInf);
+          std::fill(l, l + rows, 0.0f);
 
-        for (int64_t kt = 0; kt < k_tiles; ++kt) {
-          const TileKeys state = tiling.state(b, qt, kt);
-          if (state == TileKeys::none) continue;
-          const KeyTile tile{b, h / d.group(), kt, kt * bc, std::min(bc, d.Sk - kt * bc)};
-          tiles.scores(qi, rows, tile, scale, s, bc);
-          if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, s, bc);
-          for (int64_t r = 0; r < rows; ++r) {
-            float* row = s + r * bc;
-            const float m_new = std::max(m[r], rows_ops::row_max(row, tile.cols));
-            if (m_new == kNegInf) {  // every key so far masked: this row contributes nothing yet
-              std::fill(row, row + tile.cols, 0.0f);
-              continue;
+          for (int64_t kt = 0; kt < k_tiles; ++kt) {
+            const TileKeys state = tiling.state(b, qt, kt);
+            if (state == TileKeys::none) continue;
+            const KeyTile tile{b, h / d.group(), kt, kt * bc, std::min(bc, d.Sk - kt * bc)};
+            tiles.scores(products, qi, rows, tile, s, lds);
+            if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, s, lds);
+            const int64_t width = Tiles::weights_width(tile.cols);
+            for (int64_t r = 0; r < rows; ++r) {
+              const float* row = s + r * lds;
+              bf16* p_row = p + r * tiles.weights_ld();
+              if (m[r] != kNegInf) {  // keep m unless the weights grow too large (a NaN sum fails too)
+                const float sum = rows_ops::exp_to_bf16_sum(row, tile.cols, scale, m[r], p_row, width);
+                if (sum <= kMaxWeightSum) {
+                  l[r] += sum;
+                  continue;
+                }
+              }
+              // scale > 0, so the max of the scaled scores is the scaled max.
+              const float m_new = std::max(m[r], scale * rows_ops::row_max(row, tile.cols));
+              if (m_new == kNegInf) {  // every key so far masked: this row contributes nothing yet
+                std::fill(p_row, p_row + width, bf16{0});
+                continue;
+              }
+              const float alpha = std::exp(m[r] - m_new);  // 0 on the first tile (m = -inf)
+              l[r] = l[r] * alpha + rows_ops::exp_to_bf16_sum(row, tile.cols, scale, m_new, p_row, width);
+              if (alpha != 1.0f) rows_ops::scale_row(acc + r * d.D, d.D, alpha);
+              m[r] = m_new;
             }
-            const float alpha = std::exp(m[r] - m_new);  // 0 on the first tile (m = -inf)
-            l[r] = l[r] * alpha + rows_ops::exp_shift_sum(row, tile.cols, m_new);
-            if (alpha != 1.0f) rows_ops::scale_row(acc + r * d.D, d.D, alpha);
-            m[r] = m_new;
+            tiles.accumulate(products, p, rows, tile, acc);
           }
-          tiles.accumulate(products, s, bc, rows, tile, acc);
-        }
 
-        write_rows(acc, m, l, d, b, h, r0, rows, out, lse);
+          write_rows(acc, m, l, d, b, h, r0, rows, out, lse);
+        }
       });
   errors.rethrow();
   return {out, lse};

@@ -128,11 +128,14 @@ TEST(AttentionForward, HalfPrecisionInputsComputeInF32) {
 // softmax weights P to bf16 and accumulates their products in f32. Checked against the float64
 // reference on bf16-rounded q, k, v: the scores are then exact products summed in f32, so the LSE
 // keeps f32 accuracy; P's rounding (relative 2^-9 each) moves out by at most 2^-9 max|v|. Shapes hit
-// partial register tiles (rows % 8, columns % 48), odd head dims and key counts, GQA, key padding.
+// partial register tiles (rows % 8, columns % 48), odd head dims and key counts, GQA, key padding,
+// and key tiles with no padding at all (1024 keys, D 64: two full tiles of 512 where L2 is 2 MiB),
+// whose packed K and V are not zeroed first.
 TEST(AttentionForward, FlashUnderBf16PrecisionRoundsOperandsOnly) {
   const ShapeCase cases[] = {{{2, 130, 600, 4, 2, 128}, MaskKind::none},
                              {{1, 37, 71, 2, 1, 15}, MaskKind::none},
-                             {{3, 40, 530, 4, 2, 32}, MaskKind::key_padding}};
+                             {{3, 40, 530, 4, 2, 32}, MaskKind::key_padding},
+                             {{1, 50, 1024, 2, 2, 64}, MaskKind::none}};
   for (const ShapeCase& sc : cases) {
     SCOPED_TRACE(::testing::Message() << "Sq " << sc.d.Sq << " Sk " << sc.d.Sk << " D " << sc.d.D);
     Case c = make_case(sc.d, sc.mask, 31);
@@ -151,6 +154,44 @@ TEST(AttentionForward, FlashUnderBf16PrecisionRoundsOperandsOnly) {
     // P's rounding moves out far more than f32 rounding does: the bf16 products really ran.
     EXPECT_GT(max_abs_diff(values(r.out), values(exact.out)), 1e-4);
   }
+}
+
+// The bf16 pass keeps its shift m while a key tile's weights sum to at most 2^32 (flash_forward.cpp).
+// Here key j is scaled by 1 + 8 j / S_k, so later tiles' scores pass the first 512 keys' max by far
+// more than ln 2^32 = 22: the pass must notice, take the new max and rescale. Tolerances as above plus,
+// for f32 sums of scores this large, 8 eps max|s| (as isa_test.cpp argues).
+TEST(AttentionForward, FlashUnderBf16PrecisionFollowsAGrowingMax) {
+  const RefDims d{1, 20, 1100, 2, 2, 32};
+  Case c = make_case(d, MaskKind::none, 51);
+  c.scale = 1.0f, c.ref.scale = 1.0;
+  const int64_t key_stride = d.Hkv * d.D;
+  for (size_t i = 0; i < c.ref.k.size(); ++i) c.ref.k[i] *= 1 + 8.0 * double(int64_t(i) / key_stride) / double(d.Sk);
+  c.q = c.q.to(DType::bf16).to(DType::f32), c.v = c.v.to(DType::bf16).to(DType::f32);
+  c.k = to_tensor(c.ref.k, c.k.shape()).to(DType::bf16).to(DType::f32);
+  c.ref.q = values(c.q), c.ref.k = values(c.k), c.ref.v = values(c.v);
+  double gap = 0, max_score = 0;  // the largest rise of a row's max past its first 512 keys
+  for (int64_t i = 0; i < d.Sq; ++i)
+    for (int64_t h = 0; h < d.H; ++h) {
+      double first = -1e300, all = -1e300;
+      for (int64_t j = 0; j < d.Sk; ++j) {
+        double s = 0;
+        for (int64_t e = 0; e < d.D; ++e)
+          s += c.ref.q[size_t((i * d.H + h) * d.D + e)] * c.ref.k[size_t(j * key_stride + h * d.D + e)];
+        all = std::max(all, s);
+        if (j < 512) first = std::max(first, s);
+        max_score = std::max(max_score, std::abs(s));
+      }
+      gap = std::max(gap, all - first);
+    }
+  ASSERT_GT(gap, 40.0);
+  const RefOutputs want = ref_forward(c.ref);
+  double v_max = 0;
+  for (double x : c.ref.v) v_max = std::max(v_max, std::abs(x));
+  ScopedMatmulPrecision precision(MatmulPrecision::bf16);
+  const Result r = backend("flash").forward(c.q, c.k, c.v, c.mask, c.scale);
+  const double sums = 8 * std::ldexp(max_score, -24);
+  EXPECT_LE(max_abs_diff(values(r.lse), want.lse), 2e-5 + sums);
+  EXPECT_LE(max_abs_diff(values(r.out), want.out), std::ldexp(v_max, -9) + 2e-5 + sums);
 }
 
 TEST(AttentionForward, BadShapesAreRefusedNamingTheTensor) {

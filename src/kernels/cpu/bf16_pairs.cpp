@@ -5,6 +5,8 @@
 //   broadcasting one pair of a row of `a` into a dot product with three vectors of 16 pairs of `b`;
 //   on this CPU its rate is about the f32 FMA's, AMX's several times that;
 // - a portable loop.
+// The packing of the right operand has an AVX512-BF16 variant (whole vectors rounded at once, a
+// 16 x 16 transpose for K^T) beside its one-value-at-a-time loop, chosen the same way.
 #include "kernels/cpu/bf16_pairs.hpp"
 #include "kernels/cpu/isa_target.hpp"
 
@@ -15,6 +17,9 @@
 #include <cstring>
 #include <utility>
 
+// g++ 12 reports its own _mm512_undefined_* placeholders as maybe-uninitialised (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 namespace cpdit::kernels::bf16_pairs {
@@ -106,17 +111,30 @@ CPDIT_TARGET_AVX512 void store_block(const float* tile, int64_t rows, int64_t co
   }
 }
 
+// A 32 x 32 block of c that lies wholly inside it, with alpha 1, lives in the tiles: loaded from c
+// (beta 1) or zeroed, accumulated, stored back, with no pass of its own. Other blocks go through a
+// buffer and store_block.
 CPDIT_TARGET_AMX void amx_gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int64_t lda,
                                const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   amx::configure_tiles();
   alignas(64) float tile[4][16 * 16];
   const int64_t a_stride = lda * int64_t(sizeof(bf16)), b_stride = 2 * ldb * int64_t(sizeof(bf16));  // bytes
+  const int64_t c_stride = ldc * int64_t(sizeof(float));
   for (int64_t j = 0; j < n; j += 32)
     for (int64_t i = 0; i < m; i += 32) {
-      _tile_zero(0);
-      _tile_zero(1);
-      _tile_zero(2);
-      _tile_zero(3);
+      float* block = c + i * ldc + j;
+      const bool in_place = alpha == 1.0f && i + 32 <= m && j + 32 <= n;
+      if (in_place && beta != 0.0f) {
+        _tile_loadd(0, block, c_stride);
+        _tile_loadd(1, block + 16, c_stride);
+        _tile_loadd(2, block + 16 * ldc, c_stride);
+        _tile_loadd(3, block + 16 * ldc + 16, c_stride);
+      } else {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_zero(2);
+        _tile_zero(3);
+      }
       for (int64_t p = 0; p < k_pairs; p += kPairBlock) {
         _tile_loadd(4, a + i * lda + 2 * p, a_stride);
         _tile_loadd(5, a + (i + 16) * lda + 2 * p, a_stride);
@@ -126,6 +144,13 @@ CPDIT_TARGET_AMX void amx_gemm(int64_t m, int64_t n, int64_t k_pairs, float alph
         _tile_dpbf16ps(1, 4, 7);
         _tile_dpbf16ps(2, 5, 6);
         _tile_dpbf16ps(3, 5, 7);
+      }
+      if (in_place) {
+        _tile_stored(0, block, c_stride);
+        _tile_stored(1, block + 16, c_stride);
+        _tile_stored(2, block + 16 * ldc, c_stride);
+        _tile_stored(3, block + 16 * ldc + 16, c_stride);
+        continue;
       }
       _tile_stored(0, tile[0], 64);
       _tile_stored(1, tile[1], 64);
@@ -148,6 +173,73 @@ CPDIT_TARGET_AVX512_BF16 void round_row_avx512(const float* s, int64_t k, bf16* 
   for (; j < k; ++j) d[j] = f32_to_bf16(s[j]);
 }
 
+// 16 pairs from two rows: pair j is (even[j], odd[j]), the even row's value in the low half.
+CPDIT_TARGET_AVX512_BF16 __m512i pairs_of(__m512 even, __m512 odd) {
+  const __m512i lo = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(even));
+  const __m512i hi = _mm512_cvtepu16_epi32((__m256i)_mm512_cvtneps_pbh(odd));
+  return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
+}
+
+// r[i] lane j <-> r[j] lane i for 16 rows of 16 32-bit lanes: 4 x 4 transposes of elements within
+// each 128-bit lane (unpacks), then of 128-bit lanes across rows (shuffles).
+CPDIT_TARGET_AVX512 void transpose_16x16(__m512i r[16]) {
+  __m512i t[16];
+  for (int g = 0; g < 16; g += 4) {
+    const __m512i a = _mm512_unpacklo_epi32(r[g], r[g + 1]), b = _mm512_unpackhi_epi32(r[g], r[g + 1]);
+    const __m512i c = _mm512_unpacklo_epi32(r[g + 2], r[g + 3]), d = _mm512_unpackhi_epi32(r[g + 2], r[g + 3]);
+    // t[g + e], 128-bit lane L: element 4 L + e of rows g..g+3.
+    t[g] = _mm512_unpacklo_epi64(a, c);
+    t[g + 1] = _mm512_unpackhi_epi64(a, c);
+    t[g + 2] = _mm512_unpacklo_epi64(b, d);
+    t[g + 3] = _mm512_unpackhi_epi64(b, d);
+  }
+  for (int e = 0; e < 4; ++e) {
+    const __m512i lo01 = _mm512_shuffle_i32x4(t[e], t[4 + e], 0x44), hi01 = _mm512_shuffle_i32x4(t[e], t[4 + e], 0xee);
+    const __m512i lo23 = _mm512_shuffle_i32x4(t[8 + e], t[12 + e], 0x44);
+    const __m512i hi23 = _mm512_shuffle_i32x4(t[8 + e], t[12 + e], 0xee);
+    r[e] = _mm512_shuffle_i32x4(lo01, lo23, 0x88);
+    r[4 + e] = _mm512_shuffle_i32x4(lo01, lo23, 0xdd);
+    r[8 + e] = _mm512_shuffle_i32x4(hi01, hi23, 0x88);
+    r[12 + e] = _mm512_shuffle_i32x4(hi01, hi23, 0xdd);
+  }
+}
+
+// Blocks of 16 rows x 16 pairs: each row's 32 values rounded in order are its 16 pairs (32-bit
+// lanes), and a 16 x 16 transpose of those lanes makes them 16 rows of pairs. Rows past n and
+// values past k read as zeros.
+CPDIT_TARGET_AVX512_BF16 void pack_transposed_avx512(const float* src, int64_t ld_src, int64_t n, int64_t k,
+                                                     bf16* dst, int64_t ld_dst) {
+  const int64_t k_pairs = (k + 1) / 2;
+  for (int64_t j0 = 0; j0 < n; j0 += 16) {
+    const int64_t rows = std::min<int64_t>(16, n - j0);
+    for (int64_t p0 = 0; p0 < k_pairs; p0 += 16) {
+      const __mmask16 first = lanes(k - 2 * p0), second = lanes(k - 2 * p0 - 16);
+      __m512i r[16];
+      for (int64_t i = 0; i < 16; ++i) r[i] = _mm512_setzero_si512();
+      for (int64_t i = 0; i < rows; ++i) {
+        const float* row = src + (j0 + i) * ld_src + 2 * p0;
+        r[i] = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(second, row + 16), _mm512_maskz_loadu_ps(first, row));
+      }
+      transpose_16x16(r);
+      for (int64_t p = 0; p < std::min<int64_t>(16, k_pairs - p0); ++p)
+        _mm512_mask_storeu_epi32(dst + 2 * ((p0 + p) * ld_dst + j0), lanes(rows), r[p]);
+    }
+  }
+}
+
+CPDIT_TARGET_AVX512_BF16 void pack_rows_avx512(const float* src, int64_t ld_src, int64_t k, int64_t n, bf16* dst,
+                                               int64_t ld_dst) {
+  for (int64_t p = 0; p < (k + 1) / 2; ++p) {
+    const float* even = src + 2 * p * ld_src;
+    const bool has_odd = 2 * p + 1 < k;
+    for (int64_t j = 0; j < n; j += 16) {
+      const __mmask16 mask = lanes(n - j);
+      const __m512 odd = has_odd ? _mm512_maskz_loadu_ps(mask, even + ld_src + j) : _mm512_setzero_ps();
+      _mm512_mask_storeu_epi32(dst + 2 * (p * ld_dst + j), mask, pairs_of(_mm512_maskz_loadu_ps(mask, even + j), odd));
+    }
+  }
+}
+
 }  // namespace
 
 void round_rows(const float* src, int64_t ld_src, int64_t rows, int64_t k, bf16* dst, int64_t ld_dst) {
@@ -164,13 +256,16 @@ void round_rows(const float* src, int64_t ld_src, int64_t rows, int64_t k, bf16*
 }
 
 void pack_transposed(const float* src, int64_t ld_src, int64_t n, int64_t k, bf16* dst, int64_t ld_dst) {
+  if (kernel_isa() >= Isa::avx512_bf16) return pack_transposed_avx512(src, ld_src, n, k, dst, ld_dst);
   for (int64_t j = 0; j < n; ++j) {
     const float* row = src + j * ld_src;
-    for (int64_t e = 0; e < k; ++e) dst[2 * ((e / 2) * ld_dst + j) + e % 2] = f32_to_bf16(row[e]);
+    for (int64_t e = 0; e < 2 * ((k + 1) / 2); ++e)
+      dst[2 * ((e / 2) * ld_dst + j) + e % 2] = e < k ? f32_to_bf16(row[e]) : bf16{0};
   }
 }
 
 void pack_rows(const float* src, int64_t ld_src, int64_t k, int64_t n, bf16* dst, int64_t ld_dst) {
+  if (kernel_isa() >= Isa::avx512_bf16) return pack_rows_avx512(src, ld_src, k, n, dst, ld_dst);
   for (int64_t p = 0; p < (k + 1) / 2; ++p) {
     const float* even = src + 2 * p * ld_src;
     const float* odd = 2 * p + 1 < k ? even + ld_src : nullptr;
@@ -190,3 +285,5 @@ void gemm(int64_t m, int64_t n, int64_t k_pairs, float alpha, const bf16* a, int
 }
 
 }  // namespace cpdit::kernels::bf16_pairs
+
+#pragma GCC diagnostic pop

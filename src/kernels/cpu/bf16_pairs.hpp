@@ -27,8 +27,8 @@ inline int64_t padded_pairs(int64_t k) { return round_up((k + 1) / 2, kPairBlock
 void round_rows(const float* src, int64_t ld_src, int64_t rows, int64_t k, bf16* dst, int64_t ld_dst);
 
 // Packs the transpose of src (n rows of k values, row stride ld_src) as the right operand
-// B = src^T (k x n): dst is (k/2, n) pairs with row stride ld_dst pairs. dst must hold zeros where
-// padding goes (only the pairs of the k values are written).
+// B = src^T (k x n): dst is (k/2, n) pairs with row stride ld_dst pairs; an odd k's last pair gets a
+// zero. dst must hold zeros where padding goes (only the pairs of the k values are written).
 void pack_transposed(const float* src, int64_t ld_src, int64_t n, int64_t k, bf16* dst, int64_t ld_dst);
 
 // Packs src (k rows of n values, row stride ld_src) as the right operand B = src: dst is (k/2, n)

@@ -2,6 +2,8 @@
 // Row operations of the tiled softmax (flash attention): the work between the two GEMMs of a tile.
 // AVX-512 where kernel_isa() (kernels/isa.hpp) allows it, a portable loop otherwise. exp(-inf) is
 // exactly 0, so masked scores (set to -inf) drop out without a branch.
+#include <cpdit/core/dtype.hpp>
+
 #include <cstdint>
 
 namespace cpdit::kernels::flash {
@@ -11,6 +13,12 @@ float row_max(const float* x, int64_t n);
 
 // x[j] = exp(x[j] - shift); returns the sum of the new values. shift must be finite.
 float exp_shift_sum(float* x, int64_t n, float shift);
+
+// The bf16 forward's softmax weights for one row of unscaled scores x: p[j] = bf16(exp(scale x[j] -
+// shift)) for j < n and 0 for n <= j < n_padded (a multiple of 32), the row of P that the P V product
+// reads. Returns the sum of the weights before rounding, the row's share of the denominator. One pass:
+// the weights go straight to bf16, never stored in f32. scale > 0, shift finite.
+float exp_to_bf16_sum(const float* x, int64_t n, float scale, float shift, bf16* p, int64_t n_padded);
 
 // dp[j] = p[j] * (dp[j] - dv): the softmax backward, dS = P o (dP - rowsum(dO o O)).
 void softmax_grad(float* dp, const float* p, int64_t n, float dv);
