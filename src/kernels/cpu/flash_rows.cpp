@@ -82,8 +82,13 @@ CPDIT_TARGET_AVX512 void online_softmax_columns_avx512(float* st, int64_t ld, in
   for (int64_t r = 0; r < rows; r += 16) {
     const __mmask16 k = tail_mask(rows - r);
     const __m512 m_old = _mm512_maskz_loadu_ps(k, m + r);
-    __m512 m_new = m_old;
-    for (int64_t c = 0; c < cols; ++c) m_new = _mm512_max_ps(m_new, _mm512_maskz_loadu_ps(k, st + c * ld + r));
+    // Four running maxima: one chain would wait out max's latency (4 cycles) on every key, 4x the loads' time.
+    __m512 part[4] = {m_old, m_old, m_old, m_old};
+    int64_t c = 0;
+    for (; c + 4 <= cols; c += 4)
+      for (int i = 0; i < 4; ++i) part[i] = _mm512_max_ps(part[i], _mm512_maskz_loadu_ps(k, st + (c + i) * ld + r));
+    for (; c < cols; ++c) part[0] = _mm512_max_ps(part[0], _mm512_maskz_loadu_ps(k, st + c * ld + r));
+    const __m512 m_new = _mm512_max_ps(_mm512_max_ps(part[0], part[1]), _mm512_max_ps(part[2], part[3]));
     // A fully masked column shifts by 0, so exp(-inf - 0) = 0 instead of exp(-inf + inf) = NaN.
     const __m512 shift =
         _mm512_mask_blend_ps(_mm512_cmp_ps_mask(m_new, _mm512_set1_ps(kNegInf), _CMP_EQ_OQ), m_new, _mm512_setzero_ps());
