@@ -115,8 +115,9 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
             tile_gemm::multiply(cols, rows, D, scale, {k_rows + c0 * D, D, 1}, q_t, ld_r, false, st, ld_r, values);
             if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, st, 1, ld_r);
             rows_ops::online_softmax_columns(st, ld_r, cols, rows, m, l, alpha);
-            rows_ops::scale_columns(acc_t, ld_r, D, rows, alpha);
-            tile_gemm::multiply(D, rows, cols, 1.0f, {v_t + kt * vt_tile, ld_c, 1}, st, ld_r, true, acc_t, ld_r, next);
+            // O^T = O^T diag(alpha) + V^T St: the rescaling as the product loads O^T.
+            tile_gemm::multiply(D, rows, cols, 1.0f, {v_t + kt * vt_tile, ld_c, 1}, st, ld_r, true, acc_t, ld_r, next,
+                                alpha);
           }
           // O^T back to query rows, into Q^T's space (free until the next query tile).
           tile_gemm::transpose(acc_t, ld_r, D, rows, q_t, D);

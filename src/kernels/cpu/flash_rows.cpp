@@ -105,17 +105,6 @@ CPDIT_TARGET_AVX512 void online_softmax_columns_avx512(float* st, int64_t ld, in
   }
 }
 
-CPDIT_TARGET_AVX512 void scale_columns_avx512(float* x, int64_t ld, int64_t n_rows, int64_t n_cols,
-                                             const float* alpha) {
-  for (int64_t r = 0; r < n_cols; r += 16) {
-    const __mmask16 k = tail_mask(n_cols - r);
-    const __m512 a = _mm512_maskz_loadu_ps(k, alpha + r);
-    if (_mm512_mask_cmp_ps_mask(k, a, _mm512_set1_ps(1.0f), _CMP_NEQ_UQ) == 0) continue;
-    for (int64_t e = 0; e < n_rows; ++e)
-      _mm512_mask_storeu_ps(x + e * ld + r, k, _mm512_mul_ps(a, _mm512_maskz_loadu_ps(k, x + e * ld + r)));
-  }
-}
-
 }  // namespace
 
 float row_max(const float* x, int64_t n) {
@@ -135,12 +124,6 @@ float exp_shift_sum(float* x, int64_t n, float shift) {
 void softmax_grad(float* dp, const float* p, int64_t n, float dv) {
   if (use_avx512()) return softmax_grad_avx512(dp, p, n, dv);
   for (int64_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - dv);
-}
-
-void scale_columns(float* x, int64_t ld, int64_t n_rows, int64_t n_cols, const float* alpha) {
-  if (use_avx512()) return scale_columns_avx512(x, ld, n_rows, n_cols, alpha);
-  for (int64_t e = 0; e < n_rows; ++e)
-    for (int64_t r = 0; r < n_cols; ++r) x[e * ld + r] *= alpha[r];
 }
 
 void online_softmax_columns(float* st, int64_t ld, int64_t cols, int64_t rows, float* m, float* l, float* alpha) {

@@ -19,10 +19,6 @@ inline void scale_row(float* x, int64_t n, float a) {
   for (int64_t j = 0; j < n; ++j) x[j] *= a;
 }
 
-// x[e * ld + r] *= alpha[r] for e < n_rows, r < n_cols: the f32 forward's output accumulator O^T
-// rescaled per query (column); groups of queries whose alpha is all 1 are left alone.
-void scale_columns(float* x, int64_t ld, int64_t n_rows, int64_t n_cols, const float* alpha);
-
 // One key tile of the online softmax on key-major scores (the f32 forward's layout): st holds
 // cols x rows scores with row stride ld, so query r's scores are column r. Per query r:
 //   m' = max(m, max_c st);  st = exp(st - m');  l = l alpha + sum_c st;  alpha = exp(m - m');  m = m'
