@@ -65,10 +65,10 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
                             : std::clamp<int64_t>((4 * compute_threads() + heads - 1) / heads, 1, tiling.q_tiles);
   const int threads = int(std::clamp<int64_t>(heads * parts, 1, compute_threads()));
   // Per thread: the KV head's keys (S_k x D) and values transposed per key tile (D x bc each); Q^T,
-  // O^T (D x br) and St (bc x br); m, l and alpha (br). Tile rows are padded (tile_gemm.hpp).
+  // O^T (D x br) and St (bc x br); m, l, alpha and the tile's max (br). Tile rows are padded (tile_gemm.hpp).
   const int64_t ld_r = tile_gemm::padded_ld(br), ld_c = tile_gemm::padded_ld(bc);
   const int64_t vt_tile = D * ld_c;
-  const int64_t per_thread = d.Sk * D + tiling.k_tiles * vt_tile + 2 * D * ld_r + bc * ld_r + 3 * br;
+  const int64_t per_thread = d.Sk * D + tiling.k_tiles * vt_tile + 2 * D * ld_r + bc * ld_r + 4 * br;
   Tensor scratch = Tensor::empty({threads, per_thread});
   const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
   const int64_t qs = d.H * D, ks = d.Hkv * D;  // row strides of (B, S, H, D) and (B, S, H_kv, D)
@@ -86,6 +86,7 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
         float* m = st + bc * ld_r;
         float* l = m + br;
         float* alpha = l + br;
+        float* tile_max = alpha + br;
         const int64_t kv_at = b * d.Sk * ks + h / d.group() * D;
         for (int64_t c = 0; c < d.Sk; ++c) std::copy_n(kp + kv_at + c * ks, D, k_rows + c * D);
         for (int64_t kt = 0; kt < tiling.k_tiles; ++kt)
@@ -112,9 +113,13 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
             tile_gemm::Ahead next;
             if (!last) next = {k_rows + (c0 + bc) * D, D, std::min(bc, d.Sk - c0 - bc), D};
             else if (qt + 1 < qt_end) next = {q_rows + (r0 + br) * qs, qs, std::min(br, d.Sq - r0 - br), D};
-            tile_gemm::multiply(cols, rows, D, scale, {k_rows + c0 * D, D, 1}, q_t, ld_r, false, st, ld_r, values);
+            std::fill(tile_max, tile_max + rows, kNegInf);
+            tile_gemm::multiply(cols, rows, D, scale, {k_rows + c0 * D, D, 1}, q_t, ld_r, false, st, ld_r, values,
+                                nullptr, tile_max);
+            // The product's max counts the scores a mask then hides: such a tile's is found afresh.
             if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, st, 1, ld_r);
-            rows_ops::online_softmax_columns(st, ld_r, cols, rows, m, l, alpha);
+            rows_ops::online_softmax_columns(st, ld_r, cols, rows, state == TileKeys::all ? tile_max : nullptr, m, l,
+                                             alpha);
             // O^T = O^T diag(alpha) + V^T St: the rescaling as the product loads O^T.
             tile_gemm::multiply(D, rows, cols, 1.0f, {v_t + kt * vt_tile, ld_c, 1}, st, ld_r, true, acc_t, ld_r, next,
                                 alpha);
