@@ -141,6 +141,13 @@ void run(const GemmBenchArgs& args) {
       linear_line("linear_f32", [&] { kernels::linear_into(x, next_w(), {}, y); });
       linear_line("linear_f32_bias", [&] { kernels::linear_into(x, next_w(), b, y); });
       linear_line("gemm_then_bias_pass", [&] { gemm_then_bias_pass(x, next_w(), b, y); });
+      // An FFN's hidden layer: the Linear with its GELU-tanh epilogue (the sgemm, then bias and GELU in
+      // one pass) against the Linear with its bias and a GELU pass after it.
+      linear_line("linear_f32_bias_gelu", [&] { y = kernels::linear(x, next_w(), b, kernels::Epilogue::gelu_tanh); });
+      linear_line("linear_f32_bias_then_gelu_pass", [&] {
+        kernels::linear_into(x, next_w(), b, y);
+        kernels::bias_gelu_(y, {}, /*tanh_approx=*/true);
+      });
       linear_line("linear_bf16_weights_bias", [&] { kernels::linear_into(x, next_w_bf16(), b, y); });
       // The bf16 products linear_bf16_compute chooses between (AMX first, where available; rows for m <= 4).
       if (kernels::amx_available())

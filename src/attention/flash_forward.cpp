@@ -82,10 +82,10 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
   Tensor lse = Tensor::empty({d.B, d.H, d.Sq});
   const Tasks tasks = split_tasks(d, tiling);
   // Per thread: the KV head's keys (S_k x D) and values transposed per key tile (D x bc each); Q^T,
-  // O^T (D x br) and St (bc x br); m, l and alpha (br). Tile rows are padded (tile_gemm.hpp).
+  // O^T (D x br) and St (bc x br); m, l, alpha and the tile's max (br). Tile rows are padded (tile_gemm.hpp).
   const int64_t ld_r = tile_gemm::padded_ld(br), ld_c = tile_gemm::padded_ld(bc);
   const int64_t vt_tile = D * ld_c;
-  const int64_t per_thread = d.Sk * D + tiling.k_tiles * vt_tile + 2 * D * ld_r + bc * ld_r + 3 * br;
+  const int64_t per_thread = d.Sk * D + tiling.k_tiles * vt_tile + 2 * D * ld_r + bc * ld_r + 4 * br;
   Tensor scratch = Tensor::empty({tasks.threads, per_thread});
   const float *qp = q.data<float>(), *kp = k.data<float>(), *vp = v.data<float>();
   const int64_t qs = d.H * D, ks = d.Hkv * D;  // row strides of (B, S, H, D) and (B, S, H_kv, D)
@@ -103,13 +103,17 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
         float* m = st + bc * ld_r;
         float* l = m + br;
         float* alpha = l + br;
+        float* tile_max = alpha + br;
         const int64_t kv_at = b * d.Sk * ks + h / d.group() * D;
         for (int64_t c = 0; c < d.Sk; ++c) std::copy_n(kp + kv_at + c * ks, D, k_rows + c * D);
         for (int64_t kt = 0; kt < tiling.k_tiles; ++kt)
           tile_gemm::transpose(vp + kv_at + kt * bc * ks, ks, std::min(bc, d.Sk - kt * bc), D, v_t + kt * vt_tile, ld_c);
-        for (int64_t qt = part * q_tiles / tasks.parts; qt < (part + 1) * q_tiles / tasks.parts; ++qt) {
+        const int64_t qt_end = (part + 1) * q_tiles / tasks.parts;
+        const float* q_rows = qp + b * d.Sq * qs + h * D;  // this head's queries, and its rows of out
+        const float* out_rows = out.data<float>() + b * d.Sq * qs + h * D;
+        for (int64_t qt = part * q_tiles / tasks.parts; qt < qt_end; ++qt) {
           const int64_t r0 = qt * br, rows = std::min(br, d.Sq - r0);
-          tile_gemm::transpose(qp + (b * d.Sq + r0) * qs + h * D, qs, rows, D, q_t, ld_r);
+          tile_gemm::transpose(q_rows + r0 * qs, qs, rows, D, q_t, ld_r);
           for (int64_t e = 0; e < D; ++e) std::fill(acc_t + e * ld_r, acc_t + e * ld_r + rows, 0.0f);
           std::fill(m, m + rows, kNegInf);
           std::fill(l, l + rows, 0.0f);
@@ -117,16 +121,25 @@ Result run_forward_f32(const Tensor& q, const Tensor& k, const Tensor& v, const 
             const TileKeys state = tiling.state(b, qt, kt);
             if (state == TileKeys::none) continue;
             const int64_t c0 = kt * bc, cols = std::min(bc, d.Sk - c0);
-            // This tile's V^T is brought into L2 during the score product, the next tile's keys (or
-            // the first ones again, for the next query tile) during P V.
-            const int64_t next_c0 = kt + 1 < tiling.k_tiles ? c0 + bc : 0;
-            tile_gemm::multiply(cols, rows, D, scale, {k_rows + c0 * D, D, 1}, q_t, ld_r, false, st, ld_r,
-                                {v_t + kt * vt_tile, ld_c, D, cols});
+            // This tile's V^T is brought into L2 during the score product and the next tile's keys
+            // during P V. On the last key tile, the rows of out this query tile writes and the next
+            // one's queries instead: rows H D floats apart, which otherwise wait on memory one by one.
+            const bool last = kt + 1 == tiling.k_tiles;
+            const tile_gemm::Ahead values = last ? tile_gemm::Ahead{out_rows + r0 * qs, qs, rows, D}
+                                                 : tile_gemm::Ahead{v_t + kt * vt_tile, ld_c, D, cols};
+            tile_gemm::Ahead next;
+            if (!last) next = {k_rows + (c0 + bc) * D, D, std::min(bc, d.Sk - c0 - bc), D};
+            else if (qt + 1 < qt_end) next = {q_rows + (r0 + br) * qs, qs, std::min(br, d.Sq - r0 - br), D};
+            std::fill(tile_max, tile_max + rows, kNegInf);
+            tile_gemm::multiply(cols, rows, D, scale, {k_rows + c0 * D, D, 1}, q_t, ld_r, false, st, ld_r, values,
+                                nullptr, tile_max);
+            // The product's max counts the scores a mask then hides: such a tile's is found afresh.
             if (state == TileKeys::some) tiling.mask_scores(b, qt, kt, st, 1, ld_r);
-            rows_ops::online_softmax_columns(st, ld_r, cols, rows, m, l, alpha);
-            rows_ops::scale_columns(acc_t, ld_r, D, rows, alpha);
-            tile_gemm::multiply(D, rows, cols, 1.0f, {v_t + kt * vt_tile, ld_c, 1}, st, ld_r, true, acc_t, ld_r,
-                                {k_rows + next_c0 * D, D, std::min(bc, d.Sk - next_c0), D});
+            rows_ops::online_softmax_columns(st, ld_r, cols, rows, state == TileKeys::all ? tile_max : nullptr, m, l,
+                                             alpha);
+            // O^T = O^T diag(alpha) + V^T St: the rescaling as the product loads O^T.
+            tile_gemm::multiply(D, rows, cols, 1.0f, {v_t + kt * vt_tile, ld_c, 1}, st, ld_r, true, acc_t, ld_r, next,
+                                alpha);
           }
           // O^T back to query rows, into Q^T's space (free until the next query tile).
           tile_gemm::transpose(acc_t, ld_r, D, rows, q_t, D);

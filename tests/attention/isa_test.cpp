@@ -38,6 +38,21 @@ TEST(FlashKernelIsa, EveryIsaMatchesTheFloat64Reference) {
   }
 }
 
+// The largest |score| of a one-batch case with as many KV heads as heads.
+double max_abs_score(const Case& c) {
+  const RefDims& d = c.ref.d;
+  double max_score = 0;
+  for (int64_t i = 0; i < d.Sq; ++i)
+    for (int64_t j = 0; j < d.Sk; ++j)
+      for (int64_t h = 0; h < d.H; ++h) {
+        double s = 0;
+        for (int64_t e = 0; e < d.D; ++e)
+          s += c.ref.q[size_t((i * d.H + h) * d.D + e)] * c.ref.k[size_t((j * d.H + h) * d.D + e)];
+        max_score = std::max(max_score, std::abs(s * c.ref.scale));
+      }
+  return max_score;
+}
+
 // Scores far apart (scale 20: |s| up to ~500), so the online softmax's exp runs deep into underflow:
 // keys far below the running max give denormals or exactly 0, and a max that grows by more than 88
 // rescales the accumulator by 0. Both passes must still match the float64 reference. f32 scores
@@ -46,15 +61,7 @@ TEST(FlashKernelIsa, EveryIsaMatchesTheFloat64Reference) {
 TEST(FlashKernelIsa, ScoresFarBelowTheMaxUnderflowCleanlyOnEveryIsa) {
   Case c = make_case({1, 40, 300, 2, 2, 32}, MaskKind::none, 45);
   c.scale = 20.0f, c.ref.scale = 20.0;
-  double max_score = 0;
-  for (int64_t i = 0; i < 40; ++i)
-    for (int64_t j = 0; j < 300; ++j)
-      for (int64_t h = 0; h < 2; ++h) {
-        double s = 0;
-        for (int64_t e = 0; e < 32; ++e)
-          s += c.ref.q[size_t((i * 2 + h) * 32 + e)] * c.ref.k[size_t((j * 2 + h) * 32 + e)];
-        max_score = std::max(max_score, std::abs(s * c.ref.scale));
-      }
+  const double max_score = max_abs_score(c);
   ASSERT_GT(max_score, 240.0);  // deep enough that exp(s - max) is exactly 0 for some keys
   const std::vector<double> dout = random_values(c.ref.q.size(), 46);
   const RefOutputs want = ref_forward(c.ref);
@@ -71,6 +78,24 @@ TEST(FlashKernelIsa, ScoresFarBelowTheMaxUnderflowCleanlyOnEveryIsa) {
     EXPECT_LE(max_abs_diff(values(g.dq), want_grads.dq), tol * std::max(1.0, max_abs(want_grads.dq)));
     EXPECT_LE(max_abs_diff(values(g.dk), want_grads.dk), tol * std::max(1.0, max_abs(want_grads.dk)));
     EXPECT_LE(max_abs_diff(values(g.dv), want_grads.dv), tol * std::max(1.0, max_abs(want_grads.dv)));
+  }
+}
+
+// The same scores with 30% of the keys hidden by padding: hidden keys often score far above every
+// visible one, and a softmax shifted by their max would underflow all of a query's weights to 0. The
+// f32 forward takes each tile's max from its score product, which sees the hidden scores too, so a
+// tile with hidden keys must find its max again after masking. Tolerance as above.
+TEST(FlashKernelIsa, HiddenKeysFarAboveTheVisibleOnesChangeNothingOnEveryIsa) {
+  Case c = make_case({1, 40, 300, 2, 2, 32}, MaskKind::key_padding, 45);
+  c.scale = 20.0f, c.ref.scale = 20.0;
+  const double tol = 2e-5 + 8 * std::ldexp(1.0, -24) * max_abs_score(c);
+  const RefOutputs want = ref_forward(c.ref);
+  for (Isa isa : {Isa::portable, Isa::avx512}) {
+    const kernels::ScopedKernelIsa scoped(isa);
+    SCOPED_TRACE(kernels::isa_name(kernels::kernel_isa()));
+    const Result r = backend("flash").forward(c.q, c.k, c.v, c.mask, c.scale);
+    EXPECT_LE(max_abs_diff(values(r.out), want.out), tol);
+    EXPECT_LE(max_abs_diff(values(r.lse), want.lse), tol);
   }
 }
 

@@ -116,14 +116,26 @@ CPDIT_TARGET_AVX512 void softmax_grad_avx512(float* dp, const float* p, int64_t 
   }
 }
 
-CPDIT_TARGET_AVX512 void online_softmax_columns_avx512(float* st, int64_t ld, int64_t cols, int64_t rows, float* m,
-                                                     float* l, float* alpha) {
+// max(m_old, max_c st) for the 16 queries from r (k of them valid).
+CPDIT_TARGET_AVX512 __m512 column_max(const float* st, int64_t ld, int64_t cols, int64_t r, __mmask16 k,
+                                      __m512 m_old) {
+  // Four running maxima: one chain would wait out max's latency (4 cycles) on every key, 4x the loads' time.
+  __m512 part[4] = {m_old, m_old, m_old, m_old};
+  int64_t c = 0;
+  for (; c + 4 <= cols; c += 4)
+    for (int i = 0; i < 4; ++i) part[i] = _mm512_max_ps(part[i], _mm512_maskz_loadu_ps(k, st + (c + i) * ld + r));
+  for (; c < cols; ++c) part[0] = _mm512_max_ps(part[0], _mm512_maskz_loadu_ps(k, st + c * ld + r));
+  return _mm512_max_ps(_mm512_max_ps(part[0], part[1]), _mm512_max_ps(part[2], part[3]));
+}
+
+CPDIT_TARGET_AVX512 void online_softmax_columns_avx512(float* st, int64_t ld, int64_t cols, int64_t rows,
+                                                     const float* tile_max, float* m, float* l, float* alpha) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (int64_t r = 0; r < rows; r += 16) {
     const __mmask16 k = tail_mask(rows - r);
     const __m512 m_old = _mm512_maskz_loadu_ps(k, m + r);
-    __m512 m_new = m_old;
-    for (int64_t c = 0; c < cols; ++c) m_new = _mm512_max_ps(m_new, _mm512_maskz_loadu_ps(k, st + c * ld + r));
+    const __m512 m_new = tile_max ? _mm512_max_ps(m_old, _mm512_maskz_loadu_ps(k, tile_max + r))
+                                  : column_max(st, ld, cols, r, k, m_old);
     // A fully masked column shifts by 0, so exp(-inf - 0) = 0 instead of exp(-inf + inf) = NaN.
     const __m512 shift =
         _mm512_mask_blend_ps(_mm512_cmp_ps_mask(m_new, _mm512_set1_ps(kNegInf), _CMP_EQ_OQ), m_new, _mm512_setzero_ps());
@@ -137,17 +149,6 @@ CPDIT_TARGET_AVX512 void online_softmax_columns_avx512(float* st, int64_t ld, in
     _mm512_mask_storeu_ps(alpha + r, k, a);
     _mm512_mask_storeu_ps(l + r, k, _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, l + r), a, sum));
     _mm512_mask_storeu_ps(m + r, k, m_new);
-  }
-}
-
-CPDIT_TARGET_AVX512 void scale_columns_avx512(float* x, int64_t ld, int64_t n_rows, int64_t n_cols,
-                                             const float* alpha) {
-  for (int64_t r = 0; r < n_cols; r += 16) {
-    const __mmask16 k = tail_mask(n_cols - r);
-    const __m512 a = _mm512_maskz_loadu_ps(k, alpha + r);
-    if (_mm512_mask_cmp_ps_mask(k, a, _mm512_set1_ps(1.0f), _CMP_NEQ_UQ) == 0) continue;
-    for (int64_t e = 0; e < n_rows; ++e)
-      _mm512_mask_storeu_ps(x + e * ld + r, k, _mm512_mul_ps(a, _mm512_maskz_loadu_ps(k, x + e * ld + r)));
   }
 }
 
@@ -184,18 +185,15 @@ void softmax_grad(float* dp, const float* p, int64_t n, float dv) {
   for (int64_t j = 0; j < n; ++j) dp[j] = p[j] * (dp[j] - dv);
 }
 
-void scale_columns(float* x, int64_t ld, int64_t n_rows, int64_t n_cols, const float* alpha) {
-  if (use_avx512()) return scale_columns_avx512(x, ld, n_rows, n_cols, alpha);
-  for (int64_t e = 0; e < n_rows; ++e)
-    for (int64_t r = 0; r < n_cols; ++r) x[e * ld + r] *= alpha[r];
-}
-
-void online_softmax_columns(float* st, int64_t ld, int64_t cols, int64_t rows, float* m, float* l, float* alpha) {
-  if (use_avx512()) return online_softmax_columns_avx512(st, ld, cols, rows, m, l, alpha);
+void online_softmax_columns(float* st, int64_t ld, int64_t cols, int64_t rows, const float* tile_max, float* m,
+                            float* l, float* alpha) {
+  if (use_avx512()) return online_softmax_columns_avx512(st, ld, cols, rows, tile_max, m, l, alpha);
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (int64_t r = 0; r < rows; ++r) {
     float m_new = m[r];
-    for (int64_t c = 0; c < cols; ++c) m_new = std::fmax(m_new, st[c * ld + r]);
+    if (tile_max) m_new = std::fmax(m_new, tile_max[r]);
+    else
+      for (int64_t c = 0; c < cols; ++c) m_new = std::fmax(m_new, st[c * ld + r]);
     const float shift = m_new == kNegInf ? 0.0f : m_new;
     float sum = 0;
     for (int64_t c = 0; c < cols; ++c) sum += (st[c * ld + r] = std::exp(st[c * ld + r] - shift));

@@ -27,15 +27,13 @@ inline void scale_row(float* x, int64_t n, float a) {
   for (int64_t j = 0; j < n; ++j) x[j] *= a;
 }
 
-// x[e * ld + r] *= alpha[r] for e < n_rows, r < n_cols: the f32 forward's output accumulator O^T
-// rescaled per query (column); groups of queries whose alpha is all 1 are left alone.
-void scale_columns(float* x, int64_t ld, int64_t n_rows, int64_t n_cols, const float* alpha);
-
 // One key tile of the online softmax on key-major scores (the f32 forward's layout): st holds
 // cols x rows scores with row stride ld, so query r's scores are column r. Per query r:
 //   m' = max(m, max_c st);  st = exp(st - m');  l = l alpha + sum_c st;  alpha = exp(m - m');  m = m'
 // where a query that has seen only masked keys (m' = -inf) keeps m = -inf, l = 0, gets P = 0 and
-// alpha = 0. alpha[r] is what the caller rescales its output accumulator row r by.
-void online_softmax_columns(float* st, int64_t ld, int64_t cols, int64_t rows, float* m, float* l, float* alpha);
+// alpha = 0. alpha[r] is what the caller rescales its output accumulator row r by. tile_max[r] is
+// max_c st for query r where the caller has it (the score product finds it), else nullptr.
+void online_softmax_columns(float* st, int64_t ld, int64_t cols, int64_t rows, const float* tile_max, float* m,
+                            float* l, float* alpha);
 
 }  // namespace cpdit::kernels::flash

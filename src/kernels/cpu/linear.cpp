@@ -69,11 +69,15 @@ void run_linear(const detail::LinearArgs& a, Tensor& out) {
     return;
   }
   float* y = out.data<float>();
-  const bool with_bias = a.bias.defined();
-  if (with_bias) broadcast_rows(a.bias.data<float>(), a.m, a.n, y);
-  if (a.blocks.defined()) return detail::linear_quantised(a, with_bias ? 1.0f : 0.0f, y);
-  f32_products({a.x}, widen_to_f32(a.weight).data<float>(), a.k, a.m, a.n, with_bias, y);
-  detail::apply_epilogue(a, y);
+  // With an epilogue the sgemm writes y without reading it and the epilogue's pass adds the bias:
+  // at LTX-Video's FFN (bench gemm, 1536x8192x2048, one thread) 0.257 CPU s against 0.276 with the
+  // bias copied into y first, one pass over the widest tensor of the block fewer. The block
+  // formats' products accumulate onto the copied bias.
+  const bool bias_first = a.bias.defined() && (a.epilogue == Epilogue::none || a.blocks.defined());
+  if (bias_first) broadcast_rows(a.bias.data<float>(), a.m, a.n, y);
+  if (a.blocks.defined()) return detail::linear_quantised(a, bias_first ? 1.0f : 0.0f, y);
+  f32_products({a.x}, widen_to_f32(a.weight).data<float>(), a.k, a.m, a.n, bias_first, y);
+  detail::apply_epilogue(a, y, bias_first ? Tensor() : a.bias);
 }
 
 }  // namespace

@@ -39,11 +39,12 @@ inline LinearArgs linear_args(const Tensor& x, const Weight& w, const Tensor& bi
   return a;
 }
 
-// y (m, n) = epilogue(y) in place, for the products that do not fuse it (all but the AMX kernel's).
-inline void apply_epilogue(const LinearArgs& a, float* y) {
+// y (m, n) = epilogue(y + bias) in place where a.epilogue is not none, bias (n) or undefined, for the
+// products that do not fuse it (all but the AMX kernel's).
+inline void apply_epilogue(const LinearArgs& a, float* y, const Tensor& bias = {}) {
   if (a.epilogue == Epilogue::none) return;
   Tensor rows = Tensor::borrow(y, {a.m, a.n}, DType::f32, nullptr);
-  bias_gelu_(rows, {}, /*tanh_approx=*/true);
+  bias_gelu_(rows, bias, /*tanh_approx=*/true);
 }
 
 // out = epilogue(x W^T + b) with x rounded to bf16 and bf16 products accumulated in f32, on `how`

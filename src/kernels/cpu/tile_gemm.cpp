@@ -8,6 +8,7 @@
 #include <cpdit/kernels/cpu.hpp>
 
 #include <algorithm>
+#include <limits>
 
 // g++ 12 reports its own _mm512_undefined_* placeholders as (maybe-)uninitialised (GCC bug 105593).
 #pragma GCC diagnostic push
@@ -27,7 +28,7 @@ constexpr int64_t kChunk = 128;
 // C block (MR x 16 NV, the last vector masked by `last`) over the whole inner dimension k.
 template <int MR, int NV>
 CPDIT_TARGET_AVX512 void register_block(int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b, int64_t ldb,
-           __mmask16 last, bool accumulate, float* c, int64_t ldc) {
+           __mmask16 last, bool accumulate, const float* c_scale, float* col_max, float* c, int64_t ldc) {
   __m512 acc[MR][NV];
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
@@ -48,6 +49,14 @@ CPDIT_TARGET_AVX512 void register_block(int64_t k, float alpha, const float* a, 
     }
   }
   const __m512 s = _mm512_set1_ps(alpha);
+  __m512 scale[NV];
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; ++j)
+    scale[j] = !c_scale ? _mm512_set1_ps(1.0f)  // C + v exactly: fma rounds once
+                        : _mm512_maskz_loadu_ps(j + 1 < NV ? __mmask16(0xffff) : last, c_scale + 16 * j);
+  __m512 top[NV];
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; ++j) top[j] = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
 #pragma GCC unroll 8
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 4
@@ -55,26 +64,36 @@ CPDIT_TARGET_AVX512 void register_block(int64_t k, float alpha, const float* a, 
       float* cp = c + i * ldc + 16 * j;
       const __mmask16 mask = j + 1 < NV ? __mmask16(0xffff) : last;
       __m512 v = _mm512_mul_ps(acc[i][j], s);
-      if (accumulate) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask, cp));
+      if (accumulate) v = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(mask, cp), scale[j], v);
       _mm512_mask_storeu_ps(cp, mask, v);
+      if (col_max) top[j] = _mm512_max_ps(top[j], v);
     }
+  if (!col_max) return;
+#pragma GCC unroll 4
+  for (int j = 0; j < NV; ++j) {
+    const __mmask16 mask = j + 1 < NV ? __mmask16(0xffff) : last;
+    float* mp = col_max + 16 * j;
+    _mm512_mask_storeu_ps(mp, mask, _mm512_max_ps(_mm512_maskz_loadu_ps(mask, mp), top[j]));
+  }
 }
 
 template <int NV>
 CPDIT_TARGET_AVX512 void register_blocks(int64_t rows, int64_t k, float alpha, const float* a, int64_t a_row, int64_t a_col, const float* b,
-                int64_t ldb, __mmask16 last, bool accumulate, float* c, int64_t ldc) {
+                int64_t ldb, __mmask16 last, bool accumulate, const float* c_scale, float* col_max, float* c,
+                int64_t ldc) {
   switch (rows) {
-    case 6: return register_block<6, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
-    case 5: return register_block<5, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
-    case 4: return register_block<4, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
-    case 3: return register_block<3, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
-    case 2: return register_block<2, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
-    default: return register_block<1, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c, ldc);
+    case 6: return register_block<6, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c_scale, col_max, c, ldc);
+    case 5: return register_block<5, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c_scale, col_max, c, ldc);
+    case 4: return register_block<4, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c_scale, col_max, c, ldc);
+    case 3: return register_block<3, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c_scale, col_max, c, ldc);
+    case 2: return register_block<2, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c_scale, col_max, c, ldc);
+    default: return register_block<1, NV>(k, alpha, a, a_row, a_col, b, ldb, last, accumulate, c_scale, col_max, c, ldc);
   }
 }
 
 CPDIT_TARGET_AVX512 void multiply_avx512(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b,
-                                        int64_t ldb, bool accumulate, float* c, int64_t ldc, Ahead ahead) {
+                                        int64_t ldb, bool accumulate, float* c, int64_t ldc, Ahead ahead,
+                                        const float* c_scale, float* col_max) {
   const int64_t blocks = ((m + kBlockRows - 1) / kBlockRows) * ((n + 16 * kBlockVectors - 1) / (16 * kBlockVectors)) *
                         ((k + kChunk - 1) / kChunk);
   const int64_t ahead_per_block = blocks > 0 ? (ahead.rows + blocks - 1) / blocks : 0;
@@ -95,11 +114,13 @@ CPDIT_TARGET_AVX512 void multiply_avx512(int64_t m, int64_t n, int64_t k, float 
       const float* bj = b + p0 * ldb + j0;
       float* ci = c + i0 * ldc + j0;
       const bool add = accumulate || p0 > 0;  // later chunks add to what the earlier ones wrote
+      const float* cs = c_scale && p0 == 0 ? c_scale + j0 : nullptr;  // C as the caller gave it, scaled once
+      float* top = col_max && p0 + kChunk >= k ? col_max + j0 : nullptr;  // C's final values
       switch (vectors) {
-        case 4: register_blocks<4>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
-        case 3: register_blocks<3>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
-        case 2: register_blocks<2>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
-        default: register_blocks<1>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, ci, ldc); break;
+        case 4: register_blocks<4>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, cs, top, ci, ldc); break;
+        case 3: register_blocks<3>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, cs, top, ci, ldc); break;
+        case 2: register_blocks<2>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, cs, top, ci, ldc); break;
+        default: register_blocks<1>(rows, depth, alpha, ai, a.row, a.col, bj, ldb, last, add, cs, top, ci, ldc); break;
       }
     }
   }
@@ -148,11 +169,18 @@ CPDIT_TARGET_AVX512 void transpose_avx512(const float* src, int64_t ld_src, int6
 }  // namespace
 
 void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
-              bool accumulate, float* c, int64_t ldc, Ahead ahead) {
-  if (kernel_isa() >= Isa::avx512) return multiply_avx512(m, n, k, alpha, a, b, ldb, accumulate, c, ldc, ahead);
+              bool accumulate, float* c, int64_t ldc, Ahead ahead, const float* c_scale, float* col_max) {
+  if (kernel_isa() >= Isa::avx512)
+    return multiply_avx512(m, n, k, alpha, a, b, ldb, accumulate, c, ldc, ahead, c_scale, col_max);
   CPDIT_CHECK(a.row == 1 || a.col == 1, internal, "tile_gemm: A needs a unit stride");
+  if (accumulate && c_scale)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] *= c_scale[j];
   const bool trans_a = a.col != 1;
   gemm(trans_a, false, m, n, k, alpha, a.data, trans_a ? a.col : a.row, b, ldb, accumulate ? 1.0f : 0.0f, c, ldc);
+  if (col_max)
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) col_max[j] = std::max(col_max[j], c[i * ldc + j]);
 }
 
 void transpose(const float* src, int64_t ld_src, int64_t rows, int64_t cols, float* dst, int64_t ld_dst) {

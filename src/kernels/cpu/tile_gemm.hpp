@@ -27,9 +27,13 @@ struct Ahead {
 };
 
 // C (m x n, row stride ldc) = alpha A B (+ C when accumulate), with A m x k (strided) and B k x n
-// row-major (row stride ldb); prefetches `ahead` on the way.
+// row-major (row stride ldb); prefetches `ahead` on the way. With `c_scale` (n floats) an accumulated
+// C's column j is scaled by c_scale[j] first, as it is loaded (the flash forward's rescaling of its
+// output accumulator), and `col_max` (n floats) is raised to the largest value written to each column
+// of C (the flash forward's row max of the scores): each would otherwise be a pass of its own.
 void multiply(int64_t m, int64_t n, int64_t k, float alpha, Strided a, const float* b, int64_t ldb,
-              bool accumulate, float* c, int64_t ldc, Ahead ahead = {});
+              bool accumulate, float* c, int64_t ldc, Ahead ahead = {}, const float* c_scale = nullptr,
+              float* col_max = nullptr);
 
 // The row stride for a scratch tile of `width` floats per row: one vector more, so that rows a
 // power of two of bytes apart do not all fall in the same few L1 sets (up to 15% on a tile product).
