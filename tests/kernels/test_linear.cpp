@@ -118,8 +118,8 @@ TEST(LinearBf16Compute, RoundsActivationsToBf16AndAccumulatesInF32) {
 // Each bf16 product against the float64 product of the bf16-rounded operands, on shapes that are not
 // multiples of the AMX kernel's tiles (32 features x 32 tokens, steps of 32 k values; k odd, one
 // token, and several blocks with tails in every dim; the last shape crosses every cache-blocking
-// boundary of the AMX kernel: two token runs of up to 512, two feature runs of up to 256, two spans of
-// up to 1024 k values with two panels of 512 in the first). The bound is reference_linear's
+// boundary of the AMX kernel: two token runs of up to 512, two feature runs of up to 256 (the second
+// partial, whose rows the first prefetches), three spans of up to 512 k values). The bound is reference_linear's
 // f32-accumulation bound: rounding x to bf16 is part of the promised result (the reference rounds it
 // the same way), and each bf16 x bf16 product is exact in f32, so only the f32 sums differ.
 namespace {
