@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <utility>
+
 namespace cpdit::models::common::wan {
 
 std::vector<nn::ConfigField> WanConfig::fields() {
@@ -13,9 +15,8 @@ std::vector<nn::ConfigField> WanConfig::fields() {
                       {"added_kv_proj_dim", added_kv_proj_dim}, {"pos_embed_seq_len", pos_embed_seq_len}});
 }
 
-WanConfig WanConfig::from_json(const nlohmann::json& j, WanConfig c) {
-  nn::read_config_fields(j, "Wan", c.fields());
-  return c;
+WanConfig WanConfig::from_json(const nlohmann::json& j, WanConfig base) {
+  return common::read_family_config(j, std::move(base), "Wan");
 }
 
 WanConfig WanConfig::infer(const nn::StateDict& state) {

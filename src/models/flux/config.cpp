@@ -5,6 +5,8 @@
 #include <numeric>
 #include <string>
 
+#include <utility>
+
 namespace cpdit::models::flux {
 
 std::vector<nn::ConfigField> FluxConfig::fields() {
@@ -13,9 +15,8 @@ std::vector<nn::ConfigField> FluxConfig::fields() {
                       {"guidance_embeds", guidance_embeds}, {"axes_dims_rope", axes_dims_rope}});
 }
 
-FluxConfig FluxConfig::from_json(const nlohmann::json& j, FluxConfig c) {
-  nn::read_config_fields(j, "FLUX", c.fields());
-  return c;
+FluxConfig FluxConfig::from_json(const nlohmann::json& j, FluxConfig base) {
+  return common::read_family_config(j, std::move(base), "FLUX");
 }
 
 FluxConfig FluxConfig::infer(const nn::StateDict& state) {

@@ -2,6 +2,8 @@
 #include <cpdit/models/ltx_video/config.hpp>
 #include <cpdit/nn/config_inference.hpp>
 
+#include <utility>
+
 namespace cpdit::models::ltx_video {
 
 std::vector<nn::ConfigField> LtxVideoConfig::fields() {
@@ -12,9 +14,8 @@ std::vector<nn::ConfigField> LtxVideoConfig::fields() {
                       {"attention_bias", attention_bias}, {"attention_out_bias", attention_out_bias}});
 }
 
-LtxVideoConfig LtxVideoConfig::from_json(const nlohmann::json& j, LtxVideoConfig c) {
-  nn::read_config_fields(j, "LTX-Video", c.fields());
-  return c;
+LtxVideoConfig LtxVideoConfig::from_json(const nlohmann::json& j, LtxVideoConfig base) {
+  return common::read_family_config(j, std::move(base), "LTX-Video");
 }
 
 LtxVideoConfig LtxVideoConfig::infer(const nn::StateDict& state) {

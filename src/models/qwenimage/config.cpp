@@ -2,6 +2,8 @@
 #include <cpdit/models/qwenimage/config.hpp>
 #include <cpdit/nn/config_inference.hpp>
 
+#include <utility>
+
 namespace cpdit::models::qwenimage {
 
 std::vector<nn::ConfigField> QwenImageConfig::fields() {
@@ -11,9 +13,8 @@ std::vector<nn::ConfigField> QwenImageConfig::fields() {
                       {"use_layer3d_rope", use_layer3d_rope}});
 }
 
-QwenImageConfig QwenImageConfig::from_json(const nlohmann::json& j, QwenImageConfig c) {
-  nn::read_config_fields(j, "Qwen-Image", c.fields());
-  return c;
+QwenImageConfig QwenImageConfig::from_json(const nlohmann::json& j, QwenImageConfig base) {
+  return common::read_family_config(j, std::move(base), "Qwen-Image");
 }
 
 QwenImageConfig QwenImageConfig::infer(const nn::StateDict& state) {

@@ -26,4 +26,12 @@ struct TransformerConfig {
   void validate_shared(const std::string& model) const;
 };
 
+// A family's config from its diffusers config.json over `base` (its defaults, or what the weights
+// showed): every field the family's `fields()` lists, bad values a one-line Error naming `model`.
+template <class Config>
+Config read_family_config(const nlohmann::json& j, Config base, const std::string& model) {
+  nn::read_config_fields(j, model, base.fields());
+  return base;
+}
+
 }  // namespace cpdit::models::common
