@@ -9,6 +9,7 @@
 #include "kernels/cpu/gelu_tanh.hpp"
 #include "kernels/cpu/isa_target.hpp"
 #include "kernels/cpu/linear_args.hpp"
+#include "kernels/cpu/tile_rows.hpp"
 
 #include <cpdit/core/threads.hpp>
 
@@ -30,12 +31,10 @@ constexpr int64_t kAhead = 512;
 CPDIT_TARGET_AVX512_BF16 void round_tokens(const float* x, int64_t tokens, int64_t k, int64_t ld, bf16* out) {
   for (int64_t t = 0; t < tokens; ++t)
     for (int64_t c = 0; c < ld; c += kChunk) {
-      const int64_t left = k - c;
-      const __mmask16 low = left >= 16 ? __mmask16(0xffff) : left <= 0 ? 0 : __mmask16((1u << left) - 1);
-      const __mmask16 high = left >= 32 ? __mmask16(0xffff) : left <= 16 ? 0 : __mmask16((1u << (left - 16)) - 1);
       const float* src = x + t * k + c;
-      _mm512_storeu_si512(out + t * ld + c, (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(high, src + 16),
-                                                                         _mm512_maskz_loadu_ps(low, src)));
+      _mm512_storeu_si512(out + t * ld + c,
+                          (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(tile_rows::lanes(k - c - 16), src + 16),
+                                                       _mm512_maskz_loadu_ps(tile_rows::lanes(k - c), src)));
     }
 }
 
