@@ -36,6 +36,7 @@ struct GemmBenchArgs {
   int repeats = 3;
   std::vector<std::string> ops;  // empty: all
   int weight_copies = 1;
+  int64_t weight_offset = 0;  // bytes past a 64-byte line where each bf16 weight starts
 };
 
 struct GemmShape {
@@ -72,6 +73,16 @@ void gemm_then_bias_pass(const Tensor& x, const Tensor& w, const Tensor& b, Tens
   }
 }
 
+// `w`'s values in a view that starts `offset` bytes past a 64-byte line, where a mapped checkpoint's
+// tensors may sit (safetensors aligns them to 8 bytes, GGUF to 32).
+Tensor off_the_line(const Tensor& w, int64_t offset) {
+  if (offset == 0) return w;
+  auto backing = std::make_shared<Tensor>(Tensor::empty({w.numel() + 32}, DType::bf16));
+  std::byte* start = static_cast<std::byte*>(backing->raw()) + offset;
+  std::memcpy(start, w.raw(), w.nbytes());
+  return Tensor::borrow(start, w.shape(), w.dtype(), backing);
+}
+
 void run(const GemmBenchArgs& args) {
   std::vector<int> thread_counts = args.threads;
   if (thread_counts.empty()) {
@@ -87,7 +98,7 @@ void run(const GemmBenchArgs& args) {
     std::vector<Tensor> ws, ws_bf16;
     for (int c = 0; c < args.weight_copies; ++c) {
       ws.push_back(random_tensor({s.n, s.k}, uint64_t(2 + c)));
-      ws_bf16.push_back(ws.back().to(DType::bf16));
+      ws_bf16.push_back(off_the_line(ws.back().to(DType::bf16), args.weight_offset));
     }
     size_t turn = 0;
     auto next_w = [&]() -> const Tensor& { return ws[turn++ % ws.size()]; };
@@ -190,6 +201,10 @@ void add_gemm_bench(CLI::App& parent) {
                   "distinct weights used in turn (default 1); enough that their bytes pass the last-level cache "
                   "make every product read its weight from memory, as a model's layers do")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--weight-offset", args->weight_offset,
+                  "bf16 weights start this many bytes past a 64-byte line (default 0), as the tensors of a mapped "
+                  "checkpoint may (safetensors aligns them to 8 bytes, GGUF to 32)")
+      ->check(CLI::Range(0, 62) & CLI::Validator([](std::string& v) { return std::stoi(v) % 2 ? "odd" : ""; }, "EVEN"));
   cmd->callback([args] { run(*args); });
 }
 

@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <memory>
+
 using namespace cpdit;
 using cpdit::test::expect_within;
 using cpdit::test::random_tensor;
@@ -154,6 +157,28 @@ TEST(LinearBf16Compute, AmxTilesMatchTheDoubleReferenceOnOddShapes) {
     GTEST_SKIP() << "no AMX tiles on this CPU or build";
   }
   expect_bf16_product_matches_reference(kernels::Bf16Matmul::amx, {std::begin(kOddShapes), std::end(kOddShapes)});
+}
+
+// A mapped checkpoint's weight need not start on a 64-byte line (safetensors aligns its tensors to 8
+// bytes, GGUF to 32); the AMX kernel reads such a weight through aligned copies of its spans, which must
+// give bit for bit the product of the same weight on the line. Three spans of k and two feature runs
+// (the second partial), so that every copy boundary is crossed.
+TEST(LinearBf16Compute, AmxTilesReadAWeightOffTheLineAsOnIt) {
+  if (!kernels::amx_available()) GTEST_SKIP() << "no AMX tiles on this CPU or build";
+  const Tensor x = random_tensor({70, 1088}, 600), b = random_tensor({288}, 602);
+  const Tensor w = random_tensor({288, 1088}, 601).to(DType::bf16);
+  const auto ref = reference_linear(bf16_rounded(x), bf16_rounded(w), b);
+  const Tensor on_line = kernels::linear_bf16_compute(x, w, b, kernels::Bf16Matmul::amx);
+  expect_within(on_line, ref.y, ref.bound);
+  for (int64_t offset : {8, 32, 62}) {
+    SCOPED_TRACE("offset " + std::to_string(offset));
+    auto backing = std::make_shared<Tensor>(Tensor::empty({w.numel() + 32}, DType::bf16));
+    std::byte* start = static_cast<std::byte*>(backing->raw()) + offset;
+    ASSERT_EQ(reinterpret_cast<uintptr_t>(start) % 64, uint64_t(offset));
+    std::memcpy(start, w.raw(), w.nbytes());
+    const Tensor off_line = Tensor::borrow(start, w.shape(), DType::bf16, backing);
+    EXPECT_EQ(max_abs_diff(kernels::linear_bf16_compute(x, off_line, b, kernels::Bf16Matmul::amx), on_line), 0.0);
+  }
 }
 
 TEST(LinearBf16Compute, OneDnnMatmulMatchesTheDoubleReferenceOnOddShapes) {
