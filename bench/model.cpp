@@ -15,20 +15,46 @@
 
 #include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
 #include <cpdit/parallel/context.hpp>
 #include <cpdit/pipeline/presets.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
 
+#include <unistd.h>
+
 namespace cpdit::bench {
 
-nn::StateDict shared_random_weights(nn::Module& module, uint64_t seed, const nn::LoadOptions& load) {
-  nn::load_state_dict(module, pipeline::random_state_dict(module, seed), load);
+namespace {
+
+// `weights` written to a safetensors file and read back as views of its mapping. The file is removed
+// at once: the mapping keeps its pages.
+nn::StateDict mapped_through_a_file(const nn::StateDict& weights) {
+  std::map<std::string, Tensor> values;
+  for (const auto& [name, w] : weights) values.emplace(name, w.values("bench model --mapped"));
+  const char* tmp = std::getenv("TMPDIR");
+  const std::string path = std::string(tmp && *tmp ? tmp : "/tmp") + "/cpdit-bench-weights-" +
+                           std::to_string(::getpid()) + ".safetensors";
+  io::save_safetensors(path, values);
+  const io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  nn::StateDict mapped;
+  for (const std::string& name : file.names()) mapped.emplace(name, file.get(name));
+  std::filesystem::remove(path);
+  return mapped;
+}
+
+}  // namespace
+
+nn::StateDict shared_random_weights(nn::Module& module, uint64_t seed, const WeightSource& source) {
+  nn::load_state_dict(module, pipeline::random_state_dict(module, seed), source.load);
+  if (source.mapped) nn::load_state_dict(module, mapped_through_a_file(nn::parameters_of(module)), source.load);
   return nn::parameters_of(module);
 }
 
@@ -47,6 +73,7 @@ struct ModelBenchArgs {
   std::vector<int64_t> tokens;  // default: the family's
   int repeats = 0;              // default: 1 (quick) or 3
   std::string token_layout;     // default: the family's
+  bool mapped = false;          // the weights read from a mapped safetensors file, as a checkpoint's are
 };
 
 parallel::TokenLayout token_layout_named(const std::string& name) {
@@ -56,7 +83,7 @@ parallel::TokenLayout token_layout_named(const std::string& name) {
 }
 
 // The block benchmark of a registered model class, by the class name or its family's short name.
-BlockBench block_bench(const std::string& model, const nn::LoadOptions& load) {
+BlockBench block_bench(const std::string& model, const WeightSource& load) {
   const std::string class_name = model == "flux"        ? "FluxTransformer2DModel"
                                  : model == "wan"       ? "WanTransformer3DModel"
                                  : model == "ltx"       ? "LTXVideoTransformer3DModel"
@@ -143,7 +170,7 @@ void print_accuracy(const BlockBench& bench, const std::string& dtype, const nn:
 void run_model_bench(const ModelBenchArgs& args) {
   const nn::LoadOptions load = nn::load_options(args.dtype);  // the random weights are f32: auto is f32
   const ScopedMatmulPrecision precision(app::matmul_precision_for(args.dtype));
-  BlockBench bench = block_bench(args.model, load);
+  BlockBench bench = block_bench(args.model, {load, args.mapped});
   if (!args.token_layout.empty()) bench.layout = token_layout_named(args.token_layout);
   const int repeats = args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3);
   const std::vector<int64_t> token_counts =
@@ -170,7 +197,7 @@ void run_model_bench(const ModelBenchArgs& args) {
         j.update({{"model", bench.class_name}, {"block", run.blocks[b]}, {bench.tokens_field, tokens},
                   {"text_tokens", bench.text_tokens}, {"ranks", ranks}, {"layout", l.name}, {"ring", l.ring},
                   {"ulysses", l.ulysses}, {"token_layout", parallel::token_layout_name(bench.layout)},
-                  {"threads_per_rank", 1}, {"dtype", args.dtype}, {"min_s", t.min_s}, {"median_s", t.median_s},
+                  {"threads_per_rank", 1}, {"dtype", args.dtype}, {"mapped_weights", args.mapped}, {"min_s", t.min_s}, {"median_s", t.median_s},
                   {"gflop", gflop}, {"gflops", gflop / t.min_s}, {"cpu_s_per_rank", t.cpu_min_s / ranks},
                   {"cpu_median_s_per_rank", t.cpu_median_s / ranks}, {"gflops_per_cpu_s", gflop / t.cpu_min_s},
                   {"speedup_vs_1_rank", base.slowest[b].min_s / t.min_s},
@@ -206,6 +233,9 @@ void add_model_bench(CLI::App& parent) {
   cmd->add_option("--token-layout", args->token_layout,
                   "how the ranks split the tokens: contiguous or zigzag (default: the model's; skyreels: zigzag, "
                   "which balances the ring under its block-causal mask)");
+  cmd->add_flag("--mapped", args->mapped,
+                "the weights written in --dtype to a temporary safetensors file and mapped back (views of the file, "
+                "as a downloaded checkpoint is read; its tensors start 8-byte aligned, not on cache lines)");
   cmd->callback([args] { run_model_bench(*args); });
 }
 

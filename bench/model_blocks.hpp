@@ -18,6 +18,14 @@ struct TimedBlock {
   std::function<void()> forward;
 };
 
+// Where the blocks' weights are held: in memory as the load converted them, or, `mapped`, written once
+// in that dtype to a temporary safetensors file and mapped back, as a downloaded checkpoint is read
+// (views of the file, which starts its tensors 8-byte aligned, not on cache lines).
+struct WeightSource {
+  nn::LoadOptions load;
+  bool mapped = false;
+};
+
 struct BlockBench {
   std::string class_name;    // the model registry's name for the family
   std::string tokens_field;  // what the token counts count, e.g. "image_tokens"
@@ -37,20 +45,20 @@ struct BlockBench {
 };
 
 // A FLUX.1 double- and single-stream block (3072 = 24 heads x 128, 512 text tokens).
-BlockBench flux_blocks(const nn::LoadOptions& load);
+BlockBench flux_blocks(const WeightSource& source);
 // A Wan 2.1 T2V-1.3B block (1536 = 12 heads x 128, FFN 8960, 512 text tokens).
-BlockBench wan_blocks(const nn::LoadOptions& load);
+BlockBench wan_blocks(const WeightSource& source);
 // An LTX-Video 2B block (2048 = 32 heads x 64, FFN 8192, 128 text tokens split with the video).
-BlockBench ltx_blocks(const nn::LoadOptions& load);
+BlockBench ltx_blocks(const WeightSource& source);
 // A Qwen-Image dual-stream block (3072 = 24 heads x 128, 256 text tokens).
-BlockBench qwenimage_blocks(const nn::LoadOptions& load);
+BlockBench qwenimage_blocks(const WeightSource& source);
 // The same block as SkyReels-V2 runs it: per-token modulation, block-causal (one frame per block) and
 // full self-attention timed side by side, 544x960 x 17 frames = 10,200 video tokens.
-BlockBench skyreels_blocks(const nn::LoadOptions& load);
+BlockBench skyreels_blocks(const WeightSource& source);
 
 // Random weights for `module` (PyTorch's Linear initialisation, from `seed`), converted once to the
-// load dtype and bound to it; blocks loaded from the result share them.
-nn::StateDict shared_random_weights(nn::Module& module, uint64_t seed, const nn::LoadOptions& load);
+// load dtype (and mapped, where the source asks) and bound to it; blocks loaded from the result share them.
+nn::StateDict shared_random_weights(nn::Module& module, uint64_t seed, const WeightSource& source);
 
 int64_t bytes_of(const nn::StateDict& weights);
 

@@ -37,13 +37,14 @@ Inputs inputs(int64_t image, parallel::ParallelContext* context) {
 }
 }  // namespace
 
-BlockBench flux_blocks(const nn::LoadOptions& load) {
+BlockBench flux_blocks(const WeightSource& source) {
+  const nn::LoadOptions& load = source.load;
   using models::flux::DoubleBlock;
   using models::flux::SingleBlock;
   DoubleBlock dbl(kDim, kHeads, kHeadDim);
   SingleBlock single(kDim, kHeads, kHeadDim);
-  auto dbl_weights = std::make_shared<const nn::StateDict>(shared_random_weights(dbl, 1, load));
-  auto single_weights = std::make_shared<const nn::StateDict>(shared_random_weights(single, 2, load));
+  auto dbl_weights = std::make_shared<const nn::StateDict>(shared_random_weights(dbl, 1, source));
+  auto single_weights = std::make_shared<const nn::StateDict>(shared_random_weights(single, 2, source));
 
   // 2 x (12 D^2 per token in the projections) + 4 S^2 D in attention; the same for both block kinds.
   auto gflop = [](int64_t image) {
@@ -63,8 +64,8 @@ BlockBench flux_blocks(const nn::LoadOptions& load) {
   auto outputs = [](int64_t image, const nn::LoadOptions& as) {
     DoubleBlock dbl(kDim, kHeads, kHeadDim);
     SingleBlock single(kDim, kHeads, kHeadDim);
-    shared_random_weights(dbl, 1, as);
-    shared_random_weights(single, 2, as);
+    shared_random_weights(dbl, 1, {as});
+    shared_random_weights(single, 2, {as});
     const Inputs in = inputs(image, nullptr);
     return std::vector<Tensor>{dbl.forward(in.x, in.c, in.temb, in.cos, in.sin)[1],
                                single.forward(in.x, in.c, in.temb, in.cos, in.sin)[1]};

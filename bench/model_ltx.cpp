@@ -30,8 +30,9 @@ std::unique_ptr<models::ltx_video::TransformerBlock> make_block() {
 }
 }  // namespace
 
-BlockBench ltx_blocks(const nn::LoadOptions& load) {
-  auto weights = std::make_shared<const nn::StateDict>(shared_random_weights(*make_block(), 1, load));
+BlockBench ltx_blocks(const WeightSource& source) {
+  const nn::LoadOptions& load = source.load;
+  auto weights = std::make_shared<const nn::StateDict>(shared_random_weights(*make_block(), 1, source));
   // 2 FLOP per multiply-add: projections of the video tokens (self q k v o, cross q o, FFN 4D), the
   // text keys and values, and the two attentions.
   auto gflop = [](int64_t s) {

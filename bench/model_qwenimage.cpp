@@ -17,10 +17,11 @@ namespace {
 constexpr int64_t kDim = 3072, kHeads = 24, kHeadDim = 128, kText = 256;
 }  // namespace
 
-BlockBench qwenimage_blocks(const nn::LoadOptions& load) {
+BlockBench qwenimage_blocks(const WeightSource& source) {
+  const nn::LoadOptions& load = source.load;
   using models::qwenimage::TransformerBlock;
   TransformerBlock block(kDim, kHeads, kHeadDim);
-  auto weights = std::make_shared<const nn::StateDict>(shared_random_weights(block, 3, load));
+  auto weights = std::make_shared<const nn::StateDict>(shared_random_weights(block, 3, source));
 
   // Per token: modulation is per item, so the projections are q, k, v, out (4 D^2) and the MLP (8 D^2),
   // 2 FLOP each: 24 D^2; attention 4 S^2 D. Both streams alike.

@@ -40,10 +40,11 @@ std::unique_ptr<models::common::wan::Block> make_block() {
 // The block at the clips' token counts: `grids` the clips (the first is --quick's), `per_token_temb`
 // one timestep projection per token (expanded from one per frame) instead of one for the clip,
 // `layout` how the ranks split the tokens.
-BlockBench wan21_block_bench(const nn::LoadOptions& load, std::string class_name, std::vector<Grid> grids,
+BlockBench wan21_block_bench(const WeightSource& source, std::string class_name, std::vector<Grid> grids,
                              std::vector<Variant> variants, bool per_token_temb,
                              parallel::TokenLayout layout = parallel::TokenLayout::contiguous) {
-  auto weights = std::make_shared<const nn::StateDict>(shared_random_weights(*make_block(), 1, load));
+  const nn::LoadOptions& load = source.load;
+  auto weights = std::make_shared<const nn::StateDict>(shared_random_weights(*make_block(), 1, source));
   // 2 FLOP per multiply-add: projections of the video tokens (self q k v o, cross q o, FFN), the
   // text keys and values, and the two attentions (self-attention counted in full, mask or not).
   auto gflop = [](int64_t s) {
@@ -102,12 +103,12 @@ BlockBench wan21_block_bench(const nn::LoadOptions& load, std::string class_name
 
 }  // namespace
 
-BlockBench wan_blocks(const nn::LoadOptions& load) {
-  return wan21_block_bench(load, "WanTransformer3DModel", {{5, 15, 26}, {5, 30, 52}}, {{"wan2.1-1.3b"}}, false);
+BlockBench wan_blocks(const WeightSource& source) {
+  return wan21_block_bench(source, "WanTransformer3DModel", {{5, 15, 26}, {5, 30, 52}}, {{"wan2.1-1.3b"}}, false);
 }
 
-BlockBench skyreels_blocks(const nn::LoadOptions& load) {
-  return wan21_block_bench(load, "SkyReelsV2Transformer3DModel", {{5, 17, 30}, {5, 34, 60}},
+BlockBench skyreels_blocks(const WeightSource& source) {
+  return wan21_block_bench(source, "SkyReelsV2Transformer3DModel", {{5, 17, 30}, {5, 34, 60}},
                            {{"skyreels-v2-1.3b-block-causal", 1}, {"skyreels-v2-1.3b-full", 0}}, true,
                            parallel::TokenLayout::zigzag);
 }
