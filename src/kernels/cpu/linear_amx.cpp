@@ -176,7 +176,7 @@ CPDIT_TARGET_AMX void store_block(int64_t token, int64_t feature, int64_t m, int
     float* out = acc[t];  // now the tile transposed: row c is token t0 + c
     for (int c = 0; c < 16; ++c) _mm512_store_ps(out + 16 * c, _mm512_add_ps(_mm512_castsi512_ps(rows[c]), b));
     if (gelu) {
-#pragma omp simd
+#pragma omp simd simdlen(16)
       for (int i = 0; i < 16 * 16; ++i) out[i] = gelu_tanh_value(out[i]);
     }
     for (int64_t c = 0; c < std::min<int64_t>(16, m - t0); ++c)
