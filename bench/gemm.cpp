@@ -20,6 +20,7 @@
 #include <functional>
 #include <memory>
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
 
 #ifdef CPDIT_HAVE_OPENBLAS
@@ -204,7 +205,14 @@ void add_gemm_bench(CLI::App& parent) {
   cmd->add_option("--weight-offset", args->weight_offset,
                   "bf16 weights start this many bytes past a 64-byte line (default 0), as the tensors of a mapped "
                   "checkpoint may (safetensors aligns them to 8 bytes, GGUF to 32)")
-      ->check(CLI::Range(0, 62) & CLI::Validator([](std::string& v) { return std::stoi(v) % 2 ? "odd" : ""; }, "EVEN"));
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            char* end = nullptr;
+            const long bytes = std::strtol(v.c_str(), &end, 10);
+            const bool even_in_range = !v.empty() && *end == '\0' && bytes >= 0 && bytes <= 62 && bytes % 2 == 0;
+            return even_in_range ? std::string() : "must be an even number of bytes from 0 to 62, got '" + v + "'";
+          },
+          "EVEN 0..62"));
   cmd->callback([args] { run(*args); });
 }
 

@@ -83,7 +83,7 @@ parallel::TokenLayout token_layout_named(const std::string& name) {
 }
 
 // The block benchmark of a registered model class, by the class name or its family's short name.
-BlockBench block_bench(const std::string& model, const WeightSource& load) {
+BlockBench block_bench(const std::string& model, const WeightSource& source) {
   const std::string class_name = model == "flux"        ? "FluxTransformer2DModel"
                                  : model == "wan"       ? "WanTransformer3DModel"
                                  : model == "ltx"       ? "LTXVideoTransformer3DModel"
@@ -91,11 +91,11 @@ BlockBench block_bench(const std::string& model, const WeightSource& load) {
                                  : model == "skyreels"  ? "SkyReelsV2Transformer3DModel"
                                                         : model;
   models::model_entry(class_name);  // a class nobody registered is refused with the known ones
-  if (class_name == "FluxTransformer2DModel") return flux_blocks(load);
-  if (class_name == "WanTransformer3DModel") return wan_blocks(load);
-  if (class_name == "LTXVideoTransformer3DModel") return ltx_blocks(load);
-  if (class_name == "QwenImageTransformer2DModel") return qwenimage_blocks(load);
-  if (class_name == "SkyReelsV2Transformer3DModel") return skyreels_blocks(load);
+  if (class_name == "FluxTransformer2DModel") return flux_blocks(source);
+  if (class_name == "WanTransformer3DModel") return wan_blocks(source);
+  if (class_name == "LTXVideoTransformer3DModel") return ltx_blocks(source);
+  if (class_name == "QwenImageTransformer2DModel") return qwenimage_blocks(source);
+  if (class_name == "SkyReelsV2Transformer3DModel") return skyreels_blocks(source);
   fail(ErrorKind::unsupported, "bench model has no blocks for ", class_name,
        " (it times flux, wan, ltx, qwenimage and skyreels)");
 }
