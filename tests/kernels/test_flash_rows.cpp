@@ -48,5 +48,32 @@ TEST(FlashRows, ExpToBf16SumMatchesFloat64) {
     }
 }
 
+// Weights far below the shift: above 2^-126 (the least normal f32) within the tolerance above; below
+// it 0 or the tiny true value (the vector path sets them to 0 rather than underflow, flash_rows.cpp),
+// never more; -inf exactly 0; a NaN score gives a NaN weight and a NaN sum, not a silent 0.
+TEST(FlashRows, WeightsBelowTheNormalRangeAreAtMostTinyAndNaNPropagates) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x{-80.0f, -87.0f, -88.0f, -95.0f, -100.0f, -104.0f, -200.0f, -inf, 0.5f, -1.0f};
+  for (Isa isa : {Isa::portable, detected_isa()}) {
+    const ScopedKernelIsa scoped(isa);
+    SCOPED_TRACE(isa_name(kernel_isa()));
+    std::vector<bf16> p(32, bf16{kMarker});
+    const float sum = exp_to_bf16_sum(x.data(), int64_t(x.size()), 1.0f, 0.0f, p.data(), 32);
+    const double least_normal = std::ldexp(1.0, -126);
+    for (size_t j = 0; j < x.size(); ++j) {
+      const double want = std::exp(double(x[j])), got = bf16_to_f32(p[j]);
+      if (want >= least_normal) EXPECT_LE(std::abs(got - want), want * (std::ldexp(1.0, -8) + 1e-5)) << "x " << x[j];
+      else EXPECT_TRUE(got >= 0 && got <= least_normal) << "x " << x[j] << " got " << got;
+    }
+    EXPECT_EQ(p[7].bits, 0);  // -inf
+    EXPECT_NEAR(sum, std::exp(0.5) + std::exp(-1.0), 1e-5);
+
+    std::vector<float> with_nan = x;
+    with_nan[2] = nan;
+    EXPECT_TRUE(std::isnan(exp_to_bf16_sum(with_nan.data(), int64_t(x.size()), 1.0f, 0.0f, p.data(), 32)));
+    EXPECT_TRUE(std::isnan(bf16_to_f32(p[2])));
+  }
+}
+
 }  // namespace
 }  // namespace cpdit::kernels::flash

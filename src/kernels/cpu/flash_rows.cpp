@@ -25,12 +25,15 @@ bool use_avx512() { return kernel_isa() >= Isa::avx512; }
 // weight of a softmax row wherever a weight counts. Three vector operations fewer than Cephes' exp
 // (ln 2 in two parts, a degree-7 polynomial): the softmax pass is about a seventh of flash
 // attention's work at head dim 64.
-// No upper clamp: a large n makes scalef return +inf, as exp overflows. x is raised to at least
-// -120 first, where 2^n (n <= -173) scales the polynomial (about 1) to exactly 0, so exp(-inf) = 0
-// (masked scores) and denormal results in between stay correct; max keeps a NaN x (its second
-// operand) so NaN propagates.
+// No upper clamp: a large n makes scalef return +inf, as exp overflows. Below -104, where exp(x) is
+// under half the least denormal and rounds to 0, the result is set to 0 rather than computed: there
+// scalef's result underflows, and each such lane cost a microcode assist (a causal mask's -inf
+// scores made its diagonal tiles several times slower than unmasked ones). Denormal results above
+// -104 stay correct; x is raised to at least -120 for the lanes zeroed, and a NaN x passes the
+// comparison and max (its second operand), so NaN propagates.
 CPDIT_TARGET_AVX512 inline __m512 exp512(__m512 x) {
   const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+  const __mmask16 nonzero = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-104.0f), _CMP_NLT_UQ);  // x >= -104, or NaN
   const __m512 xc = _mm512_max_ps(_mm512_set1_ps(-120.0f), x);
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(xc, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_fmsub_ps(xc, log2e, n);
@@ -40,22 +43,27 @@ CPDIT_TARGET_AVX512 inline __m512 exp512(__m512 x) {
   q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(5.5503323674201965e-2f));
   q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(2.4022647738456726e-1f));
   q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(6.931471824645996e-1f));
-  return _mm512_scalef_ps(_mm512_fmadd_ps(q, f, _mm512_set1_ps(1.0f)), n);
+  return _mm512_maskz_scalef_ps(nonzero, _mm512_fmadd_ps(q, f, _mm512_set1_ps(1.0f)), n);
 }
 
 // 2^t for weights that are rounded to bf16 right after (the bf16 forward's P): as exp512 from its
 // n and f on, but 2^f = 1 + f q(f) with q of degree 3 (fitted likewise: 2.9e-6 relative at most, a
 // 700th of the bf16 rounding that follows; the f32 sum of the unrounded weights, the LSE's, moves by as
-// little). Two multiply-adds fewer. t is raised to at least -173 (-120 log2 e), so 2^-inf = 0.
+// little). Two multiply-adds fewer. A t below -126 gives 0, not a denormal or an underflow: each such
+// lane cost a microcode assist, and a row of 100 keys (28 lanes past it at -inf) ran at 0.4x a row of
+// 96. The weights lost are below 2^-126 of the row's largest; -inf still weighs exactly 0 and NaN
+// passes through.
 CPDIT_TARGET_AVX512 inline __m512 exp2_for_bf16(__m512 t) {
-  const __m512 tc = _mm512_max_ps(_mm512_set1_ps(-173.0f), t);
+  const __m512 lowest = _mm512_set1_ps(-126.0f);
+  const __mmask16 normal = _mm512_cmp_ps_mask(t, lowest, _CMP_NLT_UQ);  // t >= -126, or NaN
+  const __m512 tc = _mm512_max_ps(lowest, t);
   const __m512 n = _mm512_roundscale_ps(tc, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   const __m512 f = _mm512_sub_ps(tc, n);
   __m512 q = _mm512_set1_ps(9.582851082086563e-3f);
   q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(5.590642988681793e-2f));
   q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(2.4024099111557007e-1f));
   q = _mm512_fmadd_ps(q, f, _mm512_set1_ps(6.931241750717163e-1f));
-  return _mm512_scalef_ps(_mm512_fmadd_ps(q, f, _mm512_set1_ps(1.0f)), n);
+  return _mm512_maskz_scalef_ps(normal, _mm512_fmadd_ps(q, f, _mm512_set1_ps(1.0f)), n);
 }
 
 CPDIT_TARGET_AVX512 inline __mmask16 tail_mask(int64_t remaining) {
