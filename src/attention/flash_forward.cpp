@@ -164,10 +164,14 @@ Result run_forward(const Tensor& q, const Tensor& k, const Tensor& v, const Dims
   const Tasks tasks = split_tasks(d, tiling);
   // Per thread: scores (br rows of lds), output accumulator (br x D), running max and denominator
   // (br), and what the tile products need (bf16 keys, values, query and P tiles). A score row is one
-  // cache line longer than a key tile, as the packed tiles' rows are (flash_tiles.cpp): tile stores at
-  // a stride of 2 KiB would crowd a few L1 sets.
-  const int64_t lds = bc + 16;
-  const int64_t per_thread = br * lds + br * d.D + 2 * br + tiles.scratch_floats();
+  // cache line longer than a key tile rounded up to whole lines, as the packed tiles' rows are
+  // (flash_tiles.cpp): tile stores at a stride of 2 KiB would crowd a few L1 sets, and rows that do
+  // not start on a line (100 kept text keys: 116 floats) make every tile load and store straddle two.
+  // Each thread's share is whole lines too.
+  constexpr int64_t kLine = 16;  // floats
+  const int64_t lds = (bc + kLine - 1) / kLine * kLine + kLine;
+  const int64_t per_thread =
+      (br * lds + br * d.D + 2 * br + tiles.scratch_floats() + kLine - 1) / kLine * kLine;
   Tensor scratch = Tensor::empty({tasks.threads, per_thread});
 
   TeamErrors errors;  // gemm may throw, and an exception must not leave an OpenMP region
