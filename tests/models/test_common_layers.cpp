@@ -1,10 +1,10 @@
 // The shared DiT layers of models/common: the embedders against diffusers' own numbers (the ltx_tiny
 // and qwenimage_tiny fixtures hold the outputs of LTX's AdaLayerNormSingle and caption projection and
 // of Qwen-Image's scaled timestep embedding), the rest against a float64 reference.
+#include "support/model_fixture.hpp"
 #include "support/random_normal.hpp"
 
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/common/adaptive_norm.hpp>
 #include <cpdit/models/common/attention.hpp>
 #include <cpdit/models/common/feed_forward.hpp>
@@ -20,14 +20,10 @@ namespace {
 
 using cpdit::testing::random_normal;
 
-std::string fixture(const std::string& model, const std::string& file) {
-  return std::string(CPDIT_TEST_DATA) + "/fixtures/" + model + "/" + file;
-}
-
 // The weights of the fixture model's sub-module `prefix`, bound to `module`.
 void load_part(nn::Module& module, const std::string& model, const std::string& prefix) {
   nn::StateDict part;
-  for (const auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(fixture(model, "weights.safetensors"))))
+  for (const auto& [name, t] : cpdit::testing::fixture_state_dict(model))
     if (name.rfind(prefix, 0) == 0) part[name.substr(prefix.size())] = t;
   nn::load_state_dict(module, part);
 }
@@ -40,8 +36,8 @@ constexpr double kFixtureTolerance = 1e-5;
 TEST(CommonEmbeddings, AdaLayerNormSingleMatchesLtx) {
   AdaLayerNormSingle time_embed(24);
   load_part(time_embed, "ltx_tiny", "time_embed.");
-  const Tensor timestep = io::load_safetensors(fixture("ltx_tiny", "inputs.safetensors")).at("timestep");
-  auto expected = io::load_safetensors(fixture("ltx_tiny", "intermediates.safetensors"));
+  const Tensor timestep = cpdit::testing::fixture_file("ltx_tiny", "inputs").at("timestep");
+  auto expected = cpdit::testing::fixture_file("ltx_tiny", "intermediates");
   auto out = time_embed.forward(timestep.reshape({-1}));  // raw 0..1000, no scaling
   ASSERT_EQ(out.size(), 2u);
   EXPECT_LT(max_abs_diff(out[0], expected.at("time_embed.0")), kFixtureTolerance);
@@ -51,8 +47,8 @@ TEST(CommonEmbeddings, AdaLayerNormSingleMatchesLtx) {
 TEST(CommonEmbeddings, GeluTanhTextProjectionMatchesLtx) {
   MlpEmbedder caption_projection(12, 24, Activation::gelu_tanh);
   load_part(caption_projection, "ltx_tiny", "caption_projection.");
-  const Tensor text = io::load_safetensors(fixture("ltx_tiny", "inputs.safetensors")).at("encoder_hidden_states");
-  const Tensor want = io::load_safetensors(fixture("ltx_tiny", "intermediates.safetensors")).at("caption_projection");
+  const Tensor text = cpdit::testing::fixture_file("ltx_tiny", "inputs").at("encoder_hidden_states");
+  const Tensor want = cpdit::testing::fixture_file("ltx_tiny", "intermediates").at("caption_projection");
   EXPECT_LT(max_abs_diff(caption_projection.forward(text), want), kFixtureTolerance);
 }
 
@@ -60,8 +56,8 @@ TEST(CommonEmbeddings, ScaledSinusoidMatchesQwenImage) {
   // QwenTimestepProjEmbeddings: Timesteps(256, flip, shift 0, scale 1000), then TimestepEmbedding.
   MlpEmbedder embedder(256, 32, Activation::silu);
   load_part(embedder, "qwenimage_tiny", "time_text_embed.timestep_embedder.");
-  const Tensor timestep = io::load_safetensors(fixture("qwenimage_tiny", "inputs.safetensors")).at("timestep");
-  const Tensor want = io::load_safetensors(fixture("qwenimage_tiny", "intermediates.safetensors")).at("time_text_embed");
+  const Tensor timestep = cpdit::testing::fixture_file("qwenimage_tiny", "inputs").at("timestep");
+  const Tensor want = cpdit::testing::fixture_file("qwenimage_tiny", "intermediates").at("time_text_embed");
   SinusoidOptions scaled;
   scaled.scale = 1000.0f;
   EXPECT_LT(max_abs_diff(embedder.forward(timestep_sinusoid(timestep, 256, scaled)), want), kFixtureTolerance);
@@ -214,7 +210,7 @@ TEST(CommonAttention, JointAttentionStreamsAndResidualBranches) {
   // The bias lands after the product's sum instead of before it: float32 rounding only.
   EXPECT_LT(max_abs_diff(fused[0], gated_residual(residual, modules[0], gate)), 1e-5);
   EXPECT_LT(max_abs_diff(fused[1], gated_residual(context_residual, modules[1], context_gate)), 1e-5);
-  for (const std::string& hooked : {"to_add_out", ""})
+  for (const std::string hooked : {"to_add_out", ""})
     expect_hooks_run_and_agree(attn, {hooked}, [&] {
       return attn.forward_residual(residual, gate, context_residual, context_gate, x1, c1, rope.cos, rope.sin)[1];
     });

@@ -9,7 +9,6 @@ namespace cpdit::models::flux {
 namespace {
 
 using testing::fixture_checkpoint;
-using testing::fixture_dir;
 using testing::fixture_inputs;
 
 constexpr double kTolerance = 1e-4;  // the fixture README: common porting mistakes move outputs by >= 9%
@@ -23,7 +22,7 @@ TEST(Flux, SampleAndIntermediatesMatchDiffusers) {
 }
 
 TEST(Flux, ConfigIsInferredFromTheTensors) {
-  auto state = nn::read_state_dict(io::Checkpoint::open(fixture_dir() + "/weights.safetensors"));
+  auto state = cpdit::testing::fixture_state_dict(testing::kFixture);
   FluxConfig c = FluxConfig::infer(state);
   EXPECT_EQ(c.in_channels, 4);
   EXPECT_EQ(c.num_layers, 1);

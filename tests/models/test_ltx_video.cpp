@@ -68,7 +68,7 @@ TEST(LtxVideo, PaddedTextDoesNotReachTheVideo) {
 }
 
 TEST(LtxVideo, ConfigIsInferredFromTheTensors) {
-  auto state = nn::read_state_dict(io::Checkpoint::open(testing::fixture_dir() + "/weights.safetensors"));
+  auto state = cpdit::testing::fixture_state_dict(testing::kFixture);
   const LtxVideoConfig c = LtxVideoConfig::infer(state);
   EXPECT_EQ(c.in_channels, 8);
   EXPECT_EQ(c.out_channels, 8);

@@ -40,7 +40,7 @@ TEST(QwenImage, SampleAndIntermediatesMatchDiffusers) {
 }
 
 TEST(QwenImage, ConfigIsInferredFromTheTensors) {
-  auto state = nn::read_state_dict(io::Checkpoint::open(testing::fixture_dir() + "/weights.safetensors"));
+  auto state = cpdit::testing::fixture_state_dict(testing::kFixture);
   const QwenImageConfig c = QwenImageConfig::infer(state);
   EXPECT_EQ(c.in_channels, 16);
   EXPECT_EQ(c.out_channels, 4);

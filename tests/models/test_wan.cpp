@@ -9,7 +9,6 @@ namespace cpdit::models::wan {
 namespace {
 
 using testing::fixture_checkpoint;
-using testing::fixture_dir;
 using testing::fixture_inputs;
 
 // The fixture README: float32 and float64 runs differ by <= 3e-6 absolute on outputs of magnitude 2
@@ -24,7 +23,7 @@ TEST(Wan, SampleAndIntermediatesMatchDiffusers) {
 }
 
 TEST(Wan, ConfigIsInferredFromTheTensors) {
-  auto state = nn::read_state_dict(io::Checkpoint::open(fixture_dir() + "/weights.safetensors"));
+  auto state = cpdit::testing::fixture_state_dict(testing::kFixture);
   WanConfig c = WanConfig::infer(state);
   EXPECT_EQ(c.in_channels, 4);
   EXPECT_EQ(c.out_channels, 4);

@@ -5,6 +5,7 @@
 #include "support/record_outputs.hpp"
 
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/nn/load.hpp>
 #include <cpdit/nn/model.hpp>
 
 #include <gtest/gtest.h>
@@ -17,6 +18,11 @@ namespace cpdit::testing {
 inline std::string fixture_dir(const std::string& name) { return std::string(CPDIT_TEST_DATA) + "/fixtures/" + name; }
 inline std::string fixture_weights(const std::string& name) { return fixture_dir(name) + "/weights.safetensors"; }
 inline std::string fixture_config(const std::string& name) { return fixture_dir(name) + "/config.json"; }
+
+// The fixture model's weights as a state dict (what a family's config inference reads).
+inline nn::StateDict fixture_state_dict(const std::string& name) {
+  return nn::read_state_dict(io::Checkpoint::open(fixture_weights(name)));
+}
 
 // The tensors of <fixture>/<file>.safetensors, e.g. fixture_file("flux_tiny", "inputs").
 inline nn::TensorMap fixture_file(const std::string& name, const std::string& file) {
