@@ -95,18 +95,17 @@ CPDIT_TARGET_AMX Tensor pack_activations(const float* x, int64_t m, int64_t k) {
 struct WeightRows {
   Tensor padded;  // undefined when the weight is used in place
   const bf16* rows;
-  int64_t stride;  // elements between rows
-  bool aligned;    // rows start on 64-byte lines; else each span is read through an aligned copy
+  int64_t stride;  // elements between rows, a multiple of kStep (whole 64-byte lines)
 };
 
 bool on_lines(const bf16* p) { return reinterpret_cast<uintptr_t>(p) % 64 == 0; }
 
 WeightRows weight_rows(const Tensor& w, int64_t n, int64_t k) {
-  if (n % kBlock == 0 && k % kStep == 0) return {Tensor(), w.data<bf16>(), k, on_lines(w.data<bf16>())};
+  if (n % kBlock == 0 && k % kStep == 0) return {Tensor(), w.data<bf16>(), k};
   const int64_t ld = round_up(k, kStep);
   Tensor padded = Tensor::zeros({round_up(n, kBlock), ld}, DType::bf16);
   for (int64_t r = 0; r < n; ++r) std::memcpy(padded.data<bf16>() + r * ld, w.data<bf16>() + r * k, k * sizeof(bf16));
-  return {padded, padded.data<bf16>(), ld, true};
+  return {padded, padded.data<bf16>(), ld};
 }
 
 // The span of `rows` weight rows (stride ld) from k step `first`, `steps` long, copied into the calling
@@ -245,15 +244,17 @@ struct SpanPrefetch {
 };
 
 // y rows [t_first, t_last) x features [f_first, f_last) (multiples of 32, padded), with the weight
-// rows of the feature run at `run` (stride ld; `aligned` as in WeightRows), in the order of the cache
-// blocking above. `next_run` is the next_rows weight rows of the feature run after this one (null at
-// the last or when decoded), whose first span is fetched during this run's last.
-void multiply_run(const bf16* run, bool aligned, const bf16* next_run, int64_t next_rows, int64_t ld, const bf16* x,
+// rows of the feature run at `run` (stride ld; read through aligned span copies where `run` is not on a
+// line), in the order of the cache blocking above. `next_run` is the next_rows weight rows of the
+// feature run after this one (null at the last or when decoded), whose first span is fetched during
+// this run's last.
+void multiply_run(const bf16* run, const bf16* next_run, int64_t next_rows, int64_t ld, const bf16* x,
                   int64_t steps, int64_t t_first, int64_t t_last, int64_t f_first, int64_t f_last, int64_t m,
                   int64_t n, const float* bias, bool gelu, float* y) {
   thread_local std::vector<float> parked;  // accumulators between panels: token block x feature block
   const int64_t feature_blocks = (f_last - f_first) / kBlock;
   parked.resize(size_t((t_last - t_first) / kBlock * feature_blocks * kBlockFloats));
+  const bool aligned = on_lines(run);  // then so is every row: the stride is whole lines
   for (int64_t span = 0; span < steps; span += kSpanSteps) {
     const int64_t span_steps = std::min(kSpanSteps, steps - span);
     const int64_t calls =
@@ -293,7 +294,7 @@ void amx_linear_into(const LinearArgs& a, float* y) {
   if (a.m == 0 || a.n == 0) return;
   const int64_t steps = round_up(a.k, kStep) / kStep;
   const Tensor packed = pack_activations(a.x.data<float>(), a.m, a.k);
-  const WeightRows w = a.blocks.defined() ? WeightRows{Tensor(), nullptr, a.k, true} : weight_rows(a.weight, a.n, a.k);
+  const WeightRows w = a.blocks.defined() ? WeightRows{Tensor(), nullptr, a.k} : weight_rows(a.weight, a.n, a.k);
   // Decoding a run of weight rows pays off over every token, not a run of them.
   const int64_t token_run = a.blocks.defined() ? round_up(a.m, kBlock) : kTokenRun;
   const bf16* x = packed.data<bf16>();
@@ -309,7 +310,7 @@ void amx_linear_into(const LinearArgs& a, float* y) {
         const bf16* run = a.blocks.defined() ? decoded_run(a, f_run) : w.rows + f_run * w.stride;
         const int64_t f_next = f_run + kFeatureRun;
         const int64_t next_rows = a.blocks.defined() ? 0 : std::clamp<int64_t>(features - f_next, 0, kFeatureRun);
-        multiply_run(run, w.aligned, next_rows ? run + kFeatureRun * w.stride : nullptr, next_rows, w.stride, x, steps,
+        multiply_run(run, next_rows ? run + kFeatureRun * w.stride : nullptr, next_rows, w.stride, x, steps,
                      t_run, std::min(tokens, t_run + token_run), f_run, std::min(features, f_next), a.m, a.n, bias,
                      gelu, y);
       }
