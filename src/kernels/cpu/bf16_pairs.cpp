@@ -20,6 +20,8 @@
 // g++ 12 reports its own _mm512_undefined_* placeholders as maybe-uninitialised (GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/cpu/tile_rows.hpp"
+
 #include <immintrin.h>
 
 namespace cpdit::kernels::bf16_pairs {
@@ -30,9 +32,8 @@ constexpr int kRows = 8;                 // rows of the register tile
 constexpr int kVectors = 3;              // 16-column vectors of the register tile
 constexpr int64_t kCols = 16 * kVectors;
 
-CPDIT_TARGET_AVX512 __mmask16 lanes(int64_t remaining) {
-  return remaining >= 16 ? __mmask16(0xffff) : remaining <= 0 ? __mmask16(0) : __mmask16((1u << remaining) - 1);
-}
+using tile_rows::lanes;
+using tile_rows::transpose16;
 
 template <int Rows, int Vectors>
 CPDIT_TARGET_AVX512_BF16 void register_tile(int64_t cols, int64_t k_pairs, float alpha, const bf16* a, int64_t lda,
@@ -180,30 +181,6 @@ CPDIT_TARGET_AVX512_BF16 __m512i pairs_of(__m512 even, __m512 odd) {
   return _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
 }
 
-// r[i] lane j <-> r[j] lane i for 16 rows of 16 32-bit lanes: 4 x 4 transposes of elements within
-// each 128-bit lane (unpacks), then of 128-bit lanes across rows (shuffles).
-CPDIT_TARGET_AVX512 void transpose_16x16(__m512i r[16]) {
-  __m512i t[16];
-  for (int g = 0; g < 16; g += 4) {
-    const __m512i a = _mm512_unpacklo_epi32(r[g], r[g + 1]), b = _mm512_unpackhi_epi32(r[g], r[g + 1]);
-    const __m512i c = _mm512_unpacklo_epi32(r[g + 2], r[g + 3]), d = _mm512_unpackhi_epi32(r[g + 2], r[g + 3]);
-    // t[g + e], 128-bit lane L: element 4 L + e of rows g..g+3.
-    t[g] = _mm512_unpacklo_epi64(a, c);
-    t[g + 1] = _mm512_unpackhi_epi64(a, c);
-    t[g + 2] = _mm512_unpacklo_epi64(b, d);
-    t[g + 3] = _mm512_unpackhi_epi64(b, d);
-  }
-  for (int e = 0; e < 4; ++e) {
-    const __m512i lo01 = _mm512_shuffle_i32x4(t[e], t[4 + e], 0x44), hi01 = _mm512_shuffle_i32x4(t[e], t[4 + e], 0xee);
-    const __m512i lo23 = _mm512_shuffle_i32x4(t[8 + e], t[12 + e], 0x44);
-    const __m512i hi23 = _mm512_shuffle_i32x4(t[8 + e], t[12 + e], 0xee);
-    r[e] = _mm512_shuffle_i32x4(lo01, lo23, 0x88);
-    r[4 + e] = _mm512_shuffle_i32x4(lo01, lo23, 0xdd);
-    r[8 + e] = _mm512_shuffle_i32x4(hi01, hi23, 0x88);
-    r[12 + e] = _mm512_shuffle_i32x4(hi01, hi23, 0xdd);
-  }
-}
-
 // Blocks of 16 rows x 16 pairs: each row's 32 values rounded in order are its 16 pairs (32-bit
 // lanes), and a 16 x 16 transpose of those lanes makes them 16 rows of pairs. Rows past n and
 // values past k read as zeros.
@@ -220,7 +197,7 @@ CPDIT_TARGET_AVX512_BF16 void pack_transposed_avx512(const float* src, int64_t l
         const float* row = src + (j0 + i) * ld_src + 2 * p0;
         r[i] = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(second, row + 16), _mm512_maskz_loadu_ps(first, row));
       }
-      transpose_16x16(r);
+      transpose16(r);
       for (int64_t p = 0; p < std::min<int64_t>(16, k_pairs - p0); ++p)
         _mm512_mask_storeu_epi32(dst + 2 * ((p0 + p) * ld_dst + j0), lanes(rows), r[p]);
     }

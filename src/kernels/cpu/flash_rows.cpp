@@ -11,10 +11,14 @@
 // g++ 12 reports its own _mm512_undefined_* placeholders as maybe-uninitialised (GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include "kernels/cpu/tile_rows.hpp"
+
 #include <immintrin.h>
 
 namespace cpdit::kernels::flash {
 namespace {
+
+using tile_rows::lanes;
 
 bool use_avx512() { return kernel_isa() >= Isa::avx512; }
 
@@ -66,14 +70,10 @@ CPDIT_TARGET_AVX512 inline __m512 exp2_for_bf16(__m512 t) {
   return _mm512_maskz_scalef_ps(normal, _mm512_fmadd_ps(q, f, _mm512_set1_ps(1.0f)), n);
 }
 
-CPDIT_TARGET_AVX512 inline __mmask16 tail_mask(int64_t remaining) {
-  return remaining >= 16 ? __mmask16(0xffff) : remaining <= 0 ? __mmask16(0) : __mmask16((1u << remaining) - 1);
-}
-
 CPDIT_TARGET_AVX512 float row_max_avx512(const float* x, int64_t n) {
   __m512 m = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t j = 0; j < n; j += 16) {
-    __mmask16 k = tail_mask(n - j);
+    __mmask16 k = lanes(n - j);
     m = _mm512_mask_max_ps(m, k, m, _mm512_maskz_loadu_ps(k, x + j));
   }
   return _mm512_reduce_max_ps(m);
@@ -83,7 +83,7 @@ CPDIT_TARGET_AVX512 float exp_shift_sum_avx512(float* x, int64_t n, float shift)
   const __m512 s = _mm512_set1_ps(shift);
   __m512 sum = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
-    __mmask16 k = tail_mask(n - j);
+    __mmask16 k = lanes(n - j);
     __m512 e = exp512(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), s));
     _mm512_mask_storeu_ps(x + j, k, e);
     sum = _mm512_mask_add_ps(sum, k, sum, e);
@@ -102,7 +102,7 @@ CPDIT_TARGET_AVX512_BF16 float exp_to_bf16_sum_avx512(const float* x, int64_t n,
   const __m512 a = _mm512_set1_ps(scale * kLog2e), b = _mm512_set1_ps(-shift * kLog2e);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   const auto weights = [&](int64_t j) {
-    return exp2_for_bf16(_mm512_fmadd_ps(_mm512_mask_loadu_ps(neg_inf, tail_mask(n - j), x + j), a, b));
+    return exp2_for_bf16(_mm512_fmadd_ps(_mm512_mask_loadu_ps(neg_inf, lanes(n - j), x + j), a, b));
   };
   __m512 sum = _mm512_setzero_ps();
   int64_t j = 0;
@@ -118,7 +118,7 @@ CPDIT_TARGET_AVX512_BF16 float exp_to_bf16_sum_avx512(const float* x, int64_t n,
 CPDIT_TARGET_AVX512 void softmax_grad_avx512(float* dp, const float* p, int64_t n, float dv) {
   const __m512 d = _mm512_set1_ps(dv);
   for (int64_t j = 0; j < n; j += 16) {
-    __mmask16 k = tail_mask(n - j);
+    __mmask16 k = lanes(n - j);
     __m512 g = _mm512_mul_ps(_mm512_maskz_loadu_ps(k, p + j), _mm512_sub_ps(_mm512_maskz_loadu_ps(k, dp + j), d));
     _mm512_mask_storeu_ps(dp + j, k, g);
   }
@@ -140,7 +140,7 @@ CPDIT_TARGET_AVX512 void online_softmax_columns_avx512(float* st, int64_t ld, in
                                                      const float* tile_max, float* m, float* l, float* alpha) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   for (int64_t r = 0; r < rows; r += 16) {
-    const __mmask16 k = tail_mask(rows - r);
+    const __mmask16 k = lanes(rows - r);
     const __m512 m_old = _mm512_maskz_loadu_ps(k, m + r);
     const __m512 m_new = tile_max ? _mm512_max_ps(m_old, _mm512_maskz_loadu_ps(k, tile_max + r))
                                   : column_max(st, ld, cols, r, k, m_old);

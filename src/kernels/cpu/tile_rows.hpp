@@ -1,6 +1,7 @@
 #pragma once
-// Helpers of the AMX Linear kernels for rows of 16 32-bit lanes: a mask of a row's first lanes, and
-// a 16 x 16 matrix transposed in registers (their tile products hold y transposed, features x tokens).
+// Helpers of the AVX-512 and AMX kernels for rows of 16 32-bit lanes: a mask of a row's first lanes,
+// and a 16 x 16 matrix transposed in registers (the AMX Linear's tile products hold y transposed, and
+// the bf16 packers turn rows of pairs into columns).
 #include "kernels/cpu/isa_target.hpp"
 
 #include <cstdint>
