@@ -118,7 +118,7 @@ void run(const GemmBenchArgs& args) {
                   {"gflops_min", flops / t.min_s / 1e9}, {"gflops_median", flops / t.median_s / 1e9},
                   {"cpu_min_s", t.cpu_min_s}, {"cpu_median_s", t.cpu_median_s},
                   {"gflops_cpu_min", flops / t.cpu_min_s / 1e9}, {"gflops_cpu_median", flops / t.cpu_median_s / 1e9},
-                  {"load_average_1min", load_average()}});
+                  {"load_average_1min", load_average()}, {"samples_s", t.samples_s}});
         return j;
       };
 
@@ -165,6 +165,11 @@ void run(const GemmBenchArgs& args) {
       if (kernels::amx_available())
         linear_line("linear_bf16_amx_bias",
                     [&] { kernels::linear_bf16_compute(x, next_w_bf16(), b, kernels::Bf16Matmul::amx); });
+      if (kernels::amx_available())  // the FFN hidden layer under --dtype bf16: GELU on the tiles as they are stored
+        linear_line("linear_bf16_amx_bias_gelu", [&] {
+          const ScopedMatmulPrecision reduced(MatmulPrecision::bf16);
+          y = kernels::linear(x, next_w_bf16(), b, kernels::Epilogue::gelu_tanh);
+        });
       if (s.m <= 4 && kernels::kernel_isa() >= kernels::Isa::avx512_bf16)
         linear_line("linear_bf16_rows_bias",
                     [&] { kernels::linear_bf16_compute(x, next_w_bf16(), b, kernels::Bf16Matmul::rows); });

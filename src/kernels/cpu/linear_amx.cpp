@@ -23,9 +23,14 @@
 //
 // A weight whose n or k is not a multiple of 32 is copied once per call into a zero-padded one (no
 // model here has one on a large layer); tokens are padded with zeros in the packed activations.
-// A weight whose rows do not start on a 64-byte line (a safetensors file's tensors start 8 bytes
-// apart, past a header of any length, and GGUF's 32) is read a span at a time through an aligned
-// copy: a tile load whose 16 rows each straddle two lines ran the products at 0.63x.
+// A weight is read a span at a time through an aligned copy (rows one after another) where reading it
+// in place is slow: where its rows do not start on a 64-byte line (a safetensors file's tensors start
+// 8 bytes apart, past a header of any length, and GGUF's 32; a tile load whose 16 rows each straddle
+// two lines ran the products at 0.63x), and where a run's rows lie more than 4 MiB apart end to end
+// (k > 8192). There the in-place products ran at full speed on some weights and at 0.5-0.7x on others
+// of the same shape in the same process, by where the weight landed in memory (1024 x 3072 x k, 8
+// weights: k 8192 never slow, 12288 a quarter of them, 16384-24576 most), while through the copy every
+// weight ran at 0.85-0.95x of the fast ones.
 #include "kernels/cpu/amx_tiles.hpp"
 #include "kernels/cpu/bf16_pairs.hpp"
 #include "kernels/cpu/block_decode.hpp"
@@ -57,6 +62,7 @@ constexpr int64_t kPanelSteps = 16;
 constexpr int64_t kSpanSteps = 16;
 constexpr int64_t kTokenRun = 512;
 constexpr int64_t kBlockFloats = 4 * 16 * 16;  // one block's four accumulator tiles
+constexpr int64_t kInPlaceRunBytes = int64_t(4) << 20;  // the widest run of rows read in place (see above)
 
 using tile_rows::lanes;
 using tile_rows::round_up;
@@ -245,7 +251,7 @@ struct SpanPrefetch {
 
 // y rows [t_first, t_last) x features [f_first, f_last) (multiples of 32, padded), with the weight
 // rows of the feature run at `run` (stride ld; read through aligned span copies where `run` is not on a
-// line), in the order of the cache blocking above. `next_run` is the next_rows weight rows of the
+// line or the run's rows are too far apart), in the order of the cache blocking above. `next_run` is the next_rows weight rows of the
 // feature run after this one (null at the last or when decoded), whose first span is fetched during
 // this run's last.
 void multiply_run(const bf16* run, const bf16* next_run, int64_t next_rows, int64_t ld, const bf16* x,
@@ -254,7 +260,8 @@ void multiply_run(const bf16* run, const bf16* next_run, int64_t next_rows, int6
   thread_local std::vector<float> parked;  // accumulators between panels: token block x feature block
   const int64_t feature_blocks = (f_last - f_first) / kBlock;
   parked.resize(size_t((t_last - t_first) / kBlock * feature_blocks * kBlockFloats));
-  const bool aligned = on_lines(run);  // then so is every row: the stride is whole lines
+  // On the line, so is every row: the stride is whole lines.
+  const bool in_place = on_lines(run) && kFeatureRun * ld * int64_t(sizeof(bf16)) <= kInPlaceRunBytes;
   for (int64_t span = 0; span < steps; span += kSpanSteps) {
     const int64_t span_steps = std::min(kSpanSteps, steps - span);
     const int64_t calls =
@@ -264,8 +271,8 @@ void multiply_run(const bf16* run, const bf16* next_run, int64_t next_rows, int6
                           last ? next_rows : f_last - f_first,
                           std::min(kSpanSteps, last ? steps : steps - span - kSpanSteps) * kStep, calls);
     // The span's weight rows and their stride, with k steps counted from the span's first.
-    const bf16* rows = aligned ? run + span * kStep : aligned_span(run, ld, f_last - f_first, span, span_steps);
-    const int64_t rows_ld = aligned ? ld : kSpanSteps * kStep;
+    const bf16* rows = in_place ? run + span * kStep : aligned_span(run, ld, f_last - f_first, span, span_steps);
+    const int64_t rows_ld = in_place ? ld : kSpanSteps * kStep;
     for (int64_t t = t_first; t < t_last; t += kBlock) {
       const bf16* tokens = x + (t / kBlock) * steps * 2 * kTileValues;
       for (int64_t panel = span; panel < std::min(steps, span + kSpanSteps); panel += kPanelSteps) {
