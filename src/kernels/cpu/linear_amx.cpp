@@ -26,11 +26,12 @@
 // A weight is read a span at a time through an aligned copy (rows one after another) where reading it
 // in place is slow: where its rows do not start on a 64-byte line (a safetensors file's tensors start
 // 8 bytes apart, past a header of any length, and GGUF's 32; a tile load whose 16 rows each straddle
-// two lines ran the products at 0.63x), and where a run's rows lie more than 4 MiB apart end to end
-// (k > 8192). There the in-place products ran at full speed on some weights and at 0.5-0.7x on others
-// of the same shape in the same process, by where the weight landed in memory (1024 x 3072 x k, 8
-// weights: k 8192 never slow, 12288 a quarter of them, 16384-24576 most), while through the copy every
-// weight ran at 0.85-0.95x of the fast ones.
+// two lines ran the products at 0.63x), and where the rows are a multiple of 8 KiB apart and a run of
+// them spans more than 4 MiB (k a multiple of 4096 above 8192). There the in-place products ran at
+// full speed on some weights and at 0.5-0.7x on others of the same shape in the same process, by
+// where the weight landed in memory (1024 x 3072 x k, 8 weights: k 12288 a quarter of them, 16384 to
+// 24576 most; never k 4096, 8192 or 15360), while through the copy every weight ran at 0.85-0.95x of
+// the fast ones.
 #include "kernels/cpu/amx_tiles.hpp"
 #include "kernels/cpu/bf16_pairs.hpp"
 #include "kernels/cpu/block_decode.hpp"
@@ -62,7 +63,9 @@ constexpr int64_t kPanelSteps = 16;
 constexpr int64_t kSpanSteps = 16;
 constexpr int64_t kTokenRun = 512;
 constexpr int64_t kBlockFloats = 4 * 16 * 16;  // one block's four accumulator tiles
-constexpr int64_t kInPlaceRunBytes = int64_t(4) << 20;  // the widest run of rows read in place (see above)
+// Rows this many bytes apart, over runs wider than kInPlaceRunBytes, are read through copies (above).
+constexpr int64_t kAliasedRowBytes = 8192;
+constexpr int64_t kInPlaceRunBytes = int64_t(4) << 20;
 
 using tile_rows::lanes;
 using tile_rows::round_up;
@@ -261,7 +264,9 @@ void multiply_run(const bf16* run, const bf16* next_run, int64_t next_rows, int6
   const int64_t feature_blocks = (f_last - f_first) / kBlock;
   parked.resize(size_t((t_last - t_first) / kBlock * feature_blocks * kBlockFloats));
   // On the line, so is every row: the stride is whole lines.
-  const bool in_place = on_lines(run) && kFeatureRun * ld * int64_t(sizeof(bf16)) <= kInPlaceRunBytes;
+  const int64_t row_bytes = ld * int64_t(sizeof(bf16));
+  const bool in_place =
+      on_lines(run) && (row_bytes % kAliasedRowBytes != 0 || kFeatureRun * row_bytes <= kInPlaceRunBytes);
   for (int64_t span = 0; span < steps; span += kSpanSteps) {
     const int64_t span_steps = std::min(kSpanSteps, steps - span);
     const int64_t calls =
