@@ -1,6 +1,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/common/adaptive_norm.hpp>
+#include <cpdit/parallel/shared_linear.hpp>
 
 namespace cpdit::models::common {
 
@@ -10,9 +11,13 @@ namespace {
 // (B, D) -> (B, 1, D): a per-batch vector broadcast over the tokens; other shapes pass unchanged.
 Tensor over_tokens(const Tensor& v) { return v.dim() == 2 ? v.contiguous().reshape({v.size(0), 1, v.size(1)}) : v; }
 
-// linear(SiLU(emb)) (B, chunks·D) cut into `chunks` vectors (B, D), in checkpoint order.
+// linear(SiLU(emb)) (B, chunks·D) cut into `chunks` vectors (B, D), in checkpoint order. emb holds one
+// vector per sample, the same on every rank of a context-parallel group, so the ranks share the
+// product's output features out (a hooked layer must see its own input and output, so runs whole).
 std::vector<Tensor> chunked(const nn::Linear& linear, const Tensor& emb, int chunks) {
-  Tensor m = linear.forward(k::silu(emb));
+  CPDIT_CHECK(emb.dim() == 2, invalid_argument, "modulation: embedding must be (B, D), got ", emb.describe());
+  const Tensor e = k::silu(emb);
+  Tensor m = linear.has_hooks() ? linear.forward(e) : parallel::shared_linear(e, linear.weight(), linear.bias());
   const int64_t dim = m.size(1) / chunks;
   std::vector<Tensor> out;
   for (int i = 0; i < chunks; ++i) out.push_back(m.narrow(1, i * dim, dim));
