@@ -193,9 +193,20 @@ CPDIT_TARGET_AMX void store_block(int64_t token, int64_t feature, int64_t m, int
 }
 
 // The four accumulators += 32 weight rows (stride ld elements) x one packed block of 32 tokens, over
-// `steps` k steps from w and x.
-CPDIT_TARGET_AMX void multiply_block(const bf16* w, int64_t ld, const bf16* x, int64_t steps) {
+// `steps` k steps from w and x. `half`: the block's tokens 16-31 are all padding (the last block of
+// 975 tokens, Wan's share on 2 ranks, holds 15), so only accumulators 0 and 2 are multiplied.
+CPDIT_TARGET_AMX void multiply_block(const bf16* w, int64_t ld, const bf16* x, int64_t steps, bool half) {
   const int64_t w_bytes = ld * int64_t(sizeof(bf16));
+  if (half) {
+    for (int64_t s = 0; s < steps; ++s) {
+      _tile_loadd(4, w + s * kStep, w_bytes);
+      _tile_loadd(6, x + s * 2 * kTileValues, 64);
+      _tile_dpbf16ps(0, 4, 6);
+      _tile_loadd(5, w + 16 * ld + s * kStep, w_bytes);
+      _tile_dpbf16ps(2, 5, 6);
+    }
+    return;
+  }
   for (int64_t s = 0; s < steps; ++s) {
     _tile_loadd(4, w + s * kStep, w_bytes);
     _tile_loadd(6, x + s * 2 * kTileValues, 64);
@@ -288,7 +299,7 @@ void multiply_run(const bf16* run, const bf16* next_run, int64_t next_rows, int6
           resume(block, panel == 0);
           prefetch.share();
           multiply_block(rows + (f - f_first) * rows_ld + (panel - span) * kStep, rows_ld,
-                         tokens + panel * 2 * kTileValues, panel_end - panel);
+                         tokens + panel * 2 * kTileValues, panel_end - panel, t + 16 >= m);
           if (panel_end == steps) store_block(t, f, m, n, bias, gelu, y);
           else park(block);
         }
