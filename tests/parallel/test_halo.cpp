@@ -2,8 +2,8 @@
 // columns and causal in time, and a GroupNorm, each on the bands of 2, 3 and 4 ranks, equal the
 // one-rank result (the rows of 11 divide by none of them).
 #include "kernels/reference.hpp"
+#include "parallel/bound_ranks.hpp"
 
-#include <cpdit/comm/local.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/parallel/context.hpp>
 #include <cpdit/parallel/halo.hpp>
@@ -11,36 +11,17 @@
 
 #include <gtest/gtest.h>
 
-#include <mutex>
-
 namespace cpdit::parallel {
 namespace {
 
 using test::random_tensor;
 
-std::shared_ptr<comm::Communicator> borrowed(comm::Communicator& c) {
-  return std::shared_ptr<comm::Communicator>(&c, [](comm::Communicator*) {});
-}
-
 // max |gathered - whole| over every rank, of fn run on each rank's band of x (rows = dim 3) with the
 // row split bound (a ring ParallelContext), against fn on the whole of x with nothing bound.
 double band_error(int ranks, const Tensor& x, const std::function<Tensor(const Tensor&)>& fn) {
-  const Tensor whole = fn(x);
-  double worst = 0.0;
-  std::mutex mutex;
-  comm::LocalOptions one_thread_each;
-  one_thread_each.threads_per_rank = 1;
-  comm::run_local(ranks, [&](comm::Communicator& comm) {
-    ParallelContext context(borrowed(comm), ContextParallelConfig{ranks, 1});
-    attention::ScopedRouter bound(&context);
-    const Tensor gathered = gather(fn(shard(x, 3, comm)), 3, comm);
-    const auto want = test::to_double(whole), got = test::to_double(gathered);
-    double error = want.size() == got.size() ? 0.0 : INFINITY;
-    for (size_t i = 0; i < want.size() && i < got.size(); ++i) error = std::max(error, std::abs(want[i] - got[i]));
-    std::lock_guard lock(mutex);
-    worst = std::max(worst, error);
-  }, one_thread_each);
-  return worst;
+  return test::worst_rank_error(ranks, ContextParallelConfig{ranks, 1}, fn(x), [&](comm::Communicator& comm) {
+    return gather(fn(shard(x, 3, comm)), 3, comm);
+  });
 }
 
 TEST(Halo, ConvolutionWithATwoRowHaloEqualsTheWholeImage) {

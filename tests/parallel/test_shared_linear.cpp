@@ -3,43 +3,23 @@
 // AMX tiles) and Q8_0 weights, over widths that leave the last rank a partial run of features or
 // none at all (70 features on 4 ranks: 64, 6, 0, 0).
 #include "kernels/reference.hpp"
+#include "parallel/bound_ranks.hpp"
 
-#include <cpdit/comm/local.hpp>
 #include <cpdit/core/precision.hpp>
 #include <cpdit/kernels/cpu.hpp>
-#include <cpdit/parallel/context.hpp>
 #include <cpdit/parallel/shared_linear.hpp>
 
 #include <gtest/gtest.h>
-
-#include <mutex>
 
 namespace cpdit::parallel {
 namespace {
 
 using test::random_tensor;
 
-// max |shared - whole| over every rank and element, with each rank's context bound.
+// max |shared - whole| over every rank and element, with each rank's context bound (Ulysses).
 double shared_error(int ranks, const Tensor& x, const Weight& w, const Tensor& b) {
-  const Tensor whole = kernels::linear(x, w, b);
-  double worst = 0.0;
-  std::mutex mutex;
-  comm::LocalOptions one_thread_each;
-  one_thread_each.threads_per_rank = 1;
-  const MatmulPrecision precision = matmul_precision();  // a process setting, as the ranks' threads see it
-  comm::run_local(ranks, [&](comm::Communicator& comm) {
-    ParallelContext context(std::shared_ptr<comm::Communicator>(&comm, [](comm::Communicator*) {}),
-                            ContextParallelConfig{1, ranks});
-    attention::ScopedRouter bound(&context);
-    EXPECT_EQ(matmul_precision(), precision);
-    const Tensor shared = shared_linear(x, w, b);
-    const auto want = test::to_double(whole), got = test::to_double(shared);
-    double error = shared.shape() == whole.shape() ? 0.0 : INFINITY;
-    for (size_t i = 0; i < want.size() && i < got.size(); ++i) error = std::max(error, std::abs(want[i] - got[i]));
-    std::lock_guard lock(mutex);
-    worst = std::max(worst, error);
-  }, one_thread_each);
-  return worst;
+  return test::worst_rank_error(ranks, ContextParallelConfig{1, ranks}, kernels::linear(x, w, b),
+                                [&](comm::Communicator&) { return shared_linear(x, w, b); });
 }
 
 TEST(SharedLinear, EveryRankCountGivesTheOneRankLayerBitForBit) {
