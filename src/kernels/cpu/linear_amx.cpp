@@ -90,7 +90,8 @@ CPDIT_TARGET_AMX Tensor pack_activations(const float* x, int64_t m, int64_t k) {
             continue;
           }
           const float* src = x + token * k + s * kStep;
-          rows[c] = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(high, src + 16), _mm512_maskz_loadu_ps(low, src));
+          rows[c] =
+              (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(high, src + 16), _mm512_maskz_loadu_ps(low, src));
         }
         transpose16(rows);  // rows[r]: pair r of the 16 tokens
         bf16* tile = out + ((b * steps + s) * 2 + half) * kTileValues;
@@ -132,8 +133,9 @@ CPDIT_TARGET_AMX void decode_q8_0(const uint8_t* blocks, int64_t n, bf16* out) {
   for (int64_t b = 0; b < n / 32; ++b) {
     const uint8_t* block = blocks + b * 34;
     const __m512 d = _mm512_set1_ps(int8_blocks::half_at(block));
-    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2))));
-    const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 18))));
+    const auto* codes = reinterpret_cast<const __m128i*>(block + 2);  // 16 + 16 int8 codes
+    const __m512 lo = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(codes)));
+    const __m512 hi = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(codes + 1)));
     _mm512_storeu_si512(out + b * 32, (__m512i)_mm512_cvtne2ps_pbh(_mm512_mul_ps(hi, d), _mm512_mul_ps(lo, d)));
   }
 }
@@ -265,16 +267,16 @@ struct SpanPrefetch {
 
 // y rows [t_first, t_last) x features [f_first, f_last) (multiples of 32, padded), with the weight
 // rows of the feature run at `run` (stride ld; read through aligned span copies where `run` is not on a
-// line or the run's rows are too far apart), in the order of the cache blocking above. `next_run` is the next_rows weight rows of the
-// feature run after this one (null at the last or when decoded), whose first span is fetched during
-// this run's last.
+// line or the rows are aliased, see above), in the order of the cache blocking above. `next_run` is the
+// next_rows weight rows of the feature run after this one (null at the last or when decoded), whose
+// first span is fetched during this run's last.
 void multiply_run(const bf16* run, const bf16* next_run, int64_t next_rows, int64_t ld, const bf16* x,
                   int64_t steps, int64_t t_first, int64_t t_last, int64_t f_first, int64_t f_last, int64_t m,
                   int64_t n, const float* bias, bool gelu, float* y) {
   thread_local std::vector<float> parked;  // accumulators between panels: token block x feature block
   const int64_t feature_blocks = (f_last - f_first) / kBlock;
   parked.resize(size_t((t_last - t_first) / kBlock * feature_blocks * kBlockFloats));
-  // On the line, so is every row: the stride is whole lines.
+  // When the run's first row is on a line so is every row: the stride is whole lines.
   const int64_t row_bytes = ld * int64_t(sizeof(bf16));
   const bool in_place =
       on_lines(run) && (row_bytes % kAliasedRowBytes != 0 || kFeatureRun * row_bytes <= kInPlaceRunBytes);
