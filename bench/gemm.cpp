@@ -162,14 +162,15 @@ void run(const GemmBenchArgs& args) {
       });
       linear_line("linear_bf16_weights_bias", [&] { kernels::linear_into(x, next_w_bf16(), b, y); });
       // The bf16 products linear_bf16_compute chooses between (AMX first, where available; rows for m <= 4).
-      if (kernels::amx_available())
+      if (kernels::amx_available()) {
         linear_line("linear_bf16_amx_bias",
                     [&] { kernels::linear_bf16_compute(x, next_w_bf16(), b, kernels::Bf16Matmul::amx); });
-      if (kernels::amx_available())  // the FFN hidden layer under --dtype bf16: GELU on the tiles as they are stored
+        // The FFN hidden layer under --dtype bf16: GELU on the tiles as they are stored.
         linear_line("linear_bf16_amx_bias_gelu", [&] {
           const ScopedMatmulPrecision reduced(MatmulPrecision::bf16);
           y = kernels::linear(x, next_w_bf16(), b, kernels::Epilogue::gelu_tanh);
         });
+      }
       if (s.m <= 4 && kernels::kernel_isa() >= kernels::Isa::avx512_bf16)
         linear_line("linear_bf16_rows_bias",
                     [&] { kernels::linear_bf16_compute(x, next_w_bf16(), b, kernels::Bf16Matmul::rows); });

@@ -199,25 +199,15 @@ CPDIT_TARGET_AMX void store_block(int64_t token, int64_t feature, int64_t m, int
 // 975 tokens, Wan's share on 2 ranks, holds 15), so only accumulators 0 and 2 are multiplied.
 CPDIT_TARGET_AMX void multiply_block(const bf16* w, int64_t ld, const bf16* x, int64_t steps, bool half) {
   const int64_t w_bytes = ld * int64_t(sizeof(bf16));
-  if (half) {
-    for (int64_t s = 0; s < steps; ++s) {
-      _tile_loadd(4, w + s * kStep, w_bytes);
-      _tile_loadd(6, x + s * 2 * kTileValues, 64);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_loadd(5, w + 16 * ld + s * kStep, w_bytes);
-      _tile_dpbf16ps(2, 5, 6);
-    }
-    return;
-  }
   for (int64_t s = 0; s < steps; ++s) {
     _tile_loadd(4, w + s * kStep, w_bytes);
     _tile_loadd(6, x + s * 2 * kTileValues, 64);
-    _tile_loadd(7, x + s * 2 * kTileValues + kTileValues, 64);
+    if (!half) _tile_loadd(7, x + s * 2 * kTileValues + kTileValues, 64);
     _tile_dpbf16ps(0, 4, 6);
     _tile_loadd(5, w + 16 * ld + s * kStep, w_bytes);
-    _tile_dpbf16ps(1, 4, 7);
+    if (!half) _tile_dpbf16ps(1, 4, 7);
     _tile_dpbf16ps(2, 5, 6);
-    _tile_dpbf16ps(3, 5, 7);
+    if (!half) _tile_dpbf16ps(3, 5, 7);
   }
 }
 
