@@ -68,7 +68,7 @@ constexpr int64_t kAliasedRowBytes = 8192;
 constexpr int64_t kInPlaceRunBytes = int64_t(4) << 20;
 
 using tile_rows::lanes;
-using tile_rows::round_up;
+using bf16_pairs::round_up;
 using tile_rows::transpose16;
 
 // The activations (m, k) f32 as right-operand tiles: for each block of 32 tokens, each step of 32 k

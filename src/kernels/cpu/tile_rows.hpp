@@ -10,8 +10,6 @@
 
 namespace cpdit::kernels::tile_rows {
 
-inline int64_t round_up(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
-
 // The first `remaining` of 16 lanes (none when remaining <= 0).
 CPDIT_TARGET_AVX512 inline __mmask16 lanes(int64_t remaining) {
   return remaining >= 16 ? __mmask16(0xffff) : remaining <= 0 ? __mmask16(0) : __mmask16((1u << remaining) - 1);
