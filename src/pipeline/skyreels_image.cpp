@@ -1,8 +1,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/png.hpp>
-#include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 #include <cpdit/pipeline/skyreels_image.hpp>
-#include <cpdit/pipeline/vae_decode.hpp>
+#include <cpdit/pipeline/wan_image.hpp>
 
 #include "pipeline/pil_resample.hpp"
 
@@ -24,15 +23,9 @@ Tensor image_pixels(const std::string& png_path, int64_t height, int64_t width) 
 }
 
 Tensor image_latents(const models::LoadedModel& vae, const Tensor& pixels) {
-  const auto* config = std::any_cast<models::vae::WanVaeConfig>(&vae.config);
-  CPDIT_CHECK(config, invalid_argument, "image-to-video encodes its images with a Wan VAE (AutoencoderKLWan); the "
-              "pipeline's VAE is ", vae.class_name);
   CPDIT_CHECK(pixels.dim() == 4 && pixels.size(1) == 3, invalid_argument, "images to encode are (B, 3, H, W), got ",
               pixels.describe());
-  const std::unique_ptr<nn::Model> model = vae.replica();
-  const auto& wan = dynamic_cast<const models::vae::AutoencoderKLWan&>(*model);
-  const Tensor video = pixels.contiguous().reshape({pixels.size(0), 3, 1, pixels.size(2), pixels.size(3)});
-  return normalize_wan_latents(wan.encode(video), *config);
+  return wan_video_latents(vae, pixels.contiguous().reshape({pixels.size(0), 3, 1, pixels.size(2), pixels.size(3)}));
 }
 
 }  // namespace cpdit::pipeline

@@ -39,7 +39,9 @@ Tensor random_wan_prompt_embeds(const WanConfig& config, int64_t batch, int64_t 
 
 Shape wan_latent_shape(const WanConfig& config, int64_t batch, int64_t frames, int64_t height, int64_t width,
                        const WanVaeFactors& vae) {
-  return video_latent_shape(batch, config.in_channels, frames, height, width, vae.temporal, vae.spatial,
+  // An image-to-video model's input adds the image condition's channels to the latents'.
+  const int64_t channels = wan_takes_image(config) ? config.out_channels : config.in_channels;
+  return video_latent_shape(batch, channels, frames, height, width, vae.temporal, vae.spatial,
                             vae.spatial * config.patch_size[1]);
 }
 
@@ -73,21 +75,56 @@ Tensor guided_prediction(const nn::Model& model, nn::TensorMap inputs, const Ten
   return combine_guidance(pair.cond, pair.uncond, {options.guidance_scale});
 }
 
+namespace {
+
+// `t` repeated `times` along dim 0, as torch's repeat(times, 1, ...).
+Tensor repeated(const Tensor& t, int64_t times) {
+  return times == 1 ? t : cat(std::vector<Tensor>(size_t(times), t), 0);
+}
+
+// The inputs an image-to-video model takes besides the latents: the condition (checked against the
+// latents of `shape`) and the image tokens, over `batch`; none for a text-to-video model.
+nn::TensorMap image_inputs(const WanConfig& config, const Shape& shape, const WanImageConditioning& image) {
+  const bool takes = wan_takes_image(config);
+  CPDIT_CHECK(takes == image.condition.defined(), invalid_argument,
+              takes ? "this Wan image-to-video model (in_channels " + std::to_string(config.in_channels) +
+                          ") needs an image to start from"
+                    : std::string("this Wan model makes video from text alone; it takes no image"));
+  if (!takes) return {};
+  const Tensor& c = image.condition;
+  CPDIT_CHECK(c.dim() == 5 && c.size(0) == 1 && c.size(1) == config.in_channels - config.out_channels &&
+                  c.size(2) == shape[2] && c.size(3) == shape[3] && c.size(4) == shape[4],
+              invalid_argument, "the image condition is ", c.describe(), "; this model and clip need (1, ",
+              config.in_channels - config.out_channels, ", ", shape[2], ", ", shape[3], ", ", shape[4], ")");
+  CPDIT_CHECK((config.image_dim > 0) == image.image_embeds.defined(), invalid_argument,
+              config.image_dim > 0 ? "this Wan image-to-video model (image_dim set) needs the image encoder's tokens"
+                                   : "this Wan model (image_dim null) takes no image tokens");
+  nn::TensorMap inputs{{"condition", repeated(c.to(DType::f32), shape[0])}};
+  if (image.image_embeds.defined()) inputs["encoder_hidden_states_image"] = repeated(image.image_embeds, shape[0]);
+  return inputs;
+}
+
+}  // namespace
+
 WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanConfig& config,
                                UniPCMultistepScheduler& scheduler, const Tensor& prompt_embeds,
                                const WanGenerateOptions& options) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
   const int64_t batch = prompt_embeds.size(0);
-  Tensor latents = initial_wan_latents(
-      wan_latent_shape(config, batch, options.frames, options.height, options.width, options.vae), options);
+  const Shape shape = wan_latent_shape(config, batch, options.frames, options.height, options.width, options.vae);
+  Tensor latents = initial_wan_latents(shape, options);
+  const nn::TensorMap image = image_inputs(config, shape, options.image);
   scheduler.set_timesteps(options.steps);
   WanGenerateResult result;
   for (int i = 0; i < options.steps; ++i) {
     auto start = std::chrono::steady_clock::now();
     // WanPipeline feeds the integer timestep, expanded over the batch, unscaled.
     const Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
-    const Tensor velocity =
-        guided_prediction(model, {{"hidden_states", latents}, {"timestep", timestep}}, prompt_embeds, options);
+    const Tensor hidden = image.count("condition") ? cat({latents, image.at("condition")}, 1) : latents;
+    nn::TensorMap inputs{{"hidden_states", hidden}, {"timestep", timestep}};
+    if (image.count("encoder_hidden_states_image"))
+      inputs["encoder_hidden_states_image"] = image.at("encoder_hidden_states_image");
+    const Tensor velocity = guided_prediction(model, inputs, prompt_embeds, options);
     latents = scheduler.step(velocity, latents);
     result.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

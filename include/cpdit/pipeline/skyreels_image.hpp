@@ -18,9 +18,8 @@ namespace cpdit::pipeline {
 Tensor image_pixels(const std::string& png_path, int64_t height, int64_t width);
 
 // What the pipeline's prepare_latents makes of images: `pixels` (B, 3, H, W) from image_pixels, each a
-// one-frame video through the encoder of `vae` (a LoadedModel of AutoencoderKLWan; any other VAE is
-// refused in one line), the posterior's mode (retrieve_latents with sample_mode="argmax"), normalised
-// by normalize_wan_latents: (B, z_dim, 1, H/8, W/8) f32. On this thread, one rank.
+// one-frame video through wan_video_latents (wan_image.hpp): (B, z_dim, 1, H/8, W/8) f32. On this
+// thread, one rank.
 Tensor image_latents(const models::LoadedModel& vae, const Tensor& pixels);
 
 }  // namespace cpdit::pipeline

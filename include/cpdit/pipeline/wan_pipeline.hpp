@@ -1,7 +1,9 @@
 #pragma once
 // The Wan 2.x text-to-video denoising loop (diffusers' WanPipeline): seeded noise latents
 // (B, 16, F, H/8, W/8), the UniPC flow-prediction schedule, one transformer call (two with
-// classifier-free guidance) and one UniPC step per timestep.
+// classifier-free guidance) and one UniPC step per timestep. With an image condition (wan_image.hpp)
+// it is WanImageToVideoPipeline's loop: the condition beside the latents on channels, the image tokens
+// in both guidance passes.
 //
 // Under context parallelism the model splits the tokens after its patch embedding and gathers its
 // output (the Wan plan), so every rank steps the same full latents; UniPC's multistep state is
@@ -9,6 +11,7 @@
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/models/wan/model.hpp>
 #include <cpdit/pipeline/unipc.hpp>
+#include <cpdit/pipeline/wan_image.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +46,9 @@ struct WanGenerateOptions {
   comm::Communicator* cfg = nullptr;
   // The initial latents (B, C, F', h, w), as diffusers' `latents=` argument; undefined: seeded noise.
   Tensor initial_latents;
+  // Image-to-video: what wan_image_condition and wan_image_embeds made, each repeated over the batch as
+  // the pipeline repeats them. Required by a model that takes an image (wan_takes_image), refused by others.
+  WanImageConditioning image;
   std::function<void(int, int, double)> on_step;  // (step index, steps, seconds of that step)
 };
 
