@@ -264,10 +264,11 @@ void add_generate(CLI::App& parent) {
                   "all frames in step)")
       ->check(whole_number<int64_t>(0));
   cmd->add_option("--first-image", args->first_image,
-                  "SkyReels-V2 diffusion forcing: image-to-video from this PNG, the clip's first frame (resized to "
-                  "--height x --width as the pipeline does, encoded by the pipeline's Wan VAE)");
+                  "image-to-video (Wan 2.1 I2V and FLF2V, SkyReels-V2 diffusion forcing) from this PNG, the clip's "
+                  "first frame (resized to --height x --width as the pipeline does, encoded by the pipeline's Wan VAE; "
+                  "for Wan 2.1 also by its image_encoder/)");
   cmd->add_option("--last-image", args->last_image,
-                  "SkyReels-V2 diffusion forcing, with --first-image: the PNG the clip ends at");
+                  "with --first-image: the PNG the clip ends at (Wan 2.1 FLF2V, SkyReels-V2 diffusion forcing)");
   cmd->add_option("--fps", args->fps,
                   "the clip's frame rate: --video plays at it (default: SkyReels-V2 24, LTX-Video 25, Wan 16), SkyReels-V2 "
                   "models with an fps embedding are told it (16 or other), LTX-Video scales its RoPE time by it")

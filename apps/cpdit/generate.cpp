@@ -31,6 +31,8 @@
 #include <cpdit/pipeline/skyreels_image.hpp>
 #include <cpdit/pipeline/skyreels_pipeline.hpp>
 #include <cpdit/pipeline/stages.hpp>
+#include <cpdit/pipeline/clip_image.hpp>
+#include <cpdit/pipeline/wan_image.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
 #include <algorithm>
@@ -77,6 +79,12 @@ bool diffusion_forcing(const Source& source) {
   if (source.pipeline != pipeline::PipelineKind::skyreels_v2) return false;
   const models::wan::WanConfig& config = video_config(source);
   return config.out_channels == 0 || config.in_channels == config.out_channels;
+}
+
+// Wan 2.1 image-to-video (I2V, FLF2V), which takes the image as more input channels (and, with image_dim,
+// CLIP's tokens of it).
+bool wan_image_to_video(const Source& source) {
+  return source.pipeline == pipeline::PipelineKind::wan && pipeline::wan_takes_image(video_config(source));
 }
 
 Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
@@ -309,18 +317,51 @@ nn::TensorMap image_inputs(const GenerateArgs& args, const pipeline::PipelinePar
   return inputs;
 }
 
+// Wan 2.1 image-to-video: the --first-image (and --last-image) PNGs as WanImageToVideoPipeline
+// conditions on them: at the video's size through the pipeline's Wan VAE beside the frame mask, and,
+// for a model with image_dim, as its CLIPImageProcessor makes them through its image encoder. Made on
+// this thread before the ranks start, each model loaded and freed here (every process of an mpirun
+// launch makes its own).
+pipeline::WanImageConditioning wan_image_conditioning(const GenerateArgs& args, const pipeline::PipelineParts& parts,
+                                                      const Source& source) {
+  const models::wan::WanConfig& config = video_config(source);
+  CPDIT_CHECK(parts.vae, invalid_argument, "--first-image needs the pipeline's VAE to encode it: ", args.model,
+              " has no vae/ (give a diffusers pipeline folder)");
+  const ScopedComputeThreads budget(args.parallel.threads > 0 ? args.parallel.threads : hardware_threads());
+  pipeline::WanImageConditioning image;
+  const Tensor first = pipeline::image_pixels(args.first_image, args.height, args.width);
+  const Tensor last =
+      args.last_image.empty() ? Tensor() : pipeline::image_pixels(args.last_image, args.height, args.width);
+  image.condition = pipeline::wan_image_condition(parts.vae(), first, last, args.frames, source.wan_vae.temporal);
+  if (config.image_dim == 0) return image;
+  CPDIT_CHECK(parts.image_encoder && !parts.image_processor.empty(), invalid_argument, args.model,
+              " has no image_encoder/ and image_processor/: this Wan model (image_dim ", config.image_dim,
+              ") conditions on CLIP's tokens of its images");
+  const auto processing = pipeline::ClipImageProcessing::from_file(parts.image_processor);
+  Tensor pixels = pipeline::clip_image_pixels(args.first_image, processing);
+  if (last.defined()) pixels = cat({pixels, pipeline::clip_image_pixels(args.last_image, processing)}, 0);
+  image.image_embeds = pipeline::wan_image_embeds(parts.image_encoder(), pixels);
+  return image;
+}
+
 // The tensor `name` of `tensors` when there, else undefined.
 Tensor tensor_or_none(const nn::TensorMap& tensors, const std::string& name) {
   auto it = tensors.find(name);
   return it == tensors.end() ? Tensor() : it->second;
 }
 
-RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
+// `image`: wan_image_conditioning's, or none for text-to-video.
+RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text,
+                  const pipeline::WanImageConditioning& image) {
   const auto& config = pipeline::config_of<models::wan::WanConfig>(source.model);
-  return video_loop(args, source, layout, text, 5.0f,  // WanPipeline's default guidance
-                    [&config, &source](const nn::Model& model, const Tensor& embeds, const pipeline::WanGenerateOptions& o) {
+  auto conditioning = std::make_shared<pipeline::WanImageConditioning>(image);
+  return video_loop(args, source, layout, text, 5.0f,  // WanPipeline's and WanImageToVideoPipeline's default guidance
+                    [&config, &source, conditioning](const nn::Model& model, const Tensor& embeds,
+                                                     const pipeline::WanGenerateOptions& o) {
                       pipeline::UniPCMultistepScheduler scheduler(source.wan_scheduler);
-                      return pipeline::generate_wan(model, config, scheduler, embeds, o);
+                      pipeline::WanGenerateOptions options = o;
+                      options.image = *conditioning;
+                      return pipeline::generate_wan(model, config, scheduler, embeds, options);
                     });
 }
 
@@ -461,10 +502,23 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
     CPDIT_CHECK(video || args.video.empty(), invalid_argument, "--video is for video; write an image with --image");
     CPDIT_CHECK(ltx || (args.decode_timestep == 0.0f && !args.decode_noise_scale), invalid_argument,
                 "--decode-timestep and --decode-noise-scale are for LTX-Video's timestep-conditioned VAE");
-    CPDIT_CHECK(args.first_image.empty() || diffusion_forcing(source), invalid_argument,
-                "--first-image is for SkyReels-V2 diffusion forcing (a SkyReelsV2Transformer3DModel whose in_channels "
-                "are its out_channels); ", source.name, " is a ", source.model.class_name,
+    CPDIT_CHECK(args.first_image.empty() || diffusion_forcing(source) || wan_image_to_video(source), invalid_argument,
+                "--first-image is for Wan 2.1 image-to-video (a WanTransformer3DModel with more in_channels than "
+                "out_channels) and SkyReels-V2 diffusion forcing (a SkyReelsV2Transformer3DModel whose in_channels are "
+                "its out_channels); ", source.name, " is a ", source.model.class_name,
                 wan ? " of in_channels " + std::to_string(video_config(source).in_channels) : std::string());
+    if (wan_image_to_video(source)) {
+      const models::wan::WanConfig& config = video_config(source);
+      CPDIT_CHECK(!args.first_image.empty(), invalid_argument, source.name,
+                  " is a Wan image-to-video model (in_channels ", config.in_channels,
+                  "): give the clip's first frame with --first-image");
+      // With CLIP tokens, a model reads one image's (I2V) or the first and last image's together (FLF2V:
+      // pos_embed_seq_len); without them the last image enters through the condition alone.
+      const bool needs_last = config.image_dim > 0 && config.pos_embed_seq_len > 0;
+      CPDIT_CHECK(config.image_dim == 0 || needs_last == !args.last_image.empty(), invalid_argument, source.name,
+                  needs_last ? " is a first-last-frame model (pos_embed_seq_len set): give --last-image too"
+                             : " conditions on one image's CLIP tokens: --last-image needs a first-last-frame model");
+    }
     if (args.frames == 0) args.frames = preset ? (ltx ? 9 : 5) : ltx ? 161 : 81;
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
     if (ltx) {
@@ -493,7 +547,9 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
     info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
     const RankLoop loop = source.pipeline == pipeline::PipelineKind::skyreels_v2
                               ? skyreels_loop(args, source, info.layout, text, image_inputs(args, parts))
-                          : wan  ? wan_loop(args, source, info.layout, text)
+                          : wan  ? wan_loop(args, source, info.layout, text,
+                                            wan_image_to_video(source) ? wan_image_conditioning(args, parts, source)
+                                                                       : pipeline::WanImageConditioning{})
                           : ltx  ? ltx_loop(args, source, info.layout, text)
                           : qwen ? qwenimage_loop(args, source, info.layout, text)
                                  : flux_loop(args, source, info.layout, text);

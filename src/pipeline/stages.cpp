@@ -81,6 +81,10 @@ PipelineParts PipelineParts::of_folder(const std::string& path) {
   if (TextComponents::folder_has_encoders(path)) parts.text = TextComponents::from_folder(path);
   if (const std::optional<std::string> vae = io::pipeline_component(path, "vae"))
     parts.vae = [folder = *vae] { return models::open_model(folder, std::nullopt, {}); };
+  if (const std::optional<std::string> encoder = io::pipeline_component(path, "image_encoder"))
+    parts.image_encoder = [folder = *encoder] { return models::open_model(folder, std::nullopt, {}); };
+  if (const std::optional<std::string> processor = io::pipeline_component(path, "image_processor"))
+    parts.image_processor = *processor + "/preprocessor_config.json";
   return parts;
 }
 

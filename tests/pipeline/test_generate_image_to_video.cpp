@@ -1,7 +1,9 @@
-// `cpdit generate --first-image/--last-image`: SkyReels-V2 image-to-video by diffusion forcing from PNG
-// files, against diffusers' SkyReelsV2DiffusionForcingImageToVideoPipeline on the same PNGs
-// (tests/data/fixtures/skyreels_df_i2v, tools/reference/skyreels_df_i2v_pipeline.py): the images are
-// read, encoded by the pipeline's VAE and normalised by the command itself. And images it refuses.
+// `cpdit generate --first-image/--last-image` from PNG files: SkyReels-V2 image-to-video by diffusion
+// forcing against diffusers' SkyReelsV2DiffusionForcingImageToVideoPipeline on the same PNGs
+// (tests/data/fixtures/skyreels_df_i2v, tools/reference/skyreels_df_i2v_pipeline.py), and Wan 2.1 I2V
+// and FLF2V against WanImageToVideoPipeline (tests/data/fixtures/wan_i2v_pipeline,
+// tools/reference/wan_i2v_pipeline.py): the images are read, encoded by the pipeline's VAE (and CLIP)
+// and normalised by the command itself. And images it refuses.
 #include "support/read_mp4.hpp"
 #include "support/run_cli.hpp"
 
@@ -59,6 +61,33 @@ TEST(GenerateImageToVideo, FirstAndLastImageFromPngsEqualDiffusersSplitOverTwoRa
   EXPECT_EQ(mp4_video.height, 48);
 }
 
+const std::string kWanImage = kData + "wan_i2v_pipeline/";
+
+// A wan_i2v_pipeline case from diffusers' initial noise and 512-token embeddings, on `layout`.
+std::string wan_image_args(const std::string& name, const std::string& layout) {
+  const std::string last = name == "first_last" ? " --last-image " + kWanImage + "last.png" : "";
+  return "generate --model " + kWanImage + name + "/pipeline --embeddings " + kWanImage +
+         "inputs.safetensors --latents " + kWanImage + "inputs.safetensors --frames 9 --height 48 --width 32 "
+         "--steps 3 --first-image " + kWanImage + "first.png" + last + " " + layout;
+}
+
+TEST(GenerateImageToVideo, WanFromPngsEqualsDiffusersSplitOverTwoRanks) {
+  // As WanImageToVideo's bound (test_wan_image_to_video.cpp): summation order only (observed ~1e-5),
+  // here also through the VAE encoder and CLIP, each within 3e-6 of diffusers'.
+  using Case = std::pair<std::string, std::string>;  // case, layout
+  for (const auto& [name, layout] : {Case{"first", "--ring 2"}, Case{"first_last", "--ulysses 2"}}) {
+    TempDir dir("generate_wan_i2v");
+    const std::string out = dir.file("clip.safetensors");
+    const auto r = run_cli(wan_image_args(name, layout) + " --threads 1 --out " + out + " --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const Tensor got = io::load_safetensors(out).at("latents");
+    const Tensor want = io::load_safetensors(kWanImage + name + "/expected.safetensors").at("latents");
+    ASSERT_EQ(got.shape(), want.shape()) << name;
+    EXPECT_LT(max_abs_diff(got, want), kLatentsTolerance) << name;
+    ASSERT_EQ(io::load_safetensors(out).at("video").shape(), (Shape{1, 9, 48, 32, 3})) << name;
+  }
+}
+
 // Exit code 2 and one line on stderr holding `message`, nothing written.
 void expect_refused(const std::string& args, const std::string& message) {
   TempDir dir("generate_i2v_refused");
@@ -80,7 +109,17 @@ TEST(GenerateImageToVideo, RefusesImagesItCannotUse) {
   const std::string wan = kData + "wan_pipeline_tiny/";
   expect_refused("generate --model " + wan + "pipeline --embeddings " + wan +
                      "inputs.safetensors --frames 5 --height 48 --width 32 --steps 1 --first-image " + kImage + "first.png",
-                 "--first-image is for SkyReels-V2 diffusion forcing");
+                 "--first-image is for Wan 2.1 image-to-video");
+  // Wan 2.1 image-to-video: the first image is needed; a first-last-frame model needs both, the other one.
+  auto wan_run = [&](const std::string& name) {
+    return "generate --model " + kWanImage + name + "/pipeline --embeddings " + kWanImage +
+           "inputs.safetensors --frames 9 --height 48 --width 32 --steps 1";
+  };
+  const std::string first_png = " --first-image " + kWanImage + "first.png";
+  expect_refused(wan_run("first"), "give the clip's first frame with --first-image");
+  expect_refused(wan_run("first") + first_png + " --last-image " + kWanImage + "last.png",
+                 "--last-image needs a first-last-frame model");
+  expect_refused(wan_run("first_last") + first_png, "give --last-image too");
 }
 
 }  // namespace

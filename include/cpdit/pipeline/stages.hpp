@@ -72,8 +72,12 @@ class StageLog {
 struct PipelineParts {
   std::optional<TextComponents> text;        // none: no text encoders (embeddings must be given)
   std::function<models::LoadedModel()> vae;  // empty: no VAE (the run ends at latents)
+  // Wan 2.1 image-to-video's CLIP: image_encoder/ and image_processor/preprocessor_config.json; empty: none.
+  std::function<models::LoadedModel()> image_encoder;
+  std::string image_processor;
 
-  // A diffusers pipeline folder: its tokenizer*/ and text_encoder*/ when it has them, its vae/.
+  // A diffusers pipeline folder: its tokenizer*/ and text_encoder*/ when it has them, its vae/, its
+  // image_encoder/ and image_processor/.
   // Any other path (a transformer folder or file) has neither.
   static PipelineParts of_folder(const std::string& path);
   // A preset's seeded random text encoders and VAE (preset_pipelines.hpp); `seed` is generate's --seed
