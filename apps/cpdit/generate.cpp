@@ -115,6 +115,11 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
                                                         : fs::path();
   const bool has_scheduler = !scheduler.empty() && fs::is_regular_file(scheduler);
   s.name = args.model;
+  // Wan 2.2 A14B hands the low-noise steps to a second transformer; running the first alone would make
+  // the wrong video.
+  CPDIT_CHECK(!io::pipeline_component(args.model, "transformer_2"), unsupported, args.model,
+              " has a transformer_2/ (two experts split by boundary_ratio, as Wan 2.2 A14B's): generate runs one "
+              "transformer");
   s.model = models::open_model(args.model, args.config.empty() ? std::nullopt : std::optional(args.config), load);
   s.pipeline = pipeline::pipeline_for(s.model.class_name);
   // Without a scheduler config: Wan 2.1's flow_shift 3, SkyReels-V2's 8 (T2V) or 5 (I2V).
