@@ -31,8 +31,8 @@ namespace {
 Tensor frame_mask(int64_t frames, int64_t temporal, bool last_given, int64_t latent_frames, int64_t h, int64_t w) {
   std::vector<float> given(size_t(temporal), 1.0f);  // frame 0, `temporal` times
   for (int64_t f = 1; f < frames; ++f) given.push_back(last_given && f == frames - 1 ? 1.0f : 0.0f);
-  CPDIT_CHECK(int64_t(given.size()) == temporal * latent_frames, invalid_argument, frames,
-              " frames do not make whole latent frames of ", temporal, " (", latent_frames, " encoded)");
+  CPDIT_CHECK(int64_t(given.size()) == temporal * latent_frames, internal, "the VAE made ", latent_frames,
+              " latent frames of ", frames);
   Tensor mask = Tensor::empty({1, temporal, latent_frames, h, w});
   float* out = mask.data<float>();
   for (int64_t c = 0; c < temporal; ++c)
@@ -49,8 +49,9 @@ Tensor wan_image_condition(const models::LoadedModel& vae, const Tensor& first, 
               "the first image is (1, 3, H, W), got ", first.describe());
   CPDIT_CHECK(!last.defined() || last.shape() == first.shape(), invalid_argument, "the last image is ",
               last.describe(), ", the first ", first.describe(), ": both at the video's size");
-  CPDIT_CHECK(frames >= (last.defined() ? 2 : 1) && temporal >= 1, invalid_argument, "a video of ", frames,
-              " frames cannot hold the given images");
+  CPDIT_CHECK(frames >= (last.defined() ? 2 : 1) && temporal >= 1 && (frames - 1) % temporal == 0, invalid_argument,
+              "a video of ", frames, " frames cannot hold the given images in whole latent frames (", temporal,
+              " k + 1 frames)");
   const int64_t height = first.size(2), width = first.size(3);
   Tensor video = Tensor::zeros({1, 3, frames, height, width});
   float* v = video.data<float>();
