@@ -25,6 +25,7 @@ from ._pipelines import (
     QwenImagePipeline,
     SkyReelsV2DiffusionForcingPipeline,
     VideoPipelineOutput,
+    WanImageToVideoPipeline,
     WanPipeline,
 )
 from ._cpdit import __version__
@@ -38,6 +39,7 @@ __all__ = [
     "SkyReelsV2DiffusionForcingPipeline",
     "Transformer",
     "VideoPipelineOutput",
+    "WanImageToVideoPipeline",
     "WanPipeline",
     "attention",
     "__version__",

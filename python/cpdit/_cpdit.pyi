@@ -39,6 +39,8 @@ class GenerateArgs:
     frames: int
     text_tokens: int
     ar_step: int
+    first_image: str
+    last_image: str
     fps: Optional[int]
     base_num_frames: int
     overlap_history: Optional[int]

@@ -15,6 +15,7 @@ import dataclasses
 import inspect
 import json
 import os
+import tempfile
 import threading
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -32,6 +33,7 @@ __all__ = [
     "QwenImagePipeline",
     "SkyReelsV2DiffusionForcingPipeline",
     "VideoPipelineOutput",
+    "WanImageToVideoPipeline",
     "WanPipeline",
 ]
 
@@ -75,6 +77,9 @@ _SETTINGS = {
     "decode_timestep": ("decode_timestep", float),
     "decode_noise_scale": ("decode_noise_scale", float),
 }
+
+# The keywords that give an image, by diffusers' names: the GenerateArgs field (a PNG path) each one sets.
+_IMAGES = {"image": "first_image", "last_image": "last_image"}
 
 # What every pipeline's call takes after ``prompt``. Besides these and _SETTINGS, a call's keywords are
 # the prompt embeddings and masks, by the names of diffusers' pipelines (and of the --embeddings file).
@@ -191,6 +196,13 @@ class _Pipeline:
             raise ValueError(f"prompt must be one string (no batches yet), got {type(prompt).__name__}")
         args = _cpdit.GenerateArgs()
         args.model, args.preset, args.prompt, args.decode = self.model, self.preset, prompt, output_type != "latent"
+        with tempfile.TemporaryDirectory(prefix="cpdit_images_") as folder:
+            for name, field in _IMAGES.items():
+                if call.get(name) is not None:
+                    setattr(args, field, _png_path(call.pop(name), name, folder))
+            return self._generate(args, call, latents, output_type, ranks, threads)
+
+    def _generate(self, args, call, latents, output_type, ranks, threads):
         embeddings = {}
         for name, value in call.items():
             if value is None:  # the engine's default, which is the pipeline's
@@ -225,6 +237,18 @@ class _Pipeline:
             _set(flags, "ranks", "ranks", checked("ranks", ranks, 1))
         if threads is not None:
             _set(flags, "threads", "threads", checked("threads", threads, 1))
+
+
+def _png_path(image, name, folder):
+    """A PNG file the engine reads for ``image``: the path itself when it is one, else the PIL image written
+    losslessly as RGB into ``folder``."""
+    if isinstance(image, (str, os.PathLike)):
+        return os.fspath(image)
+    if not hasattr(image, "convert") or not hasattr(image, "save"):
+        raise ValueError(f"{name} must be a PIL image or a PNG path, got {type(image).__name__}")
+    path = os.path.join(folder, f"{name}.png")
+    image.convert("RGB").save(path, format="PNG")
+    return path
 
 
 def _set(args, field, name, value):
@@ -270,6 +294,23 @@ class WanPipeline(_Pipeline):
     _output = VideoPipelineOutput
     _output_type = "np"
     _keywords = ("num_frames",)
+
+
+class WanImageToVideoPipeline(_Pipeline):
+    """Wan 2.1 image to video (diffusers' WanImageToVideoPipeline): ``image`` (a PIL image or a PNG path)
+    is the clip's first frame, and for a first-last-frame model ``last_image`` its last; both go through
+    the folder's VAE at the video's size and, for models that read them, its CLIP image encoder. UniPC and
+    guidance as WanPipeline (default 5.0). Latents (B, 16, F', H/8, W/8)."""
+
+    _pipeline_classes = ("WanImageToVideoPipeline",)
+    _output = VideoPipelineOutput
+    _output_type = "np"
+    _keywords = ("image", "last_image", "num_frames")
+
+    @classmethod
+    def from_preset(cls, name):
+        """There are no image-to-video presets: load a pipeline folder with from_pretrained."""
+        raise ValueError(f"{cls.__name__} has no presets ({name!r}); load a pipeline folder with from_pretrained")
 
 
 class SkyReelsV2DiffusionForcingPipeline(_Pipeline):

@@ -36,6 +36,8 @@ void bind_generate_args(py::module_& m) {
       .def_readwrite("frames", &app::GenerateArgs::frames)
       .def_readwrite("text_tokens", &app::GenerateArgs::text_tokens)
       .def_readwrite("ar_step", &app::GenerateArgs::ar_step)
+      .def_readwrite("first_image", &app::GenerateArgs::first_image)
+      .def_readwrite("last_image", &app::GenerateArgs::last_image)
       .def_readwrite("fps", &app::GenerateArgs::fps)
       .def_readwrite("base_num_frames", &app::GenerateArgs::base_num_frames)
       .def_readwrite("overlap_history", &app::GenerateArgs::overlap_history)

@@ -1,9 +1,10 @@
 """The same call as diffusers' pipelines, on the same tiny pipeline folders, gives diffusers' final
 latents and pixels: the fixtures are diffusers' outputs (tools/reference/flux_pipeline.py,
-wan_pipeline.py, qwenimage_pipeline.py, skyreels_df_pipeline.py and ltx_pipeline.py, diffusers from
-PyPI) for these embeddings and initial latents."""
+wan_pipeline.py, wan_i2v_pipeline.py, qwenimage_pipeline.py, skyreels_df_pipeline.py and ltx_pipeline.py,
+diffusers from PyPI) for these embeddings, images and initial latents."""
 
 import numpy as np
+from PIL import Image
 
 import cpdit
 from conftest import FIXTURES, pack_latents, pack_tokens, read_safetensors
@@ -46,6 +47,21 @@ def test_wan_pipeline_matches_diffusers():
     np.testing.assert_allclose(latents, expected["latents"], rtol=0, atol=LATENTS_TOLERANCE)
     frames = pipe(**call, output_type="np").frames
     np.testing.assert_allclose(frames, expected["video"], rtol=0, atol=PIXELS_TOLERANCE)
+
+
+def test_wan_image_to_video_matches_diffusers():
+    root = FIXTURES / "wan_i2v_pipeline"
+    inputs = read_safetensors(root / "inputs.safetensors")
+    first = Image.open(root / "first.png")
+    # I2V from a PIL image; first-last-frame from PNG paths, as diffusers takes either kind of image input.
+    for name, images in (("first", dict(image=first)),
+                         ("first_last", dict(image=root / "first.png", last_image=root / "last.png"))):
+        pipe = cpdit.WanImageToVideoPipeline.from_pretrained(root / name / "pipeline")
+        latents = pipe(**images, prompt_embeds=inputs["prompt_embeds"],
+                       negative_prompt_embeds=inputs["negative_prompt_embeds"], latents=inputs["latents"], height=48,
+                       width=32, num_frames=9, num_inference_steps=3, output_type="latent").frames
+        want = read_safetensors(root / name / "expected.safetensors")["latents"]
+        np.testing.assert_allclose(latents, want, rtol=0, atol=LATENTS_TOLERANCE, err_msg=name)
 
 
 def test_qwenimage_pipeline_matches_diffusers():

@@ -40,6 +40,18 @@ def test_arguments_the_package_checks():
         cpdit.WanPipeline.from_preset("wan-tiny")(ar_step=1)
 
 
+def test_image_to_video_images_are_checked():
+    pipe = cpdit.WanImageToVideoPipeline.from_pretrained(FIXTURES / "wan_i2v_pipeline" / "first" / "pipeline")
+    embeds = read_safetensors(FIXTURES / "wan_i2v_pipeline" / "inputs.safetensors")["prompt_embeds"]
+    call = dict(prompt_embeds=embeds, height=48, width=32, num_frames=9, num_inference_steps=1, output_type="latent")
+    with pytest.raises(ValueError, match="give the clip's first frame with --first-image"):
+        pipe(**call)
+    with pytest.raises(ValueError, match="image must be a PIL image or a PNG path, got ndarray"):
+        pipe(image=embeds, **call)
+    with pytest.raises(ValueError, match="has no presets"):
+        cpdit.WanImageToVideoPipeline.from_preset("wan-tiny")
+
+
 # Values the command line refuses as it parses its flags, and which the engine would otherwise take as
 # "not given" (0, NaN), take silently (a negative count) or fail on later (an infinite scale).
 @pytest.mark.parametrize("keyword,value,message", [

@@ -59,6 +59,8 @@ def test_each_pipeline_takes_its_own_keywords():
     assert {"ar_step", "fps", "overlap_history"} <= keywords(cpdit.SkyReelsV2DiffusionForcingPipeline)
     assert {"frame_rate", "prompt_attention_mask", "decode_timestep"} <= keywords(cpdit.LTXPipeline)
     assert "fps" not in keywords(cpdit.LTXPipeline) and "ar_step" not in keywords(cpdit.WanPipeline)
+    assert {"image", "last_image", "num_frames"} <= keywords(cpdit.WanImageToVideoPipeline)
+    assert "image" not in keywords(cpdit.WanPipeline)
     # diffusers' default output types: images as PIL, Wan and SkyReels-V2 frames as numpy, LTX-Video PIL.
     defaults = {p.__name__: inspect.signature(p.__call__).parameters["output_type"].default
                 for p in (cpdit.FluxPipeline, cpdit.WanPipeline, cpdit.SkyReelsV2DiffusionForcingPipeline,
