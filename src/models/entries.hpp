@@ -35,7 +35,7 @@ namespace text {
 ModelEntry t5_registry_entry();
 ModelEntry umt5_registry_entry();
 ModelEntry clip_text_registry_entry();
-ModelEntry clip_vision_registry_entry();
+ModelEntry clip_vision_registry_entry(bool with_projection);
 }  // namespace text
 namespace vae {
 ModelEntry autoencoder_kl_registry_entry();

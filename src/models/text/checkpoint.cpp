@@ -59,9 +59,15 @@ ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std:
   return {ClipTextConfig::from_json(io::read_json(*files.config)), clip_tower_state(files.weights, "text_model.")};
 }
 
-ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
-  const io::ModelFiles files = text_encoder_files(path, config_path, "CLIPVisionModel", "image_encoder");
-  return {ClipVisionConfig::from_json(io::read_json(*files.config)), clip_tower_state(files.weights, "vision_model.")};
+ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const std::optional<std::string>& config_path,
+                                                 bool with_projection) {
+  const char* model = with_projection ? "CLIPVisionModelWithProjection" : "CLIPVisionModel";
+  const io::ModelFiles files = text_encoder_files(path, config_path, model, "image_encoder");
+  ClipVisionCheckpoint c{ClipVisionConfig::from_json(io::read_json(*files.config)),
+                         clip_tower_state(files.weights, "vision_model.")};
+  CPDIT_CHECK(!with_projection || c.state.erase("visual_projection.weight") == 1, invalid_argument, model, " at ",
+              path, " has no visual_projection.weight");
+  return c;
 }
 
 std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options) {

@@ -1,5 +1,6 @@
-// T5EncoderModel, UMT5EncoderModel, CLIPTextModel and CLIPVisionModel in the model registry, found by config.json's
-// `architectures` or, without a config, by their tensor names (a config is still needed to load).
+// T5EncoderModel, UMT5EncoderModel, CLIPTextModel, CLIPVisionModel and CLIPVisionModelWithProjection (its
+// tower alone, clip_vision.hpp's model) in the model registry, found by config.json's `architectures` or,
+// without a config, by their tensor names (a config is still needed to load).
 #include "models/entries.hpp"
 
 #include <cpdit/models/text/checkpoint.hpp>
@@ -40,10 +41,16 @@ ModelEntry clip_text_registry_entry() {
           }};
 }
 
-ModelEntry clip_vision_registry_entry() {
-  return {"CLIPVisionModel", has_clip_vision_tensors,
-          [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
-            return share_weights("CLIPVisionModel", read_clip_vision_checkpoint(path, config), load_clip_vision, load);
+ModelEntry clip_vision_registry_entry(bool with_projection) {
+  const std::string name = with_projection ? "CLIPVisionModelWithProjection" : "CLIPVisionModel";
+  return {name,
+          [with_projection](const io::Checkpoint& c) {
+            return has_clip_vision_tensors(c) && c.contains("visual_projection.weight") == with_projection;
+          },
+          [name, with_projection](const std::string& path, const std::optional<std::string>& config,
+                                  const nn::LoadOptions& load) {
+            return share_weights(name, read_clip_vision_checkpoint(path, config, with_projection), load_clip_vision,
+                                 load);
           }};
 }
 

@@ -35,7 +35,10 @@ struct ClipVisionCheckpoint {
 // the tensors alone: head counts). umt5 selects UMT5EncoderModel.
 T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std::string>& config_path, bool umt5);
 ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std::optional<std::string>& config_path);
-ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const std::optional<std::string>& config_path);
+// with_projection: a CLIPVisionModelWithProjection's file, whose visual_projection is left out (the
+// pipelines read the tower's hidden states, never its projected image embedding).
+ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const std::optional<std::string>& config_path,
+                                                 bool with_projection = false);
 
 // Models with the checkpoint's weights bound. Matrices are kept in bf16 when the checkpoint holds
 // bf16 ones or `options` asks for bf16, else f32; tensors already in that dtype are shared.
