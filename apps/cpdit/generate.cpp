@@ -81,10 +81,11 @@ bool diffusion_forcing(const Source& source) {
   return config.out_channels == 0 || config.in_channels == config.out_channels;
 }
 
-// Wan 2.1 image-to-video (I2V, FLF2V), which takes the image as more input channels (and, with image_dim,
-// CLIP's tokens of it).
-bool wan_image_to_video(const Source& source) {
-  return source.pipeline == pipeline::PipelineKind::wan && pipeline::wan_takes_image(video_config(source));
+// Wan 2.1 and SkyReels-V2 image-to-video (WanImageToVideoPipeline, SkyReelsV2ImageToVideoPipeline: I2V,
+// FLF2V), which take the image as more input channels (and, with image_dim, CLIP's tokens of it); one loop,
+// generate_wan's, runs both.
+bool conditions_on_image(const Source& source) {
+  return wan_family(source.pipeline) && pipeline::wan_takes_image(video_config(source));
 }
 
 Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
@@ -322,11 +323,11 @@ nn::TensorMap image_inputs(const GenerateArgs& args, const pipeline::PipelinePar
   return inputs;
 }
 
-// Wan 2.1 image-to-video: the --first-image (and --last-image) PNGs as WanImageToVideoPipeline
-// conditions on them: at the video's size through the pipeline's Wan VAE beside the frame mask, and,
-// for a model with image_dim, as its CLIPImageProcessor makes them through its image encoder. Made on
-// this thread before the ranks start, each model loaded and freed here (every process of an mpirun
-// launch makes its own).
+// Image-to-video by conditioning (conditions_on_image): the --first-image (and --last-image) PNGs as
+// WanImageToVideoPipeline conditions on them: at the video's size through the pipeline's Wan VAE beside
+// the frame mask, and, for a model with image_dim, as its CLIPImageProcessor makes them through its image
+// encoder. Made on this thread before the ranks start, each model loaded and freed here (every process of
+// an mpirun launch makes its own).
 pipeline::WanImageConditioning wan_image_conditioning(const GenerateArgs& args, const pipeline::PipelineParts& parts,
                                                       const Source& source) {
   const models::wan::WanConfig& config = video_config(source);
@@ -340,7 +341,7 @@ pipeline::WanImageConditioning wan_image_conditioning(const GenerateArgs& args, 
   image.condition = pipeline::wan_image_condition(parts.vae(), first, last, args.frames, source.wan_vae.temporal);
   if (config.image_dim == 0) return image;
   CPDIT_CHECK(parts.image_encoder && !parts.image_processor.empty(), invalid_argument, args.model,
-              " has no image_encoder/ and image_processor/: this Wan model (image_dim ", config.image_dim,
+              " has no image_encoder/ and image_processor/: this model (image_dim ", config.image_dim,
               ") conditions on CLIP's tokens of its images");
   const auto processing = pipeline::ClipImageProcessing::from_file(parts.image_processor);
   Tensor pixels = pipeline::clip_image_pixels(args.first_image, processing);
@@ -355,12 +356,13 @@ Tensor tensor_or_none(const nn::TensorMap& tensors, const std::string& name) {
   return it == tensors.end() ? Tensor() : it->second;
 }
 
-// `image`: wan_image_conditioning's, or none for text-to-video.
+// WanPipeline's loop, and with `image` (wan_image_conditioning's) WanImageToVideoPipeline's and
+// SkyReelsV2ImageToVideoPipeline's.
 RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text,
                   const pipeline::WanImageConditioning& image) {
-  const auto& config = pipeline::config_of<models::wan::WanConfig>(source.model);
+  const models::wan::WanConfig& config = video_config(source);
   auto conditioning = std::make_shared<pipeline::WanImageConditioning>(image);
-  return video_loop(args, source, layout, text, 5.0f,  // WanPipeline's and WanImageToVideoPipeline's default guidance
+  return video_loop(args, source, layout, text, 5.0f,  // the default guidance of all three
                     [&config, &source, conditioning](const nn::Model& model, const Tensor& embeds,
                                                      const pipeline::WanGenerateOptions& o) {
                       pipeline::UniPCMultistepScheduler scheduler(source.wan_scheduler);
@@ -507,15 +509,15 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
     CPDIT_CHECK(video || args.video.empty(), invalid_argument, "--video is for video; write an image with --image");
     CPDIT_CHECK(ltx || (args.decode_timestep == 0.0f && !args.decode_noise_scale), invalid_argument,
                 "--decode-timestep and --decode-noise-scale are for LTX-Video's timestep-conditioned VAE");
-    CPDIT_CHECK(args.first_image.empty() || diffusion_forcing(source) || wan_image_to_video(source), invalid_argument,
-                "--first-image is for Wan 2.1 image-to-video (a WanTransformer3DModel with more in_channels than "
-                "out_channels) and SkyReels-V2 diffusion forcing (a SkyReelsV2Transformer3DModel whose in_channels are "
-                "its out_channels); ", source.name, " is a ", source.model.class_name,
+    CPDIT_CHECK(args.first_image.empty() || diffusion_forcing(source) || conditions_on_image(source), invalid_argument,
+                "--first-image is for Wan 2.1 and SkyReels-V2 image-to-video (more in_channels than out_channels) and "
+                "SkyReels-V2 diffusion forcing (in_channels equal to out_channels); ", source.name, " is a ",
+                source.model.class_name,
                 wan ? " of in_channels " + std::to_string(video_config(source).in_channels) : std::string());
-    if (wan_image_to_video(source)) {
+    if (conditions_on_image(source)) {
       const models::wan::WanConfig& config = video_config(source);
-      CPDIT_CHECK(!args.first_image.empty(), invalid_argument, source.name,
-                  " is a Wan image-to-video model (in_channels ", config.in_channels,
+      CPDIT_CHECK(!args.first_image.empty(), invalid_argument, source.name, " is an image-to-video ",
+                  source.model.class_name, " (in_channels ", config.in_channels,
                   "): give the clip's first frame with --first-image");
       // With CLIP tokens, a model reads one image's (I2V) or the first and last image's together (FLF2V:
       // pos_embed_seq_len); without them the last image enters through the condition alone.
@@ -550,11 +552,11 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
     }
 
     info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
-    const RankLoop loop = source.pipeline == pipeline::PipelineKind::skyreels_v2
+    const RankLoop loop = conditions_on_image(source)
+                              ? wan_loop(args, source, info.layout, text, wan_image_conditioning(args, parts, source))
+                          : source.pipeline == pipeline::PipelineKind::skyreels_v2
                               ? skyreels_loop(args, source, info.layout, text, image_inputs(args, parts))
-                          : wan  ? wan_loop(args, source, info.layout, text,
-                                            wan_image_to_video(source) ? wan_image_conditioning(args, parts, source)
-                                                                       : pipeline::WanImageConditioning{})
+                          : wan  ? wan_loop(args, source, info.layout, text, {})
                           : ltx  ? ltx_loop(args, source, info.layout, text)
                           : qwen ? qwenimage_loop(args, source, info.layout, text)
                                  : flux_loop(args, source, info.layout, text);

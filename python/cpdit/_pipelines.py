@@ -32,6 +32,7 @@ __all__ = [
     "LTXPipeline",
     "QwenImagePipeline",
     "SkyReelsV2DiffusionForcingPipeline",
+    "SkyReelsV2ImageToVideoPipeline",
     "VideoPipelineOutput",
     "WanImageToVideoPipeline",
     "WanPipeline",
@@ -311,6 +312,13 @@ class WanImageToVideoPipeline(_Pipeline):
     def from_preset(cls, name):
         """There are no image-to-video presets: load a pipeline folder with from_pretrained."""
         raise ValueError(f"{cls.__name__} has no presets ({name!r}); load a pipeline folder with from_pretrained")
+
+
+class SkyReelsV2ImageToVideoPipeline(WanImageToVideoPipeline):
+    """SkyReels-V2 image to video (diffusers' SkyReelsV2ImageToVideoPipeline): WanImageToVideoPipeline's
+    loop on a SkyReels-V2 network, ``image`` (and ``last_image``) as there; guidance default 5.0."""
+
+    _pipeline_classes = ("SkyReelsV2ImageToVideoPipeline",)
 
 
 class SkyReelsV2DiffusionForcingPipeline(_Pipeline):

@@ -49,14 +49,16 @@ def test_wan_pipeline_matches_diffusers():
     np.testing.assert_allclose(frames, expected["video"], rtol=0, atol=PIXELS_TOLERANCE)
 
 
-def test_wan_image_to_video_matches_diffusers():
+def test_wan_and_skyreels_image_to_video_match_diffusers():
     root = FIXTURES / "wan_i2v_pipeline"
     inputs = read_safetensors(root / "inputs.safetensors")
     first = Image.open(root / "first.png")
     # I2V from a PIL image; first-last-frame from PNG paths, as diffusers takes either kind of image input.
-    for name, images in (("first", dict(image=first)),
-                         ("first_last", dict(image=root / "first.png", last_image=root / "last.png"))):
-        pipe = cpdit.WanImageToVideoPipeline.from_pretrained(root / name / "pipeline")
+    for name, images, pipeline in (
+            ("first", dict(image=first), cpdit.WanImageToVideoPipeline),
+            ("first_last", dict(image=root / "first.png", last_image=root / "last.png"), cpdit.WanImageToVideoPipeline),
+            ("skyreels_first", dict(image=first), cpdit.SkyReelsV2ImageToVideoPipeline)):
+        pipe = pipeline.from_pretrained(root / name / "pipeline")
         latents = pipe(**images, prompt_embeds=inputs["prompt_embeds"],
                        negative_prompt_embeds=inputs["negative_prompt_embeds"], latents=inputs["latents"], height=48,
                        width=32, num_frames=9, num_inference_steps=3, output_type="latent").frames

@@ -1,7 +1,8 @@
 // `cpdit generate --first-image/--last-image` from PNG files: SkyReels-V2 image-to-video by diffusion
 // forcing against diffusers' SkyReelsV2DiffusionForcingImageToVideoPipeline on the same PNGs
 // (tests/data/fixtures/skyreels_df_i2v, tools/reference/skyreels_df_i2v_pipeline.py), and Wan 2.1 I2V
-// and FLF2V against WanImageToVideoPipeline (tests/data/fixtures/wan_i2v_pipeline,
+// and FLF2V against WanImageToVideoPipeline, SkyReels-V2 I2V against SkyReelsV2ImageToVideoPipeline
+// (tests/data/fixtures/wan_i2v_pipeline,
 // tools/reference/wan_i2v_pipeline.py): the images are read, encoded by the pipeline's VAE (and CLIP)
 // and normalised by the command itself. And images it refuses.
 #include "support/read_mp4.hpp"
@@ -71,11 +72,12 @@ std::string wan_image_args(const std::string& name, const std::string& layout) {
          "--steps 3 --first-image " + kWanImage + "first.png" + last + " " + layout;
 }
 
-TEST(GenerateImageToVideo, WanFromPngsEqualsDiffusersSplitOverTwoRanks) {
+TEST(GenerateImageToVideo, WanAndSkyReelsFromPngsEqualDiffusersSplitOverTwoRanks) {
   // As WanImageToVideo's bound (test_wan_image_to_video.cpp): summation order only (observed ~1e-5),
   // here also through the VAE encoder and CLIP, each within 3e-6 of diffusers'.
   using Case = std::pair<std::string, std::string>;  // case, layout
-  for (const auto& [name, layout] : {Case{"first", "--ring 2"}, Case{"first_last", "--ulysses 2"}}) {
+  for (const auto& [name, layout] :
+       {Case{"first", "--ring 2"}, Case{"first_last", "--ulysses 2"}, Case{"skyreels_first", "--ring 2"}}) {
     TempDir dir("generate_wan_i2v");
     const std::string out = dir.file("clip.safetensors");
     const auto r = run_cli(wan_image_args(name, layout) + " --threads 1 --out " + out + " --json");
@@ -109,7 +111,7 @@ TEST(GenerateImageToVideo, RefusesImagesItCannotUse) {
   const std::string wan = kData + "wan_pipeline_tiny/";
   expect_refused("generate --model " + wan + "pipeline --embeddings " + wan +
                      "inputs.safetensors --frames 5 --height 48 --width 32 --steps 1 --first-image " + kImage + "first.png",
-                 "--first-image is for Wan 2.1 image-to-video");
+                 "--first-image is for Wan 2.1 and SkyReels-V2 image-to-video");
   // Wan 2.1 image-to-video: the first image is needed; a first-last-frame model needs both, the other one.
   auto wan_run = [&](const std::string& name) {
     return "generate --model " + kWanImage + name + "/pipeline --embeddings " + kWanImage +

@@ -1,5 +1,7 @@
 // Wan 2.1 image-to-video (I2V) and first-last-frame-to-video (FLF2V) against diffusers'
-// WanImageToVideoPipeline (tests/data/fixtures/wan_i2v_pipeline, tools/reference/wan_i2v_pipeline.py):
+// WanImageToVideoPipeline, and SkyReels-V2 I2V against SkyReelsV2ImageToVideoPipeline (the same loop;
+// its CLIP a CLIPVisionModelWithProjection) (tests/data/fixtures/wan_i2v_pipeline,
+// tools/reference/wan_i2v_pipeline.py):
 // the condition its prepare_latents makes from the PNGs (the VAE's latents beside the frame mask), the
 // image tokens its encode_image makes, and the denoising loop from those on one rank and split.
 #include <cpdit/comm/local.hpp>
@@ -7,6 +9,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/skyreels_v2/model.hpp>
 #include <cpdit/pipeline/clip_image.hpp>
 #include <cpdit/pipeline/pipeline_table.hpp>
 #include <cpdit/pipeline/skyreels_image.hpp>
@@ -24,7 +27,7 @@ namespace {
 
 namespace fs = std::filesystem;
 const fs::path kFixture = fs::path(CPDIT_TEST_DATA) / "fixtures" / "wan_i2v_pipeline";
-constexpr const char* kCases[] = {"first", "first_last"};
+constexpr const char* kCases[] = {"first", "first_last", "skyreels_first"};
 
 // diffusers' float32 and ours differ in summation order only: the VAE encoder's latents by ~1e-6 and
 // CLIP's tokens by ~3e-6 (the encoder and CLIP fixtures' own bound is 1e-5).
@@ -77,7 +80,10 @@ Tensor generate(const std::string& name, int ring, int ulysses, const WanImageCo
   const nlohmann::json c = case_of(name);
   const fs::path folder = pipeline_folder(name);
   const models::LoadedModel transformer = models::open_model((folder / "transformer").string(), std::nullopt, {});
-  const auto& config = config_of<models::wan::WanConfig>(transformer);
+  const models::wan::WanConfig& config =
+      transformer.class_name == "SkyReelsV2Transformer3DModel"
+          ? static_cast<const models::wan::WanConfig&>(config_of<models::skyreels_v2::SkyReelsV2Config>(transformer))
+          : config_of<models::wan::WanConfig>(transformer);
   const nn::TensorMap inputs = io::load_safetensors((kFixture / "inputs.safetensors").string());
   const nn::TensorMap want = expected(name);
   WanGenerateOptions options;

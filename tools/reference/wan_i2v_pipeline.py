@@ -1,6 +1,7 @@
 """Reference for Wan 2.1 image-to-video (I2V) and first-last-frame-to-video (FLF2V): diffusers' own
-WanImageToVideoPipeline on tiny random models, with the prompt and negative embeddings and the initial
-latents given, 3 steps, guidance 5.0 (the pipeline's default).
+WanImageToVideoPipeline on tiny random models, and SkyReelsV2ImageToVideoPipeline (the same loop on a
+SkyReels-V2 network, its image encoder a CLIPVisionModelWithProjection), with the prompt and negative
+embeddings and the initial latents given, 3 steps, guidance 5.0 (the pipelines' default).
 
 What the pipeline does with the images (diffusers 0.42.1):
 - encode_image: CLIPImageProcessor on the image (and the last image: both in one batch), CLIPVisionModel's
@@ -24,7 +25,9 @@ Writes tests/data/fixtures/wan_i2v_pipeline/:
   <case>/expected.safetensors  image_embeds (encode_image's output), condition (prepare_latents'), latents
                        (the final latents, before the VAE's denormalisation)
   <case>/case.json     frames, height, width, steps, guidance
-Cases: first (I2V, the first image) and first_last (FLF2V: pos_embed_seq_len 20, both images).
+Cases: first (I2V, the first image), first_last (FLF2V: pos_embed_seq_len 20, both images) and
+skyreels_first (SkyReels-V2 I2V, the first image; its image_encoder/ clip_vision_tiny's tower with a seeded
+visual_projection, which the pipeline does not read: it takes hidden states).
 
     OMP_NUM_THREADS=1 /work/venv/bin/python tools/reference/wan_i2v_pipeline.py   # torch 2.15, diffusers 0.42.1
 """
@@ -34,9 +37,10 @@ import shutil
 
 import torch
 from PIL import Image
-from diffusers import AutoencoderKLWan, UniPCMultistepScheduler, WanImageToVideoPipeline, WanTransformer3DModel
+from diffusers import (AutoencoderKLWan, SkyReelsV2ImageToVideoPipeline, SkyReelsV2Transformer3DModel,
+                       UniPCMultistepScheduler, WanImageToVideoPipeline, WanTransformer3DModel)
 from safetensors.torch import load_file, save_file
-from transformers import CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModel
+from transformers import CLIPImageProcessor, CLIPVisionConfig, CLIPVisionModel, CLIPVisionModelWithProjection
 
 from flux_pipeline import reinitialise
 
@@ -60,13 +64,19 @@ def padded(embeds):
     return torch.cat([embeds, embeds.new_zeros(1, TEXT_TOKENS - embeds.shape[1], embeds.shape[2])], dim=1)
 
 
-def image_encoder():
+def image_encoder(with_projection=False):
     folder = FIXTURES / "clip_vision_tiny"
     config = json.loads((folder / "config.json").read_text())
-    model = CLIPVisionModel(CLIPVisionConfig(**{k: v for k, v in config.items() if k != "architectures"}))
-    # Stored under the hub's `vision_model.` prefix, which transformers 5's module names no longer carry.
+    config = CLIPVisionConfig(**{k: v for k, v in config.items() if k != "architectures"}, projection_dim=16)
+    model = CLIPVisionModelWithProjection(config) if with_projection else CLIPVisionModel(config)
+    # Stored under the hub's `vision_model.` prefix, which CLIPVisionModel's module names no longer carry.
     weights = load_file(folder / "weights.safetensors")
-    model.load_state_dict({k.removeprefix("vision_model."): v for k, v in weights.items()})
+    if with_projection:
+        projection = torch.randn(16, 32, generator=torch.Generator().manual_seed(56)) / 32 ** 0.5
+        weights["visual_projection.weight"] = projection
+    else:
+        weights = {k.removeprefix("vision_model."): v for k, v in weights.items()}
+    model.load_state_dict(weights)
     return model.eval()
 
 
@@ -111,16 +121,17 @@ def main():
     first, last = Image.open(OUT / "first.png").convert("RGB"), Image.open(OUT / "last.png").convert("RGB")
     save_file(inputs, OUT / "inputs.safetensors")
 
-    for case, seed, flf2v in (("first", 54, False), ("first_last", 55, True)):
-        transformer = reinitialise(WanTransformer3DModel(**WIDTHS, pos_embed_seq_len=2 * CLIP_TOKENS if flf2v
-                                                         else None), seed)
+    for case, seed, flf2v in (("first", 54, False), ("first_last", 55, True), ("skyreels_first", 57, False)):
+        skyreels = case.startswith("skyreels")
+        transformer = reinitialise(SkyReelsV2Transformer3DModel(**WIDTHS) if skyreels else WanTransformer3DModel(
+            **WIDTHS, pos_embed_seq_len=2 * CLIP_TOKENS if flf2v else None), seed)
         if flf2v:  # a position table at the scale of the image tokens, so that leaving it out shows
             with torch.no_grad():
                 transformer.condition_embedder.image_embedder.pos_embed.copy_(
                     0.5 * torch.randn(1, 2 * CLIP_TOKENS, 32, generator=g))
-        pipe = WanImageToVideoPipeline(tokenizer=None, text_encoder=None, vae=vae, scheduler=scheduler,
-                                       image_processor=processor, image_encoder=image_encoder(),
-                                       transformer=transformer)
+        pipeline = SkyReelsV2ImageToVideoPipeline if skyreels else WanImageToVideoPipeline
+        pipe = pipeline(tokenizer=None, text_encoder=None, vae=vae, scheduler=scheduler, image_processor=processor,
+                        image_encoder=image_encoder(with_projection=skyreels), transformer=transformer)
         expected = run(pipe, first, last if flf2v else None, inputs)
         pipe.save_pretrained(OUT / case / "pipeline", safe_serialization=True)
         save_file(expected, OUT / case / "expected.safetensors")
