@@ -306,54 +306,68 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
   };
 }
 
+// The tensor `name` of `tensors` when there, else undefined.
+Tensor tensor_or_none(const nn::TensorMap& tensors, const std::string& name) {
+  auto it = tensors.find(name);
+  return it == tensors.end() ? Tensor() : it->second;
+}
+
+// The processes of an mpirun launch, or null.
+std::shared_ptr<comm::Communicator> launched_processes() {
+  return comm::launched_by_mpi() ? comm::mpi_world() : nullptr;
+}
+
+// `make` (an image encode) on this thread with the run's compute threads, before the ranks start; under
+// mpirun on world rank 0 alone, every other process receiving its tensors (made_on_rank0).
+nn::TensorMap encoded_images(const GenerateArgs& args, const std::function<nn::TensorMap()>& make) {
+  const ScopedComputeThreads budget(args.parallel.threads > 0 ? args.parallel.threads : hardware_threads());
+  return pipeline::made_on_rank0(make, launched_processes().get());
+}
+
 // SkyReels-V2 image-to-video by diffusion forcing: the --first-image (and --last-image) PNGs at the
 // video's size, each through the pipeline's Wan VAE as its image-to-video pipeline's prepare_latents
-// makes them (`first`, `last`); none without --first-image. Made on this thread before the ranks start,
-// the VAE loaded and freed here (every process of an mpirun launch makes its own).
+// makes them (`first`, `last`); none without --first-image. The VAE loaded and freed by encoded_images.
 nn::TensorMap image_inputs(const GenerateArgs& args, const pipeline::PipelineParts& parts) {
   if (args.first_image.empty()) return {};
-  const Tensor first = pipeline::image_pixels(args.first_image, args.height, args.width);
-  const Tensor last = args.last_image.empty() ? Tensor() : pipeline::image_pixels(args.last_image, args.height, args.width);
-  CPDIT_CHECK(parts.vae, invalid_argument, "--first-image needs the pipeline's VAE to encode it: ", args.model,
-              " has no vae/ (give a diffusers pipeline folder)");
-  const ScopedComputeThreads budget(args.parallel.threads > 0 ? args.parallel.threads : hardware_threads());
-  const models::LoadedModel vae = parts.vae();
-  nn::TensorMap inputs{{"first", pipeline::image_latents(vae, first)}};
-  if (last.defined()) inputs["last"] = pipeline::image_latents(vae, last);
-  return inputs;
+  return encoded_images(args, [&] {
+    const Tensor first = pipeline::image_pixels(args.first_image, args.height, args.width);
+    const Tensor last =
+        args.last_image.empty() ? Tensor() : pipeline::image_pixels(args.last_image, args.height, args.width);
+    CPDIT_CHECK(parts.vae, invalid_argument, "--first-image needs the pipeline's VAE to encode it: ", args.model,
+                " has no vae/ (give a diffusers pipeline folder)");
+    const models::LoadedModel vae = parts.vae();
+    nn::TensorMap inputs{{"first", pipeline::image_latents(vae, first)}};
+    if (last.defined()) inputs["last"] = pipeline::image_latents(vae, last);
+    return inputs;
+  });
 }
 
 // Image-to-video by conditioning (conditions_on_image): the --first-image (and --last-image) PNGs as
 // WanImageToVideoPipeline conditions on them: at the video's size through the pipeline's Wan VAE beside
 // the frame mask, and, for a model with image_dim, as its CLIPImageProcessor makes them through its image
-// encoder. Made on this thread before the ranks start, each model loaded and freed here (every process of
-// an mpirun launch makes its own).
+// encoder. Each model loaded and freed by encoded_images.
 pipeline::WanImageConditioning wan_image_conditioning(const GenerateArgs& args, const pipeline::PipelineParts& parts,
                                                       const Source& source) {
   const models::wan::WanConfig& config = video_config(source);
-  CPDIT_CHECK(parts.vae, invalid_argument, "--first-image needs the pipeline's VAE to encode it: ", args.model,
-              " has no vae/ (give a diffusers pipeline folder)");
-  const ScopedComputeThreads budget(args.parallel.threads > 0 ? args.parallel.threads : hardware_threads());
-  pipeline::WanImageConditioning image;
-  const Tensor first = pipeline::image_pixels(args.first_image, args.height, args.width);
-  const Tensor last =
-      args.last_image.empty() ? Tensor() : pipeline::image_pixels(args.last_image, args.height, args.width);
-  image.condition = pipeline::wan_image_condition(parts.vae(), first, last, args.frames, source.wan_vae.temporal);
-  if (config.image_dim == 0) return image;
-  CPDIT_CHECK(parts.image_encoder && !parts.image_processor.empty(), invalid_argument, args.model,
-              " has no image_encoder/ and image_processor/: this model (image_dim ", config.image_dim,
-              ") conditions on CLIP's tokens of its images");
-  const auto processing = pipeline::ClipImageProcessing::from_file(parts.image_processor);
-  Tensor pixels = pipeline::clip_image_pixels(args.first_image, processing);
-  if (last.defined()) pixels = cat({pixels, pipeline::clip_image_pixels(args.last_image, processing)}, 0);
-  image.image_embeds = pipeline::wan_image_embeds(parts.image_encoder(), pixels);
-  return image;
-}
-
-// The tensor `name` of `tensors` when there, else undefined.
-Tensor tensor_or_none(const nn::TensorMap& tensors, const std::string& name) {
-  auto it = tensors.find(name);
-  return it == tensors.end() ? Tensor() : it->second;
+  const nn::TensorMap made = encoded_images(args, [&] {
+    CPDIT_CHECK(parts.vae, invalid_argument, "--first-image needs the pipeline's VAE to encode it: ", args.model,
+                " has no vae/ (give a diffusers pipeline folder)");
+    const Tensor first = pipeline::image_pixels(args.first_image, args.height, args.width);
+    const Tensor last =
+        args.last_image.empty() ? Tensor() : pipeline::image_pixels(args.last_image, args.height, args.width);
+    nn::TensorMap image{
+        {"condition", pipeline::wan_image_condition(parts.vae(), first, last, args.frames, source.wan_vae.temporal)}};
+    if (config.image_dim == 0) return image;
+    CPDIT_CHECK(parts.image_encoder && !parts.image_processor.empty(), invalid_argument, args.model,
+                " has no image_encoder/ and image_processor/: this model (image_dim ", config.image_dim,
+                ") conditions on CLIP's tokens of its images");
+    const auto processing = pipeline::ClipImageProcessing::from_file(parts.image_processor);
+    Tensor pixels = pipeline::clip_image_pixels(args.first_image, processing);
+    if (last.defined()) pixels = cat({pixels, pipeline::clip_image_pixels(args.last_image, processing)}, 0);
+    image["image_embeds"] = pipeline::wan_image_embeds(parts.image_encoder(), pixels);
+    return image;
+  });
+  return {made.at("condition"), tensor_or_none(made, "image_embeds")};
 }
 
 // WanPipeline's loop, and with `image` (wan_image_conditioning's) WanImageToVideoPipeline's and
@@ -436,8 +450,7 @@ nn::TensorMap text_embeddings(const GenerateArgs& args, const pipeline::Pipeline
     return pipeline::encode_prompt(*parts.text, request);
   };
   const int threads = args.parallel.threads > 0 ? args.parallel.threads : hardware_threads();
-  const std::shared_ptr<comm::Communicator> processes = comm::launched_by_mpi() ? comm::mpi_world() : nullptr;
-  return pipeline::encode_stage(stages, encode, threads, processes.get());
+  return pipeline::encode_stage(stages, encode, threads, launched_processes().get());
 }
 
 }  // namespace

@@ -91,10 +91,11 @@ bool model_file(const fs::path& file) {
   return extension == ".json" || extension == ".safetensors" || extension == ".gguf";
 }
 
-// Read by the encode stage alone (rank 0).
-bool text_component(const fs::path& relative) {
+// Read by rank 0 alone: the prompt's encoders (the encode stage) and the image encoder (image-to-video).
+bool rank0_component(const fs::path& relative) {
   const std::string top = relative.begin()->string();
-  return top.rfind("tokenizer", 0) == 0 || top.rfind("text_encoder", 0) == 0;
+  return top.rfind("tokenizer", 0) == 0 || top.rfind("text_encoder", 0) == 0 || top == "image_encoder" ||
+         top == "image_processor";
 }
 
 void add_path(std::vector<FileDigest>& out, const std::string& path) {
@@ -106,8 +107,8 @@ void add_path(std::vector<FileDigest>& out, const std::string& path) {
          !error && it != fs::recursive_directory_iterator(); it.increment(error)) {
       const fs::path relative = fs::relative(it->path(), root, error);
       // A pipeline folder's files lie one component folder deep, at most.
-      if (it->is_directory() && (it.depth() >= 1 || text_component(relative))) it.disable_recursion_pending();
-      if (text_component(relative)) continue;
+      if (it->is_directory() && (it.depth() >= 1 || rank0_component(relative))) it.disable_recursion_pending();
+      if (rank0_component(relative)) continue;
       if (it->is_regular_file() && model_file(it->path()))
         found.push_back({(root / relative).string(), file_digest(it->path())});
     }

@@ -27,8 +27,8 @@ struct FileDigest {
 // The model files under each path (a pipeline or model folder, or a weights file with the config
 // beside it; empty paths are skipped), sorted by name: *.json whole; *.safetensors and *.gguf their
 // size and their header as io validates it (metadata, tensor names, types, shapes and offsets). A
-// pipeline folder's tokenizer*/ and text_encoder*/ are left out: only rank 0 reads them (generate's
-// encode stage). A file that cannot be read has the digest of the reason, so a rank that cannot read
+// pipeline folder's tokenizer*/, text_encoder*/, image_encoder/ and image_processor/ are left out: only
+// rank 0 reads them (generate's encode stage, its image-to-video image encode). A file that cannot be read has the digest of the reason, so a rank that cannot read
 // what the others read differs from them.
 std::vector<FileDigest> model_file_digests(const std::vector<std::string>& paths);
 

@@ -95,15 +95,19 @@ PipelineParts PipelineParts::of_preset(const std::string& name, uint64_t seed) {
   return parts;
 }
 
+nn::TensorMap made_on_rank0(const std::function<nn::TensorMap()>& make, comm::Communicator* world) {
+  if (world == nullptr) return make();
+  nn::TensorMap made;
+  run_on_root(*world, [&] { made = make(); });
+  comm::broadcast_tensors(*world, made, 0);
+  return made;
+}
+
 nn::TensorMap encode_stage(StageLog& log, const std::function<nn::TensorMap()>& encode, int threads,
                            comm::Communicator* world) {
   return log.run("encode", [&] {
     ScopedComputeThreads budget(threads);
-    if (world == nullptr) return encode();
-    nn::TensorMap text;
-    run_on_root(*world, [&] { text = encode(); });
-    comm::broadcast_tensors(*world, text, 0);
-    return text;
+    return made_on_rank0(encode, world);
   });
 }
 

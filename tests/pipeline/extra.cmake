@@ -21,6 +21,7 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   add_mpi_script_test(pipeline_cfg_mpi pipeline_cfg_mpi.cmake)
   add_mpi_script_test(ltx_pipeline_mpi ltx_pipeline_mpi.cmake)
   add_mpi_script_test(generate_mpi_encode_on_rank0 generate_mpi_encode.cmake)
+  add_mpi_script_test(generate_mpi_images_on_rank0 generate_mpi_images.cmake)
   add_mpi_script_test(generate_mpi_mismatched_models generate_mpi_model.cmake)
 endif()
 

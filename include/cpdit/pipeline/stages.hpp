@@ -85,6 +85,11 @@ struct PipelineParts {
   static PipelineParts of_preset(const std::string& name, uint64_t seed);
 };
 
+// `make` on rank 0 of `world` alone, its tensors broadcast to every rank; an error there is thrown on
+// every rank, as the same cpdit::Error, so no rank waits for tensors that will not come (within the
+// communicator's timeout, CPDIT_COMM_TIMEOUT_S). Null `world`: make() here.
+nn::TensorMap made_on_rank0(const std::function<nn::TensorMap()>& make, comm::Communicator* world);
+
 // The encode stage: `encode` (the prompt through the text encoders, each loaded, run and freed in
 // turn) on this thread with `threads` compute threads. Local ranks share their process's one result.
 // Under mpirun (`world`: the processes) only world rank 0 runs `encode` and every other process
