@@ -58,7 +58,7 @@ Tensor initial_wan_latents(const Shape& shape, const WanGenerateOptions& options
 }
 
 Tensor guided_prediction(const nn::Model& model, nn::TensorMap inputs, const Tensor& prompt_embeds,
-                         const WanGenerateOptions& options) {
+                         const WanGenerateOptions& options, std::optional<float> scale) {
   const Tensor& negative = options.negative_prompt_embeds;
   CPDIT_CHECK(!negative.defined() || negative.size(0) == prompt_embeds.size(0), invalid_argument,
               "negative_prompt_embeds has batch ", negative.size(0), ", prompt_embeds ", prompt_embeds.size(0));
@@ -72,7 +72,7 @@ Tensor guided_prediction(const nn::Model& model, nn::TensorMap inputs, const Ten
   if (!guided) return predict(prompt_embeds);
   const GuidancePair pair =
       predict_cond_uncond([&] { return predict(prompt_embeds); }, [&] { return predict(negative); }, options.cfg);
-  return combine_guidance(pair.cond, pair.uncond, {options.guidance_scale});
+  return combine_guidance(pair.cond, pair.uncond, {scale.value_or(options.guidance_scale)});
 }
 
 namespace {
@@ -124,7 +124,12 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
     nn::TensorMap inputs{{"hidden_states", hidden}, {"timestep", timestep}};
     if (image.count("encoder_hidden_states_image"))
       inputs["encoder_hidden_states_image"] = image.at("encoder_hidden_states_image");
-    const Tensor velocity = guided_prediction(model, inputs, prompt_embeds, options);
+    // Wan 2.2 A14B: the timesteps below the boundary go to the low-noise expert at its own scale.
+    const WanGenerateOptions::LowNoiseExpert& expert = options.low_noise;
+    const bool low_noise = expert.model != nullptr && scheduler.timesteps()[size_t(i)] < expert.boundary_timestep;
+    const Tensor velocity =
+        low_noise ? guided_prediction(*expert.model, inputs, prompt_embeds, options, expert.guidance_scale)
+                  : guided_prediction(model, inputs, prompt_embeds, options);
     latents = scheduler.step(velocity, latents);
     result.step_seconds.push_back(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

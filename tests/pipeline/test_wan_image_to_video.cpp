@@ -4,14 +4,12 @@
 // tools/reference/wan_i2v_pipeline.py):
 // the condition its prepare_latents makes from the PNGs (the VAE's latents beside the frame mask), the
 // image tokens its encode_image makes, and the denoising loop from those on one rank and split.
-#include <cpdit/comm/local.hpp>
-#include <cpdit/comm/mesh.hpp>
+#include "pipeline/wan_case.hpp"
+
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 #include <cpdit/io/safetensors.hpp>
-#include <cpdit/models/skyreels_v2/model.hpp>
 #include <cpdit/pipeline/clip_image.hpp>
-#include <cpdit/pipeline/pipeline_table.hpp>
 #include <cpdit/pipeline/skyreels_image.hpp>
 #include <cpdit/pipeline/wan_image.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
@@ -19,7 +17,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <mutex>
 #include <string>
 
 namespace cpdit::pipeline {
@@ -78,12 +75,6 @@ TEST(WanImageToVideo, ImageTokensAreThePipelines) {
 // ring x ulysses local ranks, one compute thread each: rank 0's final latents.
 Tensor generate(const std::string& name, int ring, int ulysses, const WanImageConditioning* image = nullptr) {
   const nlohmann::json c = case_of(name);
-  const fs::path folder = pipeline_folder(name);
-  const models::LoadedModel transformer = models::open_model((folder / "transformer").string(), std::nullopt, {});
-  const models::wan::WanConfig& config =
-      transformer.class_name == "SkyReelsV2Transformer3DModel"
-          ? static_cast<const models::wan::WanConfig&>(config_of<models::skyreels_v2::SkyReelsV2Config>(transformer))
-          : config_of<models::wan::WanConfig>(transformer);
   const nn::TensorMap inputs = io::load_safetensors((kFixture / "inputs.safetensors").string());
   const nn::TensorMap want = expected(name);
   WanGenerateOptions options;
@@ -95,24 +86,7 @@ Tensor generate(const std::string& name, int ring, int ulysses, const WanImageCo
   options.negative_prompt_embeds = inputs.at("negative_prompt_embeds");
   options.initial_latents = inputs.at("latents");
   options.image = image ? *image : WanImageConditioning{want.at("condition"), want.at("image_embeds")};
-  const UniPCConfig scheduler = UniPCConfig::from_file((folder / "scheduler" / "scheduler_config.json").string());
-  Tensor latents;
-  std::mutex mutex;
-  comm::LocalOptions one_thread_each;
-  one_thread_each.threads_per_rank = 1;
-  comm::run_local(
-      ring * ulysses,
-      [&](comm::Communicator& world) {
-        comm::Mesh mesh(world.split(0, world.rank()), ring, ulysses, 1);
-        std::unique_ptr<nn::Model> model = transformer.replica();
-        if (mesh.flat().size() > 1) model->enable_parallelism(mesh.flat_group(), {ring, ulysses});
-        UniPCMultistepScheduler unipc(scheduler);
-        const WanGenerateResult r = generate_wan(*model, config, unipc, inputs.at("prompt_embeds"), options);
-        std::lock_guard lock(mutex);
-        if (world.rank() == 0) latents = r.latents;
-      },
-      one_thread_each);
-  return latents;
+  return testing::generate_on_ranks(pipeline_folder(name), inputs.at("prompt_embeds"), options, ring, ulysses);
 }
 
 TEST(WanImageToVideo, LoopEqualsDiffusersOnEveryLayout) {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,15 @@ struct WanGenerateOptions {
   // Image-to-video: what wan_image_condition and wan_image_embeds made, each repeated over the batch as
   // the pipeline repeats them. Required by a model that takes an image (wan_takes_image), refused by others.
   WanImageConditioning image;
+  // Wan 2.2 A14B's low-noise expert (the pipelines' transformer_2): it takes the timesteps below
+  // boundary_timestep (boundary_ratio x num_train_timesteps), its two guidance passes combined at its own
+  // guidance_scale (guidance_scale_2); whether guidance runs is still decided by guidance_scale above, as
+  // the pipelines decide it. Null model: the loop's model takes every step. Same config as the loop's.
+  struct LowNoiseExpert {
+    const nn::Model* model = nullptr;
+    double boundary_timestep = 0;
+    float guidance_scale = 0;
+  } low_noise;
   std::function<void(int, int, double)> on_step;  // (step index, steps, seconds of that step)
 };
 
@@ -77,11 +87,11 @@ bool wan_runs_guidance(const Tensor& negative_prompt_embeds, float guidance_scal
 Tensor initial_wan_latents(const Shape& shape, const WanGenerateOptions& options);
 
 // The model's `sample` for `inputs` (all but encoder_hidden_states) with the prompt, guided as
-// WanPipeline when wan_runs_guidance: noise_uncond + guidance_scale * (noise_cond - noise_uncond),
-// one f32 rounding per op in diffusers' order; the two passes serial or on two CFG groups
-// (options.cfg, pipeline/guidance.hpp). Collective over options.cfg.
+// WanPipeline when wan_runs_guidance: noise_uncond + scale * (noise_cond - noise_uncond), `scale`
+// options.guidance_scale unless given, one f32 rounding per op in diffusers' order; the two passes
+// serial or on two CFG groups (options.cfg, pipeline/guidance.hpp). Collective over options.cfg.
 Tensor guided_prediction(const nn::Model& model, nn::TensorMap inputs, const Tensor& prompt_embeds,
-                         const WanGenerateOptions& options);
+                         const WanGenerateOptions& options, std::optional<float> scale = std::nullopt);
 
 // Every rank of the model's context-parallel group calls it (the model gathers its own output); with
 // options.cfg, every rank of both CFG groups.
