@@ -242,6 +242,10 @@ void add_generate(CLI::App& parent) {
                   "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5), Wan's classifier-free "
                   "guidance (default 5.0; SkyReels-V2 6.0; LTX-Video 3.0; runs when there are negative_prompt_embeds)")
       ->check(finite_number());
+  cmd->add_option("--guidance-2", args->guidance_2,
+                  "Wan 2.2 A14B (a pipeline folder with transformer_2/): guidance_scale_2, the low-noise expert's "
+                  "classifier-free guidance (default: --guidance's)")
+      ->check(finite_number());
   cmd->add_option("--prompt", args->prompt,
                   "the prompt, through the pipeline folder's (or preset's) tokenizers and text encoders");
   cmd->add_option("--negative-prompt", args->negative_prompt,

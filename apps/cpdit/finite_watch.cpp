@@ -20,18 +20,23 @@ bool all_finite(const Tensor& t) {
   return sum == 0.0f;
 }
 
-FiniteWatch::FiniteWatch(nn::Module& model, std::string stage, bool every_module)
-    : model_(model), stage_(std::move(stage)), every_module_(every_module) {
-  if (!every_module_) {
-    model_.add_post_hook(kTag, [this](std::vector<Tensor>& outputs) { check("", outputs); });
-    return;
+FiniteWatch::FiniteWatch(std::vector<nn::Module*> models, std::string stage, bool every_module)
+    : stage_(std::move(stage)), every_module_(every_module) {
+  for (nn::Module* model : models) {
+    if (model == nullptr) continue;
+    models_.push_back(model);
+    if (!every_module_) {
+      model->add_post_hook(kTag, [this](std::vector<Tensor>& outputs) { check("", outputs); });
+      continue;
+    }
+    for (auto& [path, module] : model->named_modules())
+      module->add_post_hook(kTag, [this, name = path](std::vector<Tensor>& outputs) { check(name, outputs); });
   }
-  for (auto& [path, module] : model_.named_modules())
-    module->add_post_hook(kTag, [this, name = path](std::vector<Tensor>& outputs) { check(name, outputs); });
 }
 
 FiniteWatch::~FiniteWatch() {
-  for (auto& [path, module] : model_.named_modules()) module->remove_hooks(kTag);
+  for (nn::Module* model : models_)
+    for (auto& [path, module] : model->named_modules()) module->remove_hooks(kTag);
 }
 
 void FiniteWatch::check(const std::string& module, const std::vector<Tensor>& outputs) const {

@@ -8,13 +8,18 @@
 #include <cpdit/nn/module.hpp>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace cpdit::app {
 
 class FiniteWatch {
  public:
   // `stage` names the loop in the message ("denoise"). The hooks stay until the watch is destroyed.
-  FiniteWatch(nn::Module& model, std::string stage, bool every_module);
+  // Several models (Wan 2.2's two experts; null ones skipped) share the step count.
+  FiniteWatch(std::vector<nn::Module*> models, std::string stage, bool every_module);
+  FiniteWatch(nn::Module& model, std::string stage, bool every_module)
+      : FiniteWatch(std::vector<nn::Module*>{&model}, std::move(stage), every_module) {}
   ~FiniteWatch();
   FiniteWatch(const FiniteWatch&) = delete;
   FiniteWatch& operator=(const FiniteWatch&) = delete;
@@ -25,7 +30,7 @@ class FiniteWatch {
  private:
   void check(const std::string& module, const std::vector<Tensor>& outputs) const;
 
-  nn::Module& model_;
+  std::vector<nn::Module*> models_;
   std::string stage_;
   bool every_module_;
   int step_ = 1;

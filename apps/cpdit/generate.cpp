@@ -56,6 +56,9 @@ bool wan_family(pipeline::PipelineKind kind) {
 // The transformer, the pipeline that runs its class, its scheduler, and where they came from.
 struct Source {
   models::LoadedModel model;
+  // Wan 2.2 A14B: transformer_2/, which takes the timesteps below boundary_ratio x num_train_timesteps.
+  std::optional<models::LoadedModel> low_noise;
+  double boundary_timestep = 0;
   // Pixels (and Wan frames) per latent, from the pipeline folder's vae/ when it has one.
   int64_t vae_scale_factor = 8;
   pipeline::WanVaeFactors wan_vae;
@@ -88,6 +91,29 @@ bool conditions_on_image(const Source& source) {
   return wan_family(source.pipeline) && pipeline::wan_takes_image(video_config(source));
 }
 
+// Wan 2.2 A14B's folders hand the timesteps below model_index.json's boundary_ratio x the scheduler's
+// num_train_timesteps to transformer_2/: opened into `s` when the folder has one, so that no step runs on
+// the wrong expert.
+void open_low_noise_expert(Source& s, const GenerateArgs& args, const nn::LoadOptions& load) {
+  const std::optional<std::string> folder = io::pipeline_component(args.model, "transformer_2");
+  if (!folder) return;
+  const std::string index = (fs::path(args.model) / "model_index.json").string();
+  const nlohmann::json j = io::read_json(index);
+  CPDIT_CHECK(s.pipeline == pipeline::PipelineKind::wan && j.contains("boundary_ratio") &&
+                  j["boundary_ratio"].is_number() && j["boundary_ratio"].get<double>() > 0 &&
+                  j["boundary_ratio"].get<double>() <= 1,
+              invalid_argument, args.model, " has a transformer_2/: generate runs it as Wan 2.2's low-noise expert, "
+              "which needs a WanTransformer3DModel and a boundary_ratio in (0, 1] in ", index);
+  s.low_noise = models::open_model(*folder, std::nullopt, load);
+  const auto& high = pipeline::config_of<models::wan::WanConfig>(s.model);
+  const auto* low = std::any_cast<models::wan::WanConfig>(&s.low_noise->config);
+  CPDIT_CHECK(low && low->in_channels == high.in_channels && low->out_channels == high.out_channels &&
+                  low->patch_size == high.patch_size && low->text_dim == high.text_dim &&
+                  low->image_dim == high.image_dim,
+              invalid_argument, *folder, " is not a WanTransformer3DModel that takes what transformer/ takes");
+  s.boundary_timestep = j["boundary_ratio"].get<double>() * double(s.wan_scheduler.num_train_timesteps);
+}
+
 Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   CPDIT_CHECK(args.model.empty() != args.preset.empty(), invalid_argument,
               "give exactly one of --model DIR|FILE and --preset NAME");
@@ -116,11 +142,6 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
                                                         : fs::path();
   const bool has_scheduler = !scheduler.empty() && fs::is_regular_file(scheduler);
   s.name = args.model;
-  // Wan 2.2 A14B hands the low-noise steps to a second transformer; running the first alone would make
-  // the wrong video.
-  CPDIT_CHECK(!io::pipeline_component(args.model, "transformer_2"), unsupported, args.model,
-              " has a transformer_2/ (two experts split by boundary_ratio, as Wan 2.2 A14B's): generate runs one "
-              "transformer");
   s.model = models::open_model(args.model, args.config.empty() ? std::nullopt : std::optional(args.config), load);
   s.pipeline = pipeline::pipeline_for(s.model.class_name);
   // Without a scheduler config: Wan 2.1's flow_shift 3, SkyReels-V2's 8 (T2V) or 5 (I2V).
@@ -146,6 +167,7 @@ Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
     s.vae_scale_factor = pipeline::qwenimage_vae_scale_factor(io::read_json(vae_config.string()), vae_config.string());
   if (s.pipeline == pipeline::PipelineKind::ltx_video && fs::is_regular_file(vae_config))
     s.ltx_vae = pipeline::LtxVaeFactors::from_json(io::read_json(vae_config.string()));
+  open_low_noise_expert(s, args, load);
   return s;
 }
 
@@ -171,20 +193,25 @@ void refuse_overwriting_inputs(const GenerateArgs& args) {
                    inputs);
 }
 
-// This rank's (cfg, ring, Ulysses) mesh over `world`, and its replica of the model on the --backend asked
-// for, its tokens split over its CFG group when that has more than one rank (by `plan`, else the model's own).
+// This rank's (cfg, ring, Ulysses) mesh over `world`, and its replica of the model (and of a low-noise
+// expert) on the --backend asked for, its tokens split over its CFG group when that has more than one rank
+// (by `plan`, else the model's own).
 struct RankModel {
   comm::Mesh mesh;
   std::unique_ptr<nn::Model> model;
+  std::unique_ptr<nn::Model> low_noise;  // Source::low_noise's, or null
 };
 
 RankModel rank_model(comm::Communicator& world, const GenerateArgs& args, const Source& source, const RankLayout& layout,
                      std::optional<parallel::ContextParallelPlan> plan = std::nullopt) {
   const parallel::ContextParallelConfig& c = layout.config;
   RankModel m{comm::Mesh(world.split(0, world.rank()), c.ring_degree, c.ulysses_degree, c.cfg_degree),
-              source.model.replica()};
-  if (!args.parallel.backend.empty()) m.model->set_attention_backend(args.parallel.backend);
-  if (m.mesh.flat().size() > 1) m.model->enable_parallelism(m.mesh.flat_group(), c, plan);
+              source.model.replica(), source.low_noise ? source.low_noise->replica() : nullptr};
+  for (nn::Model* model : {m.model.get(), m.low_noise.get()}) {
+    if (model == nullptr) continue;
+    if (!args.parallel.backend.empty()) model->set_attention_backend(args.parallel.backend);
+    if (m.mesh.flat().size() > 1) model->enable_parallelism(m.mesh.flat_group(), c, plan);
+  }
   return m;
 }
 
@@ -267,13 +294,16 @@ RankLoop video_loop(const GenerateArgs& args, const Source& source, const RankLa
                                                                                   Progress& progress) {
     RankModel ranked = rank_model(world, args, source, layout);
     const auto& model = ranked.model;
-    FiniteWatch finite(*model, "denoise", args.check_finite);
+    FiniteWatch finite({model.get(), ranked.low_noise.get()}, "denoise", args.check_finite);
     pipeline::WanGenerateOptions options;
     set_loop_options(options, args, *initial, finite, progress);
     options.cfg = &ranked.mesh.cfg();
     options.guidance_scale = guidance;
     options.negative_prompt_embeds = *negative;
     options.vae = source.wan_vae;
+    if (ranked.low_noise)
+      options.low_noise = {ranked.low_noise.get(), source.boundary_timestep,
+                           std::isnan(args.guidance_2) ? guidance : args.guidance_2};
     pipeline::WanGenerateResult r = generate(*model, *embeds, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
   };
@@ -520,6 +550,9 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
     CPDIT_CHECK(!video || std::isnan(args.true_cfg_scale), invalid_argument,
                 "--true-cfg-scale is for FLUX.1 and Qwen-Image; Wan's classifier-free guidance is --guidance, as LTX-Video's");
     CPDIT_CHECK(video || args.video.empty(), invalid_argument, "--video is for video; write an image with --image");
+    CPDIT_CHECK(std::isnan(args.guidance_2) || source.low_noise, invalid_argument,
+                "--guidance-2 is for Wan 2.2's low-noise expert (a pipeline folder with transformer_2/); ", source.name,
+                " has one transformer");
     CPDIT_CHECK(ltx || (args.decode_timestep == 0.0f && !args.decode_noise_scale), invalid_argument,
                 "--decode-timestep and --decode-noise-scale are for LTX-Video's timestep-conditioned VAE");
     CPDIT_CHECK(args.first_image.empty() || diffusion_forcing(source) || conditions_on_image(source), invalid_argument,

@@ -35,6 +35,7 @@ struct GenerateArgs {
   models::vae::VideoSplit vae_split = models::vae::VideoSplit::rows;
   uint64_t seed = 0;
   float guidance = std::nanf("");  // unset: the pipeline's default
+  float guidance_2 = std::nanf("");  // Wan 2.2's low-noise expert (guidance_scale_2); unset: guidance
   float true_cfg_scale = std::nanf("");  // unset: FLUX.1 1.0 (off), Qwen-Image 4.0
   bool json = false;
   bool check_finite = false;

@@ -49,6 +49,7 @@ class GenerateArgs:
     decode_noise_scale: Optional[float]
     seed: int
     guidance: float
+    guidance_2: float
     true_cfg_scale: float
     decode: bool
     parallel: ParallelFlags

@@ -65,6 +65,7 @@ _SETTINGS = {
     "num_frames": ("frames", 1),
     "num_inference_steps": ("steps", 1),
     "guidance_scale": ("guidance", float),
+    "guidance_scale_2": ("guidance_2", float),  # Wan 2.2's low-noise expert
     "true_cfg_scale": ("true_cfg_scale", float),
     "generator_seed": ("seed", 0),
     "max_sequence_length": ("text_tokens", 1),
@@ -286,27 +287,28 @@ class QwenImagePipeline(_Pipeline):
 
 
 class WanPipeline(_Pipeline):
-    """Wan 2.1 text to video (diffusers' WanPipeline): UniPC, classifier-free guidance ``guidance_scale``
-    (default 5.0) on the negative prompt (default "") or ``negative_prompt_embeds``. Latents (B, 16, F',
-    H/8, W/8)."""
+    """Wan 2.1 and 2.2 text to video (diffusers' WanPipeline): UniPC, classifier-free guidance
+    ``guidance_scale`` (default 5.0) on the negative prompt (default "") or ``negative_prompt_embeds``; a
+    folder with transformer_2/ (Wan 2.2 A14B) hands the steps below its boundary_ratio to it, guided at
+    ``guidance_scale_2`` (default: guidance_scale). Latents (B, 16, F', H/8, W/8)."""
 
     _pipeline_classes = ("WanPipeline",)
     _preset_prefix = "wan-"
     _output = VideoPipelineOutput
     _output_type = "np"
-    _keywords = ("num_frames",)
+    _keywords = ("num_frames", "guidance_scale_2")
 
 
 class WanImageToVideoPipeline(_Pipeline):
     """Wan 2.1 image to video (diffusers' WanImageToVideoPipeline): ``image`` (a PIL image or a PNG path)
     is the clip's first frame, and for a first-last-frame model ``last_image`` its last; both go through
-    the folder's VAE at the video's size and, for models that read them, its CLIP image encoder. UniPC and
-    guidance as WanPipeline (default 5.0). Latents (B, 16, F', H/8, W/8)."""
+    the folder's VAE at the video's size and, for models that read them, its CLIP image encoder. UniPC,
+    guidance and Wan 2.2's two experts as WanPipeline. Latents (B, 16, F', H/8, W/8)."""
 
     _pipeline_classes = ("WanImageToVideoPipeline",)
     _output = VideoPipelineOutput
     _output_type = "np"
-    _keywords = ("image", "last_image", "num_frames")
+    _keywords = ("image", "last_image", "num_frames", "guidance_scale_2")
 
     @classmethod
     def from_preset(cls, name):
@@ -319,6 +321,7 @@ class SkyReelsV2ImageToVideoPipeline(WanImageToVideoPipeline):
     loop on a SkyReels-V2 network, ``image`` (and ``last_image``) as there; guidance default 5.0."""
 
     _pipeline_classes = ("SkyReelsV2ImageToVideoPipeline",)
+    _keywords = ("image", "last_image", "num_frames")
 
 
 class SkyReelsV2DiffusionForcingPipeline(_Pipeline):

@@ -46,6 +46,7 @@ void bind_generate_args(py::module_& m) {
       .def_readwrite("decode_noise_scale", &app::GenerateArgs::decode_noise_scale)
       .def_readwrite("seed", &app::GenerateArgs::seed)
       .def_readwrite("guidance", &app::GenerateArgs::guidance)
+      .def_readwrite("guidance_2", &app::GenerateArgs::guidance_2)
       .def_readwrite("true_cfg_scale", &app::GenerateArgs::true_cfg_scale)
       .def_readwrite("decode", &app::GenerateArgs::decode)
       .def_readwrite("parallel", &app::GenerateArgs::parallel);

@@ -1,7 +1,8 @@
 """The same call as diffusers' pipelines, on the same tiny pipeline folders, gives diffusers' final
 latents and pixels: the fixtures are diffusers' outputs (tools/reference/flux_pipeline.py,
-wan_pipeline.py, wan_i2v_pipeline.py, qwenimage_pipeline.py, skyreels_df_pipeline.py and ltx_pipeline.py,
-diffusers from PyPI) for these embeddings, images and initial latents."""
+wan_pipeline.py, wan_i2v_pipeline.py, wan22_experts_pipeline.py, qwenimage_pipeline.py,
+skyreels_df_pipeline.py and ltx_pipeline.py, diffusers from PyPI) for these embeddings, images and
+initial latents."""
 
 import numpy as np
 from PIL import Image
@@ -62,6 +63,20 @@ def test_wan_and_skyreels_image_to_video_match_diffusers():
         latents = pipe(**images, prompt_embeds=inputs["prompt_embeds"],
                        negative_prompt_embeds=inputs["negative_prompt_embeds"], latents=inputs["latents"], height=48,
                        width=32, num_frames=9, num_inference_steps=3, output_type="latent").frames
+        want = read_safetensors(root / name / "expected.safetensors")["latents"]
+        np.testing.assert_allclose(latents, want, rtol=0, atol=LATENTS_TOLERANCE, err_msg=name)
+
+
+def test_wan22_two_experts_match_diffusers():
+    root = FIXTURES / "wan22_experts"
+    inputs = read_safetensors(root / "inputs.safetensors")
+    call = dict(prompt_embeds=inputs["prompt_embeds"], negative_prompt_embeds=inputs["negative_prompt_embeds"],
+                latents=inputs["latents"], height=48, width=32, num_frames=9, num_inference_steps=4, guidance_scale=4.0,
+                guidance_scale_2=3.0, output_type="latent")
+    for name, pipeline, image in (("t2v", cpdit.WanPipeline, {}),
+                                  ("i2v", cpdit.WanImageToVideoPipeline,
+                                   {"image": FIXTURES / "wan_i2v_pipeline" / "first.png"})):
+        latents = pipeline.from_pretrained(root / name / "pipeline")(**image, **call).frames
         want = read_safetensors(root / name / "expected.safetensors")["latents"]
         np.testing.assert_allclose(latents, want, rtol=0, atol=LATENTS_TOLERANCE, err_msg=name)
 

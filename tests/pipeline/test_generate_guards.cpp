@@ -1,7 +1,7 @@
 // `cpdit generate` refusing what would run wrong or destroy a file: numeric options as typed (no
 // wrapped seeds, truncated counts, NaN guidance or silent defaults for 0), a scheduler config of
-// another class, a pipeline of two transformers, an output that names an input, and a transformer whose output turns NaN (an error
-// naming the step, and with --check-finite the module).
+// another class, a second transformer without its boundary, an output that names an input, and a
+// transformer whose output turns NaN (an error naming the step, and with --check-finite the module).
 #include "support/run_cli.hpp"
 
 #include <cpdit/io/safetensors.hpp>
@@ -88,8 +88,9 @@ TEST(GenerateGuards, ASchedulerConfigOfAnotherClassIsRefused) {
                  out);
 }
 
-TEST(GenerateGuards, ATwoExpertPipelineIsRefused) {
-  // wan_pipeline_tiny with a transformer_2/ beside its transformer/, as Wan 2.2 A14B's folders have it.
+TEST(GenerateGuards, ASecondTransformerWithoutABoundaryIsRefused) {
+  // wan_pipeline_tiny with a transformer_2/ beside its transformer/, as Wan 2.2 A14B's folders have it, but
+  // its model_index.json's boundary_ratio null: which steps the second one takes is not known.
   TempDir dir("generate_two_experts");
   const std::filesystem::path pipeline = dir.file("pipeline");
   std::filesystem::copy(std::string(CPDIT_TEST_DATA) + "/fixtures/wan_pipeline_tiny/pipeline", pipeline,
@@ -97,7 +98,7 @@ TEST(GenerateGuards, ATwoExpertPipelineIsRefused) {
   std::filesystem::copy(pipeline / "transformer", pipeline / "transformer_2", std::filesystem::copy_options::recursive);
   const std::string out = dir.file("never.safetensors");
   expect_refused("--model " + pipeline.string() + " --frames 5 --height 48 --width 32 --steps 1 --out " + out,
-                 "has a transformer_2/ (two experts split by boundary_ratio", out);
+                 "needs a WanTransformer3DModel and a boundary_ratio in (0, 1]", out);
 }
 
 TEST(GenerateGuards, AnOutputNamingAnInputIsRefusedAndTheInputKept) {

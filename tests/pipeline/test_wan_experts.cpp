@@ -4,6 +4,7 @@
 // the high-noise expert takes), 750 and 500, the last two on the low-noise expert at guidance_scale_2;
 // text to video and, as Wan 2.2 I2V A14B, from diffusers' image condition without image tokens.
 #include "pipeline/wan_case.hpp"
+#include "support/run_cli.hpp"
 
 #include <cpdit/io/json.hpp>
 #include <cpdit/io/safetensors.hpp>
@@ -86,6 +87,34 @@ TEST(WanExperts, EveryStepNeedsItsExpert) {
   EXPECT_GT(max_abs_diff(generate("t2v", c, 1, 1, 0), c.want), 0.1);  // the high-noise expert alone
   c.options.low_noise.guidance_scale = c.options.guidance_scale;  // guidance_scale_2 left out
   EXPECT_GT(max_abs_diff(generate("t2v", c, 1, 1, boundary_timestep(c)), c.want), 0.03);
+}
+
+// `cpdit generate` on the fixture's pipeline folders: both experts opened from transformer/ and
+// transformer_2/, the boundary from model_index.json, --guidance-2 as guidance_scale_2.
+TEST(WanExpertsCli, GenerateEqualsDiffusersSplitOverTwoRanks) {
+  const std::string inputs = (kFixture / "inputs.safetensors").string();
+  const std::string image = (fs::path(CPDIT_TEST_DATA) / "fixtures" / "wan_i2v_pipeline" / "first.png").string();
+  using Run = std::pair<std::string, std::string>;  // case, its own flags
+  for (const auto& [name, flags] : {Run{"t2v", "--ring 2"}, Run{"i2v", "--ulysses 2 --first-image " + image}}) {
+    cpdit::testing::TempDir dir("generate_wan_experts");
+    const std::string out = dir.file("clip.safetensors");
+    const auto r = cpdit::testing::run_cli("generate --model " + (kFixture / name / "pipeline").string() +
+                                           " --embeddings " + inputs + " --latents " + inputs +
+                                           " --frames 9 --height 48 --width 32 --steps 4 --guidance 4 --guidance-2 3 "
+                                           "--threads 1 " + flags + " --out " + out);
+    ASSERT_EQ(r.code, 0) << r.err;
+    const Tensor want = read_case(name).want;
+    EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("latents"), want), kLatentsTolerance) << name;
+  }
+  // --guidance-2 on a folder of one transformer: one line, exit 2.
+  const std::string one = std::string(CPDIT_TEST_DATA) + "/fixtures/wan_pipeline_tiny/pipeline";
+  cpdit::testing::TempDir dir("generate_wan_experts_refused");
+  const std::string never = dir.file("never.safetensors");
+  const auto r = cpdit::testing::run_cli("generate --model " + one + " --frames 5 --height 48 --width 32 --steps 1 "
+                                         "--guidance-2 3 --out " + never);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--guidance-2 is for Wan 2.2's low-noise expert"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(never));
 }
 
 }  // namespace
