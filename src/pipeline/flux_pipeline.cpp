@@ -81,6 +81,9 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
   const int64_t begin = split_offset(tokens, ranks, rank);
   const int64_t count = split_sizes(tokens, ranks)[size_t(rank)];
 
+  scheduler.set_timesteps(options.steps, scheduler.config().mu(tokens));
+  const bool from_image = options.image.image_latents.defined();
+  const int first = from_image ? flux_skipped_steps(options.steps, options.image.strength) : 0;
   Tensor latents;
   if (options.initial_latents.defined()) {
     const Tensor& given = options.initial_latents;
@@ -90,14 +93,24 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
     latents = given.to(DType::f32).narrow(1, begin, count).contiguous();
   } else {
     latents = flux_packed_noise(shape, options.seed, begin, count);
+    if (from_image) {
+      const Tensor& image = options.image.image_latents;
+      const Shape want = shape.unpacked();
+      CPDIT_CHECK(image.dim() == 4 && image.size(0) == 1 && image.size(1) == want[1] && image.size(2) == want[2] &&
+                      image.size(3) == want[3],
+                  invalid_argument, "the image's latents are ", image.describe(), "; a ", options.height, "x",
+                  options.width, " image on this model needs (1, ", want[1], ", ", want[2], ", ", want[3], ")");
+      const Tensor packed = flux_pack(batch == 1 ? image : cat(std::vector<Tensor>(size_t(batch), image), 0));
+      latents = noised_image_latents(packed.narrow(1, begin, count).contiguous(), latents,
+                                     scheduler.sigmas()[size_t(first)]);
+    }
   }
   Tensor img_ids = flux_image_ids(shape.height / 2, shape.width / 2).narrow(0, begin, count).contiguous();
   Tensor txt_ids = flux_text_ids(conditioning.prompt_embeds.size(1));
   const bool guided = conditioning.negative_prompt_embeds.defined() && options.true_cfg_scale > 1.0f;
 
-  scheduler.set_timesteps(options.steps, scheduler.config().mu(tokens));
   FluxGenerateResult result;
-  for (int i = 0; i < options.steps; ++i) {
+  for (int i = first; i < options.steps; ++i) {
     auto start = std::chrono::steady_clock::now();
     // diffusers passes t / 1000 (float32) and the guidance scale as given; the model rescales both.
     Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)] / 1000.0f));
@@ -116,7 +129,7 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
     }
     latents = scheduler.step(velocity, i, latents);
     result.step_seconds.push_back(seconds_since(start));
-    if (options.on_step) options.on_step(i, options.steps, result.step_seconds.back());
+    if (options.on_step) options.on_step(i - first, options.steps - first, result.step_seconds.back());
   }
 
   auto start = std::chrono::steady_clock::now();

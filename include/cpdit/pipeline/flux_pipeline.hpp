@@ -10,6 +10,7 @@
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/models/flux/model.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
+#include <cpdit/pipeline/flux_image.hpp>
 
 #include <functional>
 #include <string>
@@ -48,8 +49,13 @@ struct FluxGenerateOptions {
   int64_t vae_scale_factor = 8;  // 2^(len(block_out_channels) - 1) of the pipeline's VAE
   // The initial noise in the pipeline's packed layout (B, tokens, in_channels), as diffusers'
   // `latents=` argument; undefined: seeded noise. Every rank passes the whole tensor and keeps its shard.
+  // From an image, given latents are the loop's start as they are (FluxImg2ImgPipeline does not noise them).
   Tensor initial_latents;
-  // Called on every rank after each step with (step index, steps, seconds of that step).
+  // Image-to-image (FluxImg2ImgPipeline) when image.image_latents is defined: the schedule's first
+  // flux_skipped_steps(steps, strength) steps skipped, and the loop started from the image's latents
+  // noised to the first step kept (noised_image_latents, with the seeded noise).
+  FluxImageStart image;
+  // Called on every rank after each step it runs with (step index, steps run, seconds of that step).
   std::function<void(int, int, double)> on_step;
 };
 
