@@ -154,8 +154,9 @@ void run(GenerateArgs args) {
   CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
   CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
   CPDIT_CHECK(args.last_image.empty() || !args.first_image.empty(), invalid_argument, "--last-image goes with --first-image");
+  CPDIT_CHECK(!args.strength || !args.init_image.empty(), invalid_argument, "--strength goes with --init-image");
   // A missing or unreadable image is refused before any model loads.
-  for (const std::string& image : {args.first_image, args.last_image})
+  for (const std::string& image : {args.first_image, args.last_image, args.init_image})
     if (!image.empty()) io::read_png(image);
   const bool lead = lead_process();
   pipeline::StageLog stages;
@@ -271,6 +272,13 @@ void add_generate(CLI::App& parent) {
                   "image-to-video (Wan 2.1 I2V and FLF2V, SkyReels-V2 diffusion forcing) from this PNG, the clip's "
                   "first frame (resized to --height x --width as the pipeline does, encoded by the pipeline's Wan VAE; "
                   "for Wan 2.1 also by its image_encoder/)");
+  cmd->add_option("--init-image", args->init_image,
+                  "FLUX.1 image-to-image (FluxImg2ImgPipeline) from this PNG, resized to --height x --width (default: "
+                  "its own size, down to a multiple of 16) and encoded by the pipeline's VAE");
+  cmd->add_option("--strength", args->strength,
+                  "with --init-image: the share of the schedule run from the noised image, in [0, 1] (default 0.6; "
+                  "1 starts from noise alone)")
+      ->check(finite_number());
   cmd->add_option("--last-image", args->last_image,
                   "with --first-image: the PNG the clip ends at (Wan 2.1 FLF2V, SkyReels-V2 diffusion forcing)");
   cmd->add_option("--fps", args->fps,

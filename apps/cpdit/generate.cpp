@@ -22,12 +22,14 @@
 #include <cpdit/io/model_files.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/io/png.hpp>
 #include <cpdit/pipeline/flux_pipeline.hpp>
 #include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/ltx_pipeline.hpp>
 #include <cpdit/pipeline/pipeline_table.hpp>
 #include <cpdit/pipeline/presets.hpp>
 #include <cpdit/pipeline/qwenimage_pipeline.hpp>
+#include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/skyreels_image.hpp>
 #include <cpdit/pipeline/skyreels_pipeline.hpp>
 #include <cpdit/pipeline/stages.hpp>
@@ -184,7 +186,8 @@ Tensor initial_latents(const GenerateArgs& args) {
 void refuse_overwriting_inputs(const GenerateArgs& args) {
   std::vector<NamedPath> inputs{{"--embeddings", args.embeddings}, {"--latents", args.latents},
                                 {"--config", args.config}, {"--scheduler-config", args.scheduler_config},
-                                {"--first-image", args.first_image}, {"--last-image", args.last_image}};
+                                {"--first-image", args.first_image}, {"--last-image", args.last_image},
+                                {"--init-image", args.init_image}};
   if (!args.model.empty() && fs::exists(args.model))
     for (NamedPath& file : model_inputs("--model", args.model, "transformer",
                                         args.config.empty() ? std::nullopt : std::optional(args.config)))
@@ -247,15 +250,19 @@ const char* no_guidance_reason(bool has_negative, const char* scale_flag_at_most
   return has_negative ? scale_flag_at_most_1 : "there are no negative prompt embeddings";
 }
 
-// `text`: the encode stage's output or the --embeddings file; empty: random embeddings.
-RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text) {
+// `text`: the encode stage's output or the --embeddings file; empty: random embeddings. `image`:
+// flux_image_start's for image-to-image, else none.
+RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text,
+                   const pipeline::FluxImageStart& image) {
   const models::flux::FluxConfig& config = pipeline::config_of<models::flux::FluxConfig>(source.model);
   auto conditioning = std::make_shared<pipeline::FluxConditioning>(
       text.empty() ? pipeline::random_flux_conditioning(config, 1, args.text_tokens, args.seed)
                    : pipeline::flux_conditioning(text, text_source(args), config));
   auto initial = std::make_shared<Tensor>(initial_latents(args));
+  auto start = std::make_shared<pipeline::FluxImageStart>(image);
   parallel::validate_cfg(layout.config, false, "FLUX.1's --guidance is an embedding the transformer reads");
-  return [&args, &source, &layout, &config, conditioning, initial](comm::Communicator& world, Progress& progress) {
+  return [&args, &source, &layout, &config, conditioning, initial, start](comm::Communicator& world,
+                                                                          Progress& progress) {
     RankModel ranked = rank_model(world, args, source, layout, pipeline::flux_sharded_latents_plan());
     const auto& model = ranked.model;
     comm::Communicator* group = &ranked.mesh.flat();
@@ -266,6 +273,7 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     options.guidance = std::isnan(args.guidance) ? 3.5f : args.guidance;  // FluxPipeline's default
     options.true_cfg_scale = std::isnan(args.true_cfg_scale) ? 1.0f : args.true_cfg_scale;  // FluxPipeline's default
     options.vae_scale_factor = source.vae_scale_factor;
+    options.image = *start;
     pipeline::FluxGenerateResult r = pipeline::generate_flux(*model, config, scheduler, *conditioning, options, group);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, true, r.gather_seconds, r.gather_bytes});
   };
@@ -370,6 +378,27 @@ nn::TensorMap image_inputs(const GenerateArgs& args, const pipeline::PipelinePar
     if (last.defined()) inputs["last"] = pipeline::image_latents(vae, last);
     return inputs;
   });
+}
+
+// FLUX.1 image-to-image: --init-image at the run's size through the pipeline's VAE, its posterior sampled
+// with noise of a stream of --seed's own, as FluxImg2ImgPipeline's _encode_vae_image; under mpirun on
+// rank 0 alone.
+pipeline::FluxImageStart flux_image_start(const GenerateArgs& args, const pipeline::PipelineParts& parts,
+                                          const Source& source) {
+  const nn::TensorMap made = encoded_images(args, [&] {
+    CPDIT_CHECK(parts.vae, invalid_argument, "--init-image needs the pipeline's VAE to encode it: ", args.model,
+                " has no vae/ (give a diffusers pipeline folder or a preset)");
+    const models::LoadedModel vae = parts.vae();
+    const auto* kl = std::any_cast<models::vae::KLConfig>(&vae.config);
+    CPDIT_CHECK(kl, invalid_argument, "FLUX.1 image-to-image encodes with an AutoencoderKL; the pipeline's VAE is ",
+                vae.class_name);
+    const int64_t f = source.vae_scale_factor;
+    const Tensor noise =
+        pipeline::randn({1, kl->latent_channels, args.height / f, args.width / f}, args.seed ^ 0x1a7e5ull);
+    const Tensor pixels = pipeline::image_pixels(args.init_image, args.height, args.width);
+    return nn::TensorMap{{"image_latents", pipeline::flux_image_latents(vae, pixels, noise)}};
+  });
+  return {made.at("image_latents"), args.strength.value_or(0.6)};  // FluxImg2ImgPipeline's default strength
 }
 
 // Image-to-video by conditioning (conditions_on_image): the --first-image (and --last-image) PNGs as
@@ -538,6 +567,15 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
     const bool preset = !args.preset.empty();
     // LTXPipeline's defaults: 161 frames of 512x704, 50 steps.
     if (args.steps == 0) args.steps = video || qwen ? 50 : 28;
+    CPDIT_CHECK(args.init_image.empty() || source.pipeline == pipeline::PipelineKind::flux, invalid_argument,
+                "--init-image is for FLUX.1 image-to-image; ", source.name, " is a ", source.model.class_name);
+    if (!args.init_image.empty() && (args.height == 0 || args.width == 0)) {
+      // FluxImg2ImgPipeline's default size: the image's, down to whole packed latents.
+      const io::RgbImage png = io::read_png(args.init_image);
+      const int64_t unit = 2 * source.vae_scale_factor;
+      if (args.height == 0) args.height = png.height / unit * unit;
+      if (args.width == 0) args.width = png.width / unit * unit;
+    }
     if (args.height == 0) args.height = preset ? 256 : ltx ? 512 : wan ? 480 : 1024;
     if (args.width == 0) args.width = preset ? 256 : ltx ? 704 : wan ? 832 : 1024;
     CPDIT_CHECK(video || args.frames == 0, invalid_argument, "--frames is for video models; ", source.name, " is an image model");
@@ -605,7 +643,9 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
                           : wan  ? wan_loop(args, source, info.layout, text, {})
                           : ltx  ? ltx_loop(args, source, info.layout, text)
                           : qwen ? qwenimage_loop(args, source, info.layout, text)
-                                 : flux_loop(args, source, info.layout, text);
+                                 : flux_loop(args, source, info.layout, text,
+                                             args.init_image.empty() ? pipeline::FluxImageStart{}
+                                                                     : flux_image_start(args, parts, source));
 
     comm::LocalOptions local;
     local.threads_per_rank = info.layout.threads_per_rank;

@@ -24,7 +24,9 @@ struct GenerateArgs {
   int steps = 0;
   int64_t height = 0, width = 0, frames = 0, text_tokens = 0;  // text_tokens 0: the pipeline's max_sequence_length
   int64_t ar_step = 0;  // SkyReels-V2 diffusion forcing
-  std::string first_image, last_image;  // SkyReels-V2 diffusion forcing image-to-video: PNG files
+  std::string first_image, last_image;  // image-to-video (Wan 2.1, SkyReels-V2): PNG files
+  std::string init_image;                // FLUX.1 image-to-image: a PNG file
+  std::optional<double> strength;        // its share of the schedule run (default 0.6)
   // SkyReels-V2's fps input (default 24), LTX-Video's RoPE time scale (default 25), and the --video frame rate
   std::optional<int64_t> fps;
   int64_t base_num_frames = 97;  // SkyReels-V2 long video

@@ -19,6 +19,7 @@ with the engine's one-line message; Ctrl-C stops a generation at the next denois
 from . import attention
 from ._parallel import ContextParallelConfig, Transformer
 from ._pipelines import (
+    FluxImg2ImgPipeline,
     FluxPipeline,
     ImagePipelineOutput,
     LTXPipeline,
@@ -33,6 +34,7 @@ from ._cpdit import __version__
 
 __all__ = [
     "ContextParallelConfig",
+    "FluxImg2ImgPipeline",
     "FluxPipeline",
     "ImagePipelineOutput",
     "LTXPipeline",

@@ -41,6 +41,8 @@ class GenerateArgs:
     ar_step: int
     first_image: str
     last_image: str
+    init_image: str
+    strength: Optional[float]
     fps: Optional[int]
     base_num_frames: int
     overlap_history: Optional[int]

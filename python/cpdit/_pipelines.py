@@ -27,6 +27,7 @@ from ._checks import checked
 from ._parallel import Transformer
 
 __all__ = [
+    "FluxImg2ImgPipeline",
     "FluxPipeline",
     "ImagePipelineOutput",
     "LTXPipeline",
@@ -76,12 +77,10 @@ _SETTINGS = {
     "base_num_frames": ("base_num_frames", 1),
     "overlap_history": ("overlap_history", 1),
     "addnoise_condition": ("addnoise_condition", float),
+    "strength": ("strength", float),
     "decode_timestep": ("decode_timestep", float),
     "decode_noise_scale": ("decode_noise_scale", float),
 }
-
-# The keywords that give an image, by diffusers' names: the GenerateArgs field (a PNG path) each one sets.
-_IMAGES = {"image": "first_image", "last_image": "last_image"}
 
 # What every pipeline's call takes after ``prompt``. Besides these and _SETTINGS, a call's keywords are
 # the prompt embeddings and masks, by the names of diffusers' pipelines (and of the --embeddings file).
@@ -127,6 +126,7 @@ class _Pipeline:
     _output_type = "pil"
     _keywords: tuple = ()  # the call's keywords beside _SHARED_KEYWORDS
     _latents = staticmethod(_latents_as_they_are)  # the engine's final latents as diffusers returns them
+    _images: dict = {}  # the keywords that give an image: the GenerateArgs field (a PNG path) each one sets
 
     def __init__(self, model="", preset=""):
         self.model = model
@@ -199,7 +199,7 @@ class _Pipeline:
         args = _cpdit.GenerateArgs()
         args.model, args.preset, args.prompt, args.decode = self.model, self.preset, prompt, output_type != "latent"
         with tempfile.TemporaryDirectory(prefix="cpdit_images_") as folder:
-            for name, field in _IMAGES.items():
+            for name, field in self._images.items():
                 if call.get(name) is not None:
                     setattr(args, field, _png_path(call.pop(name), name, folder))
             return self._generate(args, call, latents, output_type, ranks, threads)
@@ -274,6 +274,17 @@ class FluxPipeline(_Pipeline):
     _latents = staticmethod(_packed_2x2)
 
 
+class FluxImg2ImgPipeline(FluxPipeline):
+    """FLUX.1 image to image (diffusers' FluxImg2ImgPipeline): ``image`` (a PIL image or a PNG path) through
+    the folder's VAE, the schedule's first steps skipped by ``strength`` (default 0.6) and the loop started
+    from the image's latents noised to the first step kept; otherwise as FluxPipeline. Loads FluxPipeline
+    folders too, as diffusers does."""
+
+    _pipeline_classes = ("FluxImg2ImgPipeline", "FluxPipeline")
+    _keywords = FluxPipeline._keywords + ("image", "strength")
+    _images = {"image": "init_image"}
+
+
 class QwenImagePipeline(_Pipeline):
     """Qwen-Image text to image (diffusers' QwenImagePipeline): ``prompt_embeds`` with
     ``prompt_embeds_mask`` (no built-in Qwen2.5-VL text encoder), true CFG ``true_cfg_scale`` (default 4.0)
@@ -309,6 +320,7 @@ class WanImageToVideoPipeline(_Pipeline):
     _output = VideoPipelineOutput
     _output_type = "np"
     _keywords = ("image", "last_image", "num_frames", "guidance_scale_2")
+    _images = {"image": "first_image", "last_image": "last_image"}
 
     @classmethod
     def from_preset(cls, name):

@@ -38,6 +38,8 @@ void bind_generate_args(py::module_& m) {
       .def_readwrite("ar_step", &app::GenerateArgs::ar_step)
       .def_readwrite("first_image", &app::GenerateArgs::first_image)
       .def_readwrite("last_image", &app::GenerateArgs::last_image)
+      .def_readwrite("init_image", &app::GenerateArgs::init_image)
+      .def_readwrite("strength", &app::GenerateArgs::strength)
       .def_readwrite("fps", &app::GenerateArgs::fps)
       .def_readwrite("base_num_frames", &app::GenerateArgs::base_num_frames)
       .def_readwrite("overlap_history", &app::GenerateArgs::overlap_history)

@@ -1,8 +1,8 @@
 """The same call as diffusers' pipelines, on the same tiny pipeline folders, gives diffusers' final
 latents and pixels: the fixtures are diffusers' outputs (tools/reference/flux_pipeline.py,
-wan_pipeline.py, wan_i2v_pipeline.py, wan22_experts_pipeline.py, qwenimage_pipeline.py,
-skyreels_df_pipeline.py and ltx_pipeline.py, diffusers from PyPI) for these embeddings, images and
-initial latents."""
+flux_img2img_pipeline.py, wan_pipeline.py, wan_i2v_pipeline.py, wan22_experts_pipeline.py,
+qwenimage_pipeline.py, skyreels_df_pipeline.py and ltx_pipeline.py, diffusers from PyPI) for these
+embeddings, images and initial latents."""
 
 import numpy as np
 from PIL import Image
@@ -65,6 +65,19 @@ def test_wan_and_skyreels_image_to_video_match_diffusers():
                        width=32, num_frames=9, num_inference_steps=3, output_type="latent").frames
         want = read_safetensors(root / name / "expected.safetensors")["latents"]
         np.testing.assert_allclose(latents, want, rtol=0, atol=LATENTS_TOLERANCE, err_msg=name)
+
+
+def test_flux_img2img_matches_diffusers():
+    root = FIXTURES / "flux_img2img"
+    inputs = read_safetensors(root / "inputs.safetensors")
+    want = read_safetensors(root / "expected.safetensors")
+    # diffusers' start (its two random draws made) given as latents=, as diffusers takes them: the image
+    # decides the schedule through strength; loaded from a FluxPipeline folder, as diffusers allows.
+    pipe = cpdit.FluxImg2ImgPipeline.from_pretrained(FIXTURES / "flux_pipeline_tiny" / "pipeline")
+    latents = pipe(image=Image.open(root / "image.png"), prompt_embeds=inputs["prompt_embeds"],
+                   pooled_prompt_embeds=inputs["pooled_prompt_embeds"], latents=want["initial_latents"], height=32,
+                   width=32, num_inference_steps=5, strength=0.6, guidance_scale=3.5, output_type="latent").images
+    np.testing.assert_allclose(latents, pack_latents(want["latents"]), rtol=0, atol=LATENTS_TOLERANCE)
 
 
 def test_wan22_two_experts_match_diffusers():

@@ -136,5 +136,54 @@ TEST(FluxImageToImage, SeededStartIsTheSameSplitAndMovesWithTheImage) {
   EXPECT_THROW(generate(options, 1), Error);
 }
 
+// `cpdit generate --init-image`: the PNG encoded by the command itself.
+std::string cli_args(const std::string& flags) {
+  const std::string inputs = (kFixture / "inputs.safetensors").string();
+  return "generate --model " + kPipeline.string() + " --embeddings " + inputs + " --init-image " +
+         (kFixture / "image.png").string() + " --height 32 --width 32 --steps 5 --guidance 3.5 --threads 1 " + flags;
+}
+
+Tensor cli_latents(const std::string& args) {
+  cpdit::testing::TempDir dir("flux_img2img_cli");
+  const std::string out = dir.file("out.safetensors");
+  const auto r = cpdit::testing::run_cli(args + " --out " + out);
+  EXPECT_EQ(r.code, 0) << r.err;
+  return r.code == 0 ? io::load_safetensors(out).at("latents") : Tensor();
+}
+
+TEST(FluxImageToImageCli, FromThePngOnEveryLayout) {
+  // diffusers' start given: its final latents, split over 2 ring ranks.
+  const Tensor want = expected().at("latents");
+  const std::string given = " --latents " + (kFixture / "latents.safetensors").string();
+  EXPECT_LT(max_abs_diff(cli_latents(cli_args("--strength 0.6 --ring 2" + given)), want), kLatentsTolerance);
+  // Seeded: the same on 1 and 2 ranks; at strength 1 the start is the noise alone, text-to-image's bit
+  // for bit; at 0.6 the image shows.
+  const Tensor one = cli_latents(cli_args("--seed 4 --ranks 1"));
+  EXPECT_LT(max_abs_diff(cli_latents(cli_args("--seed 4 --ulysses 2")), one), 1e-4);
+  const std::string text_only = "generate --model " + kPipeline.string() + " --embeddings " +
+                                (kFixture / "inputs.safetensors").string() +
+                                " --height 32 --width 32 --steps 5 --guidance 3.5 --threads 1 --seed 4 --ranks 1";
+  EXPECT_EQ(max_abs_diff(cli_latents(cli_args("--seed 4 --ranks 1 --strength 1")), cli_latents(text_only)), 0.0);
+  EXPECT_GT(max_abs_diff(one, cli_latents(text_only)), 0.1);
+}
+
+TEST(FluxImageToImageCli, RefusesWhatItCannotUse) {
+  auto refused = [](const std::string& args, const std::string& message) {
+    cpdit::testing::TempDir dir("flux_img2img_refused");
+    const auto r = cpdit::testing::run_cli(args + " --out " + dir.file("never.safetensors"));
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+    EXPECT_FALSE(fs::exists(dir.file("never.safetensors")));
+  };
+  refused(cli_args("--strength 0"), "leaves no step to run");
+  refused(cli_args("--strength 1.5"), "strength must be in [0, 1]");
+  const std::string wan = std::string(CPDIT_TEST_DATA) + "/fixtures/wan_pipeline_tiny/pipeline";
+  refused("generate --model " + wan + " --frames 5 --height 48 --width 32 --steps 1 --init-image " +
+              (kFixture / "image.png").string(),
+          "--init-image is for FLUX.1 image-to-image");
+  refused("generate --model " + kPipeline.string() + " --height 32 --width 32 --steps 1 --strength 0.5",
+          "--strength goes with --init-image");
+}
+
 }  // namespace
 }  // namespace cpdit::pipeline
