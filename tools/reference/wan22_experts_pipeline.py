@@ -23,17 +23,15 @@ import shutil
 
 import torch
 from PIL import Image
-from diffusers import AutoencoderKLWan, UniPCMultistepScheduler, WanImageToVideoPipeline, WanPipeline, \
-    WanTransformer3DModel
+from diffusers import WanImageToVideoPipeline, WanPipeline, WanTransformer3DModel
 from safetensors.torch import save_file
 
 from flux_pipeline import reinitialise
-from wan_i2v_pipeline import padded
+from wan_i2v_pipeline import FRAMES, HEIGHT, WIDTH, shared_parts
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests/data/fixtures"
 OUT = FIXTURES / "wan22_experts"
-FRAMES, HEIGHT, WIDTH = 9, 48, 32
 STEPS = 4
 GUIDANCE, GUIDANCE_2 = 4.0, 3.0  # Wan 2.2 T2V A14B's defaults in diffusers' examples
 BOUNDARY = 0.9
@@ -48,13 +46,7 @@ def experts(in_channels, seed):
 
 def main():
     torch.manual_seed(0)
-    vae = AutoencoderKLWan.from_pretrained(FIXTURES / "wan_pipeline_tiny/pipeline/vae")
-    scheduler = UniPCMultistepScheduler(prediction_type="flow_prediction", use_flow_sigmas=True,
-                                        num_train_timesteps=1000, flow_shift=3.0)
-    g = torch.Generator().manual_seed(61)
-    inputs = {"prompt_embeds": padded(0.5 * torch.randn(1, 8, 16, generator=g)),
-              "negative_prompt_embeds": padded(0.5 * torch.randn(1, 6, 16, generator=g)),
-              "latents": torch.randn(1, 4, (FRAMES - 1) // 4 + 1, HEIGHT // 8, WIDTH // 8, generator=g)}
+    vae, scheduler, inputs, _ = shared_parts(61)
     if OUT.exists():
         shutil.rmtree(OUT)
     OUT.mkdir(parents=True)

@@ -102,16 +102,23 @@ def run(pipe, first, last, inputs):
     return {"latents": final.contiguous(), **{k: v.contiguous() for k, v in seen.items()}}
 
 
-def main():
-    torch.manual_seed(0)
+def shared_parts(seed):
+    """What this module's pipelines and wan22_experts_pipeline.py's share: wan_pipeline_tiny's VAE, UniPC at
+    flow shift 3.0, and the embeddings and initial latents drawn from `seed`."""
     vae = AutoencoderKLWan.from_pretrained(FIXTURES / "wan_pipeline_tiny/pipeline/vae")
-    processor = CLIPImageProcessor(size={"shortest_edge": 42}, crop_size={"height": 42, "width": 42})
     scheduler = UniPCMultistepScheduler(prediction_type="flow_prediction", use_flow_sigmas=True,
                                         num_train_timesteps=1000, flow_shift=3.0)
-    g = torch.Generator().manual_seed(53)
+    g = torch.Generator().manual_seed(seed)
     inputs = {"prompt_embeds": padded(0.5 * torch.randn(1, 8, 16, generator=g)),
               "negative_prompt_embeds": padded(0.5 * torch.randn(1, 6, 16, generator=g)),
               "latents": torch.randn(1, 4, (FRAMES - 1) // 4 + 1, HEIGHT // 8, WIDTH // 8, generator=g)}
+    return vae, scheduler, inputs, g
+
+
+def main():
+    torch.manual_seed(0)
+    vae, scheduler, inputs, g = shared_parts(53)
+    processor = CLIPImageProcessor(size={"shortest_edge": 42}, crop_size={"height": 42, "width": 42})
 
     if OUT.exists():
         shutil.rmtree(OUT)
