@@ -5,6 +5,7 @@
 // (cmd_generate.cpp) writes what it returns, the Python package hands it back as arrays.
 #include "finite_watch.hpp"
 #include "generate.hpp"
+#include "generate_images.hpp"
 #include "memory_check.hpp"
 #include "same_across_ranks.hpp"
 #include "output_paths.hpp"
@@ -29,11 +30,8 @@
 #include <cpdit/pipeline/pipeline_table.hpp>
 #include <cpdit/pipeline/presets.hpp>
 #include <cpdit/pipeline/qwenimage_pipeline.hpp>
-#include <cpdit/pipeline/random.hpp>
-#include <cpdit/pipeline/skyreels_image.hpp>
 #include <cpdit/pipeline/skyreels_pipeline.hpp>
 #include <cpdit/pipeline/stages.hpp>
-#include <cpdit/pipeline/clip_image.hpp>
 #include <cpdit/pipeline/wan_image.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
@@ -350,85 +348,6 @@ Tensor tensor_or_none(const nn::TensorMap& tensors, const std::string& name) {
   return it == tensors.end() ? Tensor() : it->second;
 }
 
-// The processes of an mpirun launch, or null.
-std::shared_ptr<comm::Communicator> launched_processes() {
-  return comm::launched_by_mpi() ? comm::mpi_world() : nullptr;
-}
-
-// `make` (an image encode) on this thread with the run's compute threads, before the ranks start; under
-// mpirun on world rank 0 alone, every other process receiving its tensors (made_on_rank0).
-nn::TensorMap encoded_images(const GenerateArgs& args, const std::function<nn::TensorMap()>& make) {
-  const ScopedComputeThreads budget(args.parallel.threads > 0 ? args.parallel.threads : hardware_threads());
-  return pipeline::made_on_rank0(make, launched_processes().get());
-}
-
-// SkyReels-V2 image-to-video by diffusion forcing: the --first-image (and --last-image) PNGs at the
-// video's size, each through the pipeline's Wan VAE as its image-to-video pipeline's prepare_latents
-// makes them (`first`, `last`); none without --first-image. The VAE loaded and freed by encoded_images.
-nn::TensorMap image_inputs(const GenerateArgs& args, const pipeline::PipelineParts& parts) {
-  if (args.first_image.empty()) return {};
-  return encoded_images(args, [&] {
-    const Tensor first = pipeline::image_pixels(args.first_image, args.height, args.width);
-    const Tensor last =
-        args.last_image.empty() ? Tensor() : pipeline::image_pixels(args.last_image, args.height, args.width);
-    CPDIT_CHECK(parts.vae, invalid_argument, "--first-image needs the pipeline's VAE to encode it: ", args.model,
-                " has no vae/ (give a diffusers pipeline folder)");
-    const models::LoadedModel vae = parts.vae();
-    nn::TensorMap inputs{{"first", pipeline::image_latents(vae, first)}};
-    if (last.defined()) inputs["last"] = pipeline::image_latents(vae, last);
-    return inputs;
-  });
-}
-
-// FLUX.1 image-to-image: --init-image at the run's size through the pipeline's VAE, its posterior sampled
-// with noise of a stream of --seed's own, as FluxImg2ImgPipeline's _encode_vae_image; under mpirun on
-// rank 0 alone.
-pipeline::FluxImageStart flux_image_start(const GenerateArgs& args, const pipeline::PipelineParts& parts,
-                                          const Source& source) {
-  const nn::TensorMap made = encoded_images(args, [&] {
-    CPDIT_CHECK(parts.vae, invalid_argument, "--init-image needs the pipeline's VAE to encode it: ", args.model,
-                " has no vae/ (give a diffusers pipeline folder or a preset)");
-    const models::LoadedModel vae = parts.vae();
-    const auto* kl = std::any_cast<models::vae::KLConfig>(&vae.config);
-    CPDIT_CHECK(kl, invalid_argument, "FLUX.1 image-to-image encodes with an AutoencoderKL; the pipeline's VAE is ",
-                vae.class_name);
-    const int64_t f = source.vae_scale_factor;
-    const Tensor noise =
-        pipeline::randn({1, kl->latent_channels, args.height / f, args.width / f}, args.seed ^ 0x1a7e5ull);
-    const Tensor pixels = pipeline::image_pixels(args.init_image, args.height, args.width);
-    return nn::TensorMap{{"image_latents", pipeline::flux_image_latents(vae, pixels, noise)}};
-  });
-  return {made.at("image_latents"), args.strength.value_or(0.6)};  // FluxImg2ImgPipeline's default strength
-}
-
-// Image-to-video by conditioning (conditions_on_image): the --first-image (and --last-image) PNGs as
-// WanImageToVideoPipeline conditions on them: at the video's size through the pipeline's Wan VAE beside
-// the frame mask, and, for a model with image_dim, as its CLIPImageProcessor makes them through its image
-// encoder. Each model loaded and freed by encoded_images.
-pipeline::WanImageConditioning wan_image_conditioning(const GenerateArgs& args, const pipeline::PipelineParts& parts,
-                                                      const Source& source) {
-  const models::wan::WanConfig& config = video_config(source);
-  const nn::TensorMap made = encoded_images(args, [&] {
-    CPDIT_CHECK(parts.vae, invalid_argument, "--first-image needs the pipeline's VAE to encode it: ", args.model,
-                " has no vae/ (give a diffusers pipeline folder)");
-    const Tensor first = pipeline::image_pixels(args.first_image, args.height, args.width);
-    const Tensor last =
-        args.last_image.empty() ? Tensor() : pipeline::image_pixels(args.last_image, args.height, args.width);
-    nn::TensorMap image{
-        {"condition", pipeline::wan_image_condition(parts.vae(), first, last, args.frames, source.wan_vae.temporal)}};
-    if (config.image_dim == 0) return image;
-    CPDIT_CHECK(parts.image_encoder && !parts.image_processor.empty(), invalid_argument, args.model,
-                " has no image_encoder/ and image_processor/: this model (image_dim ", config.image_dim,
-                ") conditions on CLIP's tokens of its images");
-    const auto processing = pipeline::ClipImageProcessing::from_file(parts.image_processor);
-    Tensor pixels = pipeline::clip_image_pixels(args.first_image, processing);
-    if (last.defined()) pixels = cat({pixels, pipeline::clip_image_pixels(args.last_image, processing)}, 0);
-    image["image_embeds"] = pipeline::wan_image_embeds(parts.image_encoder(), pixels);
-    return image;
-  });
-  return {made.at("condition"), tensor_or_none(made, "image_embeds")};
-}
-
 // WanPipeline's loop, and with `image` (wan_image_conditioning's) WanImageToVideoPipeline's and
 // SkyReelsV2ImageToVideoPipeline's.
 RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text,
@@ -445,7 +364,7 @@ RankLoop wan_loop(const GenerateArgs& args, const Source& source, const RankLayo
                     });
 }
 
-// `images`: image_inputs'.
+// `images`: skyreels_image_latents'.
 RankLoop skyreels_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout,
                        const nn::TensorMap& text, const nn::TensorMap& images) {
   const auto& config = pipeline::config_of<models::skyreels_v2::SkyReelsV2Config>(source.model);
@@ -637,15 +556,15 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
 
     info.layout = resolve_layout(args.parallel, source.model.heads, hardware_threads());
     const RankLoop loop = conditions_on_image(source)
-                              ? wan_loop(args, source, info.layout, text, wan_image_conditioning(args, parts, source))
+                              ? wan_loop(args, source, info.layout, text, wan_image_conditioning(args, parts, video_config(source), source.wan_vae.temporal))
                           : source.pipeline == pipeline::PipelineKind::skyreels_v2
-                              ? skyreels_loop(args, source, info.layout, text, image_inputs(args, parts))
+                              ? skyreels_loop(args, source, info.layout, text, skyreels_image_latents(args, parts))
                           : wan  ? wan_loop(args, source, info.layout, text, {})
                           : ltx  ? ltx_loop(args, source, info.layout, text)
                           : qwen ? qwenimage_loop(args, source, info.layout, text)
                                  : flux_loop(args, source, info.layout, text,
                                              args.init_image.empty() ? pipeline::FluxImageStart{}
-                                                                     : flux_image_start(args, parts, source));
+                                                                     : flux_image_start(args, parts, source.vae_scale_factor));
 
     comm::LocalOptions local;
     local.threads_per_rank = info.layout.threads_per_rank;

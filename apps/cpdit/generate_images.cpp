@@ -1,0 +1,88 @@
+#include "generate_images.hpp"
+
+#include <cpdit/comm/launch.hpp>
+#include <cpdit/comm/mpi.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/threads.hpp>
+#include <cpdit/models/vae/config.hpp>
+#include <cpdit/pipeline/clip_image.hpp>
+#include <cpdit/pipeline/random.hpp>
+#include <cpdit/pipeline/skyreels_image.hpp>
+
+#include <functional>
+
+namespace cpdit::app {
+
+std::shared_ptr<comm::Communicator> launched_processes() {
+  return comm::launched_by_mpi() ? comm::mpi_world() : nullptr;
+}
+
+namespace {
+
+// `make` (an image encode) on this thread with the run's compute threads, before the ranks start; under
+// mpirun on world rank 0 alone, every other process receiving its tensors (made_on_rank0).
+nn::TensorMap encoded_images(const GenerateArgs& args, const std::function<nn::TensorMap()>& make) {
+  const ScopedComputeThreads budget(args.parallel.threads > 0 ? args.parallel.threads : hardware_threads());
+  return pipeline::made_on_rank0(make, launched_processes().get());
+}
+
+}  // namespace
+
+nn::TensorMap skyreels_image_latents(const GenerateArgs& args, const pipeline::PipelineParts& parts) {
+  if (args.first_image.empty()) return {};
+  return encoded_images(args, [&] {
+    const Tensor first = pipeline::image_pixels(args.first_image, args.height, args.width);
+    const Tensor last =
+        args.last_image.empty() ? Tensor() : pipeline::image_pixels(args.last_image, args.height, args.width);
+    CPDIT_CHECK(parts.vae, invalid_argument, "--first-image needs the pipeline's VAE to encode it: ", args.model,
+                " has no vae/ (give a diffusers pipeline folder)");
+    const models::LoadedModel vae = parts.vae();
+    nn::TensorMap inputs{{"first", pipeline::image_latents(vae, first)}};
+    if (last.defined()) inputs["last"] = pipeline::image_latents(vae, last);
+    return inputs;
+  });
+}
+
+pipeline::FluxImageStart flux_image_start(const GenerateArgs& args, const pipeline::PipelineParts& parts,
+                                          int64_t vae_scale_factor) {
+  const nn::TensorMap made = encoded_images(args, [&] {
+    CPDIT_CHECK(parts.vae, invalid_argument, "--init-image needs the pipeline's VAE to encode it: ", args.model,
+                " has no vae/ (give a diffusers pipeline folder or a preset)");
+    const models::LoadedModel vae = parts.vae();
+    const auto* kl = std::any_cast<models::vae::KLConfig>(&vae.config);
+    CPDIT_CHECK(kl, invalid_argument, "FLUX.1 image-to-image encodes with an AutoencoderKL; the pipeline's VAE is ",
+                vae.class_name);
+    const int64_t f = vae_scale_factor;
+    const Tensor noise =
+        pipeline::randn({1, kl->latent_channels, args.height / f, args.width / f}, args.seed ^ 0x1a7e5ull);
+    const Tensor pixels = pipeline::image_pixels(args.init_image, args.height, args.width);
+    return nn::TensorMap{{"image_latents", pipeline::flux_image_latents(vae, pixels, noise)}};
+  });
+  return {made.at("image_latents"), args.strength.value_or(0.6)};  // FluxImg2ImgPipeline's default strength
+}
+
+pipeline::WanImageConditioning wan_image_conditioning(const GenerateArgs& args, const pipeline::PipelineParts& parts,
+                                                      const models::wan::WanConfig& config, int64_t temporal) {
+  const nn::TensorMap made = encoded_images(args, [&] {
+    CPDIT_CHECK(parts.vae, invalid_argument, "--first-image needs the pipeline's VAE to encode it: ", args.model,
+                " has no vae/ (give a diffusers pipeline folder)");
+    const Tensor first = pipeline::image_pixels(args.first_image, args.height, args.width);
+    const Tensor last =
+        args.last_image.empty() ? Tensor() : pipeline::image_pixels(args.last_image, args.height, args.width);
+    nn::TensorMap image{
+        {"condition", pipeline::wan_image_condition(parts.vae(), first, last, args.frames, temporal)}};
+    if (config.image_dim == 0) return image;
+    CPDIT_CHECK(parts.image_encoder && !parts.image_processor.empty(), invalid_argument, args.model,
+                " has no image_encoder/ and image_processor/: this model (image_dim ", config.image_dim,
+                ") conditions on CLIP's tokens of its images");
+    const auto processing = pipeline::ClipImageProcessing::from_file(parts.image_processor);
+    Tensor pixels = pipeline::clip_image_pixels(args.first_image, processing);
+    if (last.defined()) pixels = cat({pixels, pipeline::clip_image_pixels(args.last_image, processing)}, 0);
+    image["image_embeds"] = pipeline::wan_image_embeds(parts.image_encoder(), pixels);
+    return image;
+  });
+  const auto embeds = made.find("image_embeds");
+  return {made.at("condition"), embeds == made.end() ? Tensor() : embeds->second};
+}
+
+}  // namespace cpdit::app
