@@ -91,11 +91,12 @@ TEST(WanExperts, EveryStepNeedsItsExpert) {
 
 // `cpdit generate` on the fixture's pipeline folders: both experts opened from transformer/ and
 // transformer_2/, the boundary from model_index.json, --guidance-2 as guidance_scale_2.
-TEST(WanExpertsCli, GenerateEqualsDiffusersSplitOverTwoRanks) {
+TEST(WanExpertsCli, GenerateEqualsDiffusersSplit) {
   const std::string inputs = (kFixture / "inputs.safetensors").string();
   const std::string image = (fs::path(CPDIT_TEST_DATA) / "fixtures" / "wan_i2v_pipeline" / "first.png").string();
   using Run = std::pair<std::string, std::string>;  // case, its own flags
-  for (const auto& [name, flags] : {Run{"t2v", "--ring 2"}, Run{"i2v", "--ulysses 2 --first-image " + image}}) {
+  // t2v with its two guidance passes on two CFG groups, the low-noise expert's included.
+  for (const auto& [name, flags] : {Run{"t2v", "--cfg 2 --ring 2"}, Run{"i2v", "--ulysses 2 --first-image " + image}}) {
     cpdit::testing::TempDir dir("generate_wan_experts");
     const std::string out = dir.file("clip.safetensors");
     const auto r = cpdit::testing::run_cli("generate --model " + (kFixture / name / "pipeline").string() +
