@@ -240,7 +240,8 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--seed", args->seed, "seed of the initial noise (and of the random embeddings)")
       ->check(whole_number<uint64_t>(0));
   cmd->add_option("--guidance", args->guidance,
-                  "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5), Wan's classifier-free "
+                  "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5; 7.0 with "
+                  "--init-image), Wan's classifier-free "
                   "guidance (default 5.0; SkyReels-V2 6.0; LTX-Video 3.0; runs when there are negative_prompt_embeds)")
       ->check(finite_number());
   cmd->add_option("--guidance-2", args->guidance_2,

@@ -114,6 +114,15 @@ void open_low_noise_expert(Source& s, const GenerateArgs& args, const nn::LoadOp
   s.boundary_timestep = j["boundary_ratio"].get<double>() * double(s.wan_scheduler.num_train_timesteps);
 }
 
+// The image-to-image start of a FLUX.1 or Qwen-Image run (image_start), or none without --init-image.
+pipeline::ImageStart start_image(const GenerateArgs& args, const pipeline::PipelineParts& parts, const Source& source) {
+  if (args.init_image.empty()) return {};
+  const int64_t channels = source.pipeline == pipeline::PipelineKind::qwenimage
+                               ? pipeline::config_of<models::qwenimage::QwenImageConfig>(source.model).in_channels / 4
+                               : pipeline::config_of<models::flux::FluxConfig>(source.model).in_channels / 4;
+  return image_start(args, parts, channels, source.vae_scale_factor);
+}
+
 Source open_source(const GenerateArgs& args, const nn::LoadOptions& load) {
   CPDIT_CHECK(args.model.empty() != args.preset.empty(), invalid_argument,
               "give exactly one of --model DIR|FILE and --preset NAME");
@@ -249,15 +258,15 @@ const char* no_guidance_reason(bool has_negative, const char* scale_flag_at_most
 }
 
 // `text`: the encode stage's output or the --embeddings file; empty: random embeddings. `image`:
-// flux_image_start's for image-to-image, else none.
+// image_start's for image-to-image, else none.
 RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout, const nn::TensorMap& text,
-                   const pipeline::FluxImageStart& image) {
+                   const pipeline::ImageStart& image) {
   const models::flux::FluxConfig& config = pipeline::config_of<models::flux::FluxConfig>(source.model);
   auto conditioning = std::make_shared<pipeline::FluxConditioning>(
       text.empty() ? pipeline::random_flux_conditioning(config, 1, args.text_tokens, args.seed)
                    : pipeline::flux_conditioning(text, text_source(args), config));
   auto initial = std::make_shared<Tensor>(initial_latents(args));
-  auto start = std::make_shared<pipeline::FluxImageStart>(image);
+  auto start = std::make_shared<pipeline::ImageStart>(image);
   parallel::validate_cfg(layout.config, false, "FLUX.1's --guidance is an embedding the transformer reads");
   return [&args, &source, &layout, &config, conditioning, initial, start](comm::Communicator& world,
                                                                           Progress& progress) {
@@ -268,7 +277,8 @@ RankLoop flux_loop(const GenerateArgs& args, const Source& source, const RankLay
     pipeline::FlowMatchEulerScheduler scheduler(source.flux_scheduler);
     pipeline::FluxGenerateOptions options;
     set_loop_options(options, args, *initial, finite, progress);
-    options.guidance = std::isnan(args.guidance) ? 3.5f : args.guidance;  // FluxPipeline's default
+    // FluxPipeline's default, FluxImg2ImgPipeline's from an image.
+    options.guidance = !std::isnan(args.guidance) ? args.guidance : args.init_image.empty() ? 3.5f : 7.0f;
     options.true_cfg_scale = std::isnan(args.true_cfg_scale) ? 1.0f : args.true_cfg_scale;  // FluxPipeline's default
     options.vae_scale_factor = source.vae_scale_factor;
     options.image = *start;
@@ -315,8 +325,9 @@ RankLoop video_loop(const GenerateArgs& args, const Source& source, const RankLa
   };
 }
 
+// `image`: as flux_loop's.
 RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const RankLayout& layout,
-                        const nn::TensorMap& text) {
+                        const nn::TensorMap& text, const pipeline::ImageStart& image) {
   const models::qwenimage::QwenImageConfig& config = pipeline::config_of<models::qwenimage::QwenImageConfig>(source.model);
   auto conditioning = std::make_shared<pipeline::QwenImageConditioning>(
       text.empty() ? pipeline::random_qwenimage_conditioning(config, 1, args.text_tokens, args.seed)
@@ -326,7 +337,8 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
   parallel::validate_cfg(layout.config, pipeline::qwenimage_runs_true_cfg(*conditioning, true_cfg_scale),
                          no_guidance_reason(conditioning->negative_prompt_embeds.defined(),
                                             "--true-cfg-scale is at most 1"));
-  return [&args, &source, &layout, &config, conditioning, initial, true_cfg_scale](comm::Communicator& world,
+  auto start = std::make_shared<pipeline::ImageStart>(image);
+  return [&args, &source, &layout, &config, conditioning, initial, true_cfg_scale, start](comm::Communicator& world,
                                                                                    Progress& progress) {
     RankModel ranked = rank_model(world, args, source, layout);
     const auto& model = ranked.model;
@@ -337,6 +349,7 @@ RankLoop qwenimage_loop(const GenerateArgs& args, const Source& source, const Ra
     options.true_cfg_scale = true_cfg_scale;
     options.cfg = &ranked.mesh.cfg();
     options.vae_scale_factor = source.vae_scale_factor;
+    options.image = *start;
     pipeline::QwenImageGenerateResult r = pipeline::generate_qwenimage(*model, config, scheduler, *conditioning, options);
     return std::make_pair(r.latents, LoopStats{r.step_seconds, false, 0, 0});
   };
@@ -486,8 +499,9 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
     const bool preset = !args.preset.empty();
     // LTXPipeline's defaults: 161 frames of 512x704, 50 steps.
     if (args.steps == 0) args.steps = video || qwen ? 50 : 28;
-    CPDIT_CHECK(args.init_image.empty() || source.pipeline == pipeline::PipelineKind::flux, invalid_argument,
-                "--init-image is for FLUX.1 image-to-image; ", source.name, " is a ", source.model.class_name);
+    CPDIT_CHECK(args.init_image.empty() || !video, invalid_argument,
+                "--init-image is for FLUX.1 and Qwen-Image image-to-image; ", source.name, " is a ",
+                source.model.class_name);
     if (!args.init_image.empty() && (args.height == 0 || args.width == 0)) {
       // FluxImg2ImgPipeline's default size: the image's, down to whole packed latents.
       const io::RgbImage png = io::read_png(args.init_image);
@@ -561,10 +575,8 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
                               ? skyreels_loop(args, source, info.layout, text, skyreels_image_latents(args, parts))
                           : wan  ? wan_loop(args, source, info.layout, text, {})
                           : ltx  ? ltx_loop(args, source, info.layout, text)
-                          : qwen ? qwenimage_loop(args, source, info.layout, text)
-                                 : flux_loop(args, source, info.layout, text,
-                                             args.init_image.empty() ? pipeline::FluxImageStart{}
-                                                                     : flux_image_start(args, parts, source.vae_scale_factor));
+                          : qwen ? qwenimage_loop(args, source, info.layout, text, start_image(args, parts, source))
+                                 : flux_loop(args, source, info.layout, text, start_image(args, parts, source));
 
     comm::LocalOptions local;
     local.threads_per_rank = info.layout.threads_per_rank;

@@ -4,7 +4,6 @@
 #include <cpdit/comm/mpi.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/threads.hpp>
-#include <cpdit/models/vae/config.hpp>
 #include <cpdit/pipeline/clip_image.hpp>
 #include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/skyreels_image.hpp>
@@ -43,22 +42,17 @@ nn::TensorMap skyreels_image_latents(const GenerateArgs& args, const pipeline::P
   });
 }
 
-pipeline::FluxImageStart flux_image_start(const GenerateArgs& args, const pipeline::PipelineParts& parts,
-                                          int64_t vae_scale_factor) {
+pipeline::ImageStart image_start(const GenerateArgs& args, const pipeline::PipelineParts& parts,
+                                 int64_t latent_channels, int64_t vae_scale_factor) {
   const nn::TensorMap made = encoded_images(args, [&] {
     CPDIT_CHECK(parts.vae, invalid_argument, "--init-image needs the pipeline's VAE to encode it: ", args.model,
                 " has no vae/ (give a diffusers pipeline folder or a preset)");
-    const models::LoadedModel vae = parts.vae();
-    const auto* kl = std::any_cast<models::vae::KLConfig>(&vae.config);
-    CPDIT_CHECK(kl, invalid_argument, "FLUX.1 image-to-image encodes with an AutoencoderKL; the pipeline's VAE is ",
-                vae.class_name);
     const int64_t f = vae_scale_factor;
-    const Tensor noise =
-        pipeline::randn({1, kl->latent_channels, args.height / f, args.width / f}, args.seed ^ 0x1a7e5ull);
+    const Tensor noise = pipeline::randn({1, latent_channels, args.height / f, args.width / f}, args.seed ^ 0x1a7e5ull);
     const Tensor pixels = pipeline::image_pixels(args.init_image, args.height, args.width);
-    return nn::TensorMap{{"image_latents", pipeline::flux_image_latents(vae, pixels, noise)}};
+    return nn::TensorMap{{"image_latents", pipeline::image_start_latents(parts.vae(), pixels, noise)}};
   });
-  return {made.at("image_latents"), args.strength.value_or(0.6)};  // FluxImg2ImgPipeline's default strength
+  return {made.at("image_latents"), args.strength.value_or(0.6)};  // both pipelines' default strength
 }
 
 pipeline::WanImageConditioning wan_image_conditioning(const GenerateArgs& args, const pipeline::PipelineParts& parts,

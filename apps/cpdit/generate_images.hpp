@@ -7,7 +7,7 @@
 
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/models/wan/model.hpp>
-#include <cpdit/pipeline/flux_image.hpp>
+#include <cpdit/pipeline/image_start.hpp>
 #include <cpdit/pipeline/stages.hpp>
 #include <cpdit/pipeline/wan_image.hpp>
 
@@ -30,10 +30,10 @@ nn::TensorMap skyreels_image_latents(const GenerateArgs& args, const pipeline::P
 pipeline::WanImageConditioning wan_image_conditioning(const GenerateArgs& args, const pipeline::PipelineParts& parts,
                                                       const models::wan::WanConfig& config, int64_t temporal);
 
-// FLUX.1 image-to-image: --init-image at the run's size through the pipeline's VAE (`vae_scale_factor`
-// pixels per latent), its posterior sampled with noise of a stream of --seed's own, as
-// FluxImg2ImgPipeline's _encode_vae_image; --strength, default 0.6.
-pipeline::FluxImageStart flux_image_start(const GenerateArgs& args, const pipeline::PipelineParts& parts,
-                                          int64_t vae_scale_factor);
+// Image-to-image (FLUX.1, Qwen-Image): --init-image at the run's size through the pipeline's VAE (to
+// `latent_channels`, `vae_scale_factor` pixels per latent), its posterior sampled with noise of a stream of
+// --seed's own, as the pipelines' _encode_vae_image; --strength, default 0.6.
+pipeline::ImageStart image_start(const GenerateArgs& args, const pipeline::PipelineParts& parts,
+                                 int64_t latent_channels, int64_t vae_scale_factor);
 
 }  // namespace cpdit::app

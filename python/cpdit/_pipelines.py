@@ -31,6 +31,7 @@ __all__ = [
     "FluxPipeline",
     "ImagePipelineOutput",
     "LTXPipeline",
+    "QwenImageImg2ImgPipeline",
     "QwenImagePipeline",
     "SkyReelsV2DiffusionForcingPipeline",
     "SkyReelsV2ImageToVideoPipeline",
@@ -296,6 +297,17 @@ class QwenImagePipeline(_Pipeline):
     _keywords = ("true_cfg_scale", "prompt_embeds_mask", "negative_prompt_embeds_mask")
     _latents = staticmethod(_packed_2x2)
 
+
+
+class QwenImageImg2ImgPipeline(QwenImagePipeline):
+    """Qwen-Image image to image (diffusers' QwenImageImg2ImgPipeline): ``image`` (a PIL image or a PNG path)
+    through the folder's VAE, the schedule's first steps skipped by ``strength`` (default 0.6) and the loop
+    started from the image's latents noised to the first step kept; otherwise as QwenImagePipeline. Loads
+    QwenImagePipeline folders too, as diffusers does."""
+
+    _pipeline_classes = ("QwenImageImg2ImgPipeline", "QwenImagePipeline")
+    _keywords = QwenImagePipeline._keywords + ("image", "strength")
+    _images = {"image": "init_image"}
 
 class WanPipeline(_Pipeline):
     """Wan 2.1 and 2.2 text to video (diffusers' WanPipeline): UniPC, classifier-free guidance

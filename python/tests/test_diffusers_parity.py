@@ -67,17 +67,21 @@ def test_wan_and_skyreels_image_to_video_match_diffusers():
         np.testing.assert_allclose(latents, want, rtol=0, atol=LATENTS_TOLERANCE, err_msg=name)
 
 
-def test_flux_img2img_matches_diffusers():
-    root = FIXTURES / "flux_img2img"
-    inputs = read_safetensors(root / "inputs.safetensors")
-    want = read_safetensors(root / "expected.safetensors")
+def test_img2img_matches_diffusers():
     # diffusers' start (its two random draws made) given as latents=, as diffusers takes them: the image
-    # decides the schedule through strength; loaded from a FluxPipeline folder, as diffusers allows.
-    pipe = cpdit.FluxImg2ImgPipeline.from_pretrained(FIXTURES / "flux_pipeline_tiny" / "pipeline")
-    latents = pipe(image=Image.open(root / "image.png"), prompt_embeds=inputs["prompt_embeds"],
-                   pooled_prompt_embeds=inputs["pooled_prompt_embeds"], latents=want["initial_latents"], height=32,
-                   width=32, num_inference_steps=5, strength=0.6, guidance_scale=3.5, output_type="latent").images
-    np.testing.assert_allclose(latents, pack_latents(want["latents"]), rtol=0, atol=LATENTS_TOLERANCE)
+    # decides the schedule through strength; loaded from the text-to-image folders, as diffusers allows.
+    image = Image.open(FIXTURES / "flux_img2img" / "image.png")
+    for name, pipeline, folder, unpacked in (
+            ("flux_img2img", cpdit.FluxImg2ImgPipeline, "flux_pipeline_tiny", lambda x: x),
+            ("qwenimage_img2img", cpdit.QwenImageImg2ImgPipeline, "qwenimage_pipeline_tiny", lambda x: x[:, :, 0])):
+        inputs = read_safetensors(FIXTURES / name / "inputs.safetensors")
+        want = read_safetensors(FIXTURES / name / "expected.safetensors")
+        pipe = pipeline.from_pretrained(FIXTURES / folder / "pipeline")
+        guidance = {"guidance_scale": 3.5} if name == "flux_img2img" else {}  # the fixture's (the default is 7.0)
+        latents = pipe(image=image, **inputs, **guidance, latents=want["initial_latents"], height=32, width=32,
+                       num_inference_steps=5, strength=0.6, output_type="latent").images
+        want_packed = pack_latents(unpacked(want["latents"]))
+        np.testing.assert_allclose(latents, want_packed, rtol=0, atol=LATENTS_TOLERANCE, err_msg=name)
 
 
 def test_wan22_two_experts_match_diffusers():

@@ -62,6 +62,7 @@ def test_each_pipeline_takes_its_own_keywords():
     assert {"image", "last_image", "num_frames"} <= keywords(cpdit.WanImageToVideoPipeline)
     assert "image" not in keywords(cpdit.WanPipeline) and "image" not in keywords(cpdit.FluxPipeline)
     assert {"image", "strength", "true_cfg_scale"} <= keywords(cpdit.FluxImg2ImgPipeline)
+    assert {"image", "strength", "prompt_embeds_mask"} <= keywords(cpdit.QwenImageImg2ImgPipeline)
     # diffusers' default output types: images as PIL, Wan and SkyReels-V2 frames as numpy, LTX-Video PIL.
     defaults = {p.__name__: inspect.signature(p.__call__).parameters["output_type"].default
                 for p in (cpdit.FluxPipeline, cpdit.WanPipeline, cpdit.SkyReelsV2DiffusionForcingPipeline,

@@ -83,7 +83,7 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
 
   scheduler.set_timesteps(options.steps, scheduler.config().mu(tokens));
   const bool from_image = options.image.image_latents.defined();
-  const int first = from_image ? flux_skipped_steps(options.steps, options.image.strength) : 0;
+  const int first = from_image ? skipped_steps(options.steps, options.image.strength) : 0;
   Tensor latents;
   if (options.initial_latents.defined()) {
     const Tensor& given = options.initial_latents;
@@ -93,17 +93,9 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
     latents = given.to(DType::f32).narrow(1, begin, count).contiguous();
   } else {
     latents = flux_packed_noise(shape, options.seed, begin, count);
-    if (from_image) {
-      const Tensor& image = options.image.image_latents;
-      const Shape want = shape.unpacked();
-      CPDIT_CHECK(image.dim() == 4 && image.size(0) == 1 && image.size(1) == want[1] && image.size(2) == want[2] &&
-                      image.size(3) == want[3],
-                  invalid_argument, "the image's latents are ", image.describe(), "; a ", options.height, "x",
-                  options.width, " image on this model needs (1, ", want[1], ", ", want[2], ", ", want[3], ")");
-      const Tensor packed = flux_pack(batch == 1 ? image : cat(std::vector<Tensor>(size_t(batch), image), 0));
-      latents = noised_image_latents(packed.narrow(1, begin, count).contiguous(), latents,
-                                     scheduler.sigmas()[size_t(first)]);
-    }
+    if (from_image)
+      latents = noised_image_tokens(options.image, shape, latents, begin, scheduler.sigmas()[size_t(first)],
+                                    std::to_string(options.height) + "x" + std::to_string(options.width));
   }
   Tensor img_ids = flux_image_ids(shape.height / 2, shape.width / 2).narrow(0, begin, count).contiguous();
   Tensor txt_ids = flux_text_ids(conditioning.prompt_embeds.size(1));

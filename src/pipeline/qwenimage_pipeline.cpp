@@ -70,6 +70,9 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
   const int64_t batch = c.prompt_embeds.size(0);
   const FluxLatentShape shape =
       flux_latent_shape(options.height, options.width, config.in_channels / 4, batch, options.vae_scale_factor);
+  scheduler.set_timesteps(options.steps, scheduler.config().mu(shape.tokens()));
+  const bool from_image = options.image.image_latents.defined();
+  const int first = from_image ? skipped_steps(options.steps, options.image.strength) : 0;
   Tensor latents;
   if (options.initial_latents.defined()) {
     CPDIT_CHECK(options.initial_latents.shape() == shape.packed(), invalid_argument, "the initial latents are ",
@@ -78,6 +81,9 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
     latents = options.initial_latents.to(DType::f32).contiguous();
   } else {
     latents = flux_packed_noise(shape, options.seed, 0, shape.tokens());
+    if (from_image)
+      latents = noised_image_tokens(options.image, shape, latents, 0, scheduler.sigmas()[size_t(first)],
+                                    std::to_string(options.height) + "x" + std::to_string(options.width));
   }
   const bool guided = qwenimage_runs_true_cfg(c, options.true_cfg_scale);
   CPDIT_CHECK(guided || options.cfg == nullptr || options.cfg->size() == 1, invalid_argument,
@@ -91,9 +97,8 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
   const Tensor mask = unless_all_real(c.prompt_embeds_mask);
   const Tensor negative_mask = unless_all_real(c.negative_prompt_embeds_mask);
 
-  scheduler.set_timesteps(options.steps, scheduler.config().mu(shape.tokens()));
   QwenImageGenerateResult result;
-  for (int i = 0; i < options.steps; ++i) {
+  for (int i = first; i < options.steps; ++i) {
     auto start = std::chrono::steady_clock::now();
     // The pipeline passes t / 1000 in float32; the model's sinusoid scales it back.
     const Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)] / 1000.0f));
@@ -114,7 +119,7 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
     }
     latents = scheduler.step(velocity, i, latents);
     result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (options.on_step) options.on_step(i, options.steps, result.step_seconds.back());
+    if (options.on_step) options.on_step(i - first, options.steps - first, result.step_seconds.back());
   }
   const Tensor unpacked = flux_unpack(latents, shape.height, shape.width);
   result.latents = unpacked.reshape({batch, shape.channels, 1, shape.height, shape.width});

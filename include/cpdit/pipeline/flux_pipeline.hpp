@@ -10,7 +10,7 @@
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/models/flux/model.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
-#include <cpdit/pipeline/flux_image.hpp>
+#include <cpdit/pipeline/image_start.hpp>
 
 #include <functional>
 #include <string>
@@ -52,9 +52,9 @@ struct FluxGenerateOptions {
   // From an image, given latents are the loop's start as they are (FluxImg2ImgPipeline does not noise them).
   Tensor initial_latents;
   // Image-to-image (FluxImg2ImgPipeline) when image.image_latents is defined: the schedule's first
-  // flux_skipped_steps(steps, strength) steps skipped, and the loop started from the image's latents
+  // skipped_steps(steps, strength) steps skipped, and the loop started from the image's latents
   // noised to the first step kept (noised_image_latents, with the seeded noise).
-  FluxImageStart image;
+  ImageStart image;
   // Called on every rank after each step it runs with (step index, steps run, seconds of that step).
   std::function<void(int, int, double)> on_step;
 };

@@ -9,6 +9,7 @@
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/models/qwenimage/model.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
+#include <cpdit/pipeline/image_start.hpp>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -48,9 +49,14 @@ struct QwenImageGenerateOptions {
   // is parallel over this rank's group); null: both passes here (pipeline/guidance.hpp).
   comm::Communicator* cfg = nullptr;
   int64_t vae_scale_factor = 8;  // qwenimage_vae_scale_factor of the pipeline's VAE
-  // The initial noise packed (B, tokens, in_channels), as diffusers' `latents=`; undefined: seeded.
+  // The initial noise packed (B, tokens, in_channels), as diffusers' `latents=`; undefined: seeded. From an
+  // image, given latents are the loop's start as they are (QwenImageImg2ImgPipeline does not noise them).
   Tensor initial_latents;
-  std::function<void(int, int, double)> on_step;  // (step index, steps, seconds of that step)
+  // Image-to-image (QwenImageImg2ImgPipeline) when image.image_latents is defined: the schedule's first
+  // skipped_steps(steps, strength) steps skipped, the loop started from the image's latents noised to the
+  // first step kept (with the seeded noise).
+  ImageStart image;
+  std::function<void(int, int, double)> on_step;  // (step index, steps run, seconds of that step)
 };
 
 struct QwenImageGenerateResult {

@@ -86,6 +86,10 @@ Tensor WanEncoder3d::forward(const Tensor& x, FrameCache& cache) const {
 }
 
 Tensor AutoencoderKLWan::encode(const Tensor& video) const {
+  return encode_moments(video).narrow(1, 0, config_.z_dim).contiguous();  // the mean; the log-variance follows it
+}
+
+Tensor AutoencoderKLWan::encode_moments(const Tensor& video) const {
   // Every downsampler needs two rows and columns: H and W at least 2^(spatial downsamples).
   const int64_t least = int64_t(1) << encoder_.space_downsamples();
   CPDIT_CHECK(video.defined() && video.dim() == 5 && video.size(1) == config_.in_channels && video.size(2) >= 1 &&
@@ -106,8 +110,7 @@ Tensor AutoencoderKLWan::encode(const Tensor& video) const {
   // Frames after the last whole chunk are left out, as diffusers does.
   for (int64_t first = 1; first + kFramesPerChunk <= x.size(2); first += kFramesPerChunk)
     chunks.push_back(encoder_.forward(x.narrow(2, first, kFramesPerChunk), cache));
-  const Tensor moments = quant_conv_.forward(cat(chunks, 2));
-  return moments.narrow(1, 0, config_.z_dim).contiguous();  // the mean; the log-variance follows it
+  return quant_conv_.forward(cat(chunks, 2));
 }
 
 }  // namespace cpdit::models::vae

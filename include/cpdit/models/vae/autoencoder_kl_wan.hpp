@@ -161,6 +161,8 @@ class AutoencoderKLWan : public nn::Model {
   // after the last whole chunk of four are left out, as diffusers does). One rank only: the
   // encoder has no split plan.
   Tensor encode(const Tensor& video) const;
+  // The posterior's moments encode takes its mean from: (B, 2 z_dim, F', h, w), the log-variance second.
+  Tensor encode_moments(const Tensor& video) const;
   // The registry's call: `latents` -> {`sample`: decode(latents)}, or `sample` -> {`latent`: encode(sample)}.
   nn::TensorMap forward(const nn::TensorMap& inputs) const override;
   parallel::ContextParallelPlan context_parallel_plan() const override { return autoencoder_kl_wan_plan(split_); }
