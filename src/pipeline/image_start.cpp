@@ -79,7 +79,7 @@ Tensor noised_image_tokens(const ImageStart& image, const FluxLatentShape& shape
                   latents.size(3) == want[3],
               invalid_argument, "the image's latents are ", latents.describe(), "; a ", size,
               " image on this model needs (1, ", want[1], ", ", want[2], ", ", want[3], ")");
-  const Tensor batch = want[0] == 1 ? latents : cat(std::vector<Tensor>(size_t(want[0]), latents), 0);
+  const Tensor batch = repeated_over_batch(latents, want[0]);
   return noised_image_latents(flux_pack(batch).narrow(1, begin, noise.size(1)).contiguous(), noise, sigma);
 }
 

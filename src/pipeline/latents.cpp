@@ -3,6 +3,7 @@
 #include <cpdit/pipeline/random.hpp>
 
 #include <string>
+#include <vector>
 
 namespace cpdit::pipeline {
 
@@ -42,6 +43,10 @@ int64_t kl_vae_scale_factor(const nlohmann::json& vae_config, const std::string&
   CPDIT_CHECK(it != vae_config.end() && it->is_array() && !it->empty() && it->size() <= 8, invalid_argument, source,
               ": block_out_channels must be a list of 1 to 8 widths (the VAE's scale factor is 2^(its length - 1))");
   return int64_t(1) << (it->size() - 1);
+}
+
+Tensor repeated_over_batch(const Tensor& t, int64_t batch) {
+  return batch == 1 ? t : cat(std::vector<Tensor>(size_t(batch), t), 0);
 }
 
 Tensor flux_pack(const Tensor& latents) {

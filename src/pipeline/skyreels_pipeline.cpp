@@ -1,4 +1,5 @@
 #include <cpdit/core/error.hpp>
+#include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/skyreels_pipeline.hpp>
 
@@ -142,7 +143,7 @@ std::vector<Tensor> image_frames(const Tensor& latents, const Shape& shape, cons
               shape[4], "), got ", latents.describe());
   const Tensor batch = latents.size(0) == shape[0]
                            ? latents.to(DType::f32)
-                           : cat(std::vector<Tensor>(size_t(shape[0]), latents.to(DType::f32)), 0);
+                           : repeated_over_batch(latents.to(DType::f32), shape[0]);
   std::vector<Tensor> frames;
   for (int64_t f = 0; f < batch.size(2); ++f) frames.push_back(batch.narrow(2, f, 1).contiguous());
   return frames;

@@ -3,6 +3,7 @@
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/pipeline/guidance.hpp>
+#include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
@@ -77,11 +78,6 @@ Tensor guided_prediction(const nn::Model& model, nn::TensorMap inputs, const Ten
 
 namespace {
 
-// `t` repeated `times` along dim 0, as torch's repeat(times, 1, ...).
-Tensor repeated(const Tensor& t, int64_t times) {
-  return times == 1 ? t : cat(std::vector<Tensor>(size_t(times), t), 0);
-}
-
 // The inputs an image-to-video model takes besides the latents: the condition (checked against the
 // latents of `shape`) and the image tokens, over `batch`; none for a text-to-video model.
 nn::TensorMap image_inputs(const WanConfig& config, const Shape& shape, const WanImageConditioning& image) {
@@ -99,8 +95,8 @@ nn::TensorMap image_inputs(const WanConfig& config, const Shape& shape, const Wa
   CPDIT_CHECK((config.image_dim > 0) == image.image_embeds.defined(), invalid_argument,
               config.image_dim > 0 ? "this Wan image-to-video model (image_dim set) needs the image encoder's tokens"
                                    : "this Wan model (image_dim null) takes no image tokens");
-  nn::TensorMap inputs{{"condition", repeated(c.to(DType::f32), shape[0])}};
-  if (image.image_embeds.defined()) inputs["encoder_hidden_states_image"] = repeated(image.image_embeds, shape[0]);
+  nn::TensorMap inputs{{"condition", repeated_over_batch(c.to(DType::f32), shape[0])}};
+  if (image.image_embeds.defined()) inputs["encoder_hidden_states_image"] = repeated_over_batch(image.image_embeds, shape[0]);
   return inputs;
 }
 

@@ -31,6 +31,9 @@ int64_t kl_vae_scale_factor(const nlohmann::json& vae_config, const std::string&
 
 // (B, C, h, w) → (B, (h/2)·(w/2), 4C), and back. h and w must be even.
 Tensor flux_pack(const Tensor& latents);
+
+// `t` (1, ...) repeated `batch` times along dim 0, as the pipelines repeat one image's tensors over the batch.
+Tensor repeated_over_batch(const Tensor& t, int64_t batch);
 Tensor flux_unpack(const Tensor& packed, int64_t height, int64_t width);
 
 // Tokens [token_begin, token_begin + token_count) of flux_pack(randn(shape.unpacked(), seed)),
