@@ -499,6 +499,8 @@ Generation generate(GenerateArgs& args, pipeline::StageLog& stages) {
     const bool preset = !args.preset.empty();
     // LTXPipeline's defaults: 161 frames of 512x704, 50 steps.
     if (args.steps == 0) args.steps = video || qwen ? 50 : 28;
+    // A strength that leaves no step is refused before the image is encoded.
+    if (!args.init_image.empty()) pipeline::skipped_steps(args.steps, args.strength.value_or(0.6));
     CPDIT_CHECK(args.init_image.empty() || !video, invalid_argument,
                 "--init-image is for FLUX.1 and Qwen-Image image-to-image; ", source.name, " is a ",
                 source.model.class_name);
