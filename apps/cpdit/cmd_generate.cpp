@@ -270,12 +270,13 @@ void add_generate(CLI::App& parent) {
                   "all frames in step)")
       ->check(whole_number<int64_t>(0));
   cmd->add_option("--first-image", args->first_image,
-                  "image-to-video (Wan 2.1 I2V and FLF2V, SkyReels-V2 diffusion forcing) from this PNG, the clip's "
-                  "first frame (resized to --height x --width as the pipeline does, encoded by the pipeline's Wan VAE; "
-                  "for Wan 2.1 also by its image_encoder/)");
+                  "image-to-video (Wan 2.1 / 2.2 and SkyReels-V2 I2V, Wan FLF2V, SkyReels-V2 diffusion forcing) from "
+                  "this PNG, the clip's first frame (resized to --height x --width as the pipeline does, encoded by "
+                  "the pipeline's Wan VAE, and by its image_encoder/ for models with image_dim)");
   cmd->add_option("--init-image", args->init_image,
-                  "FLUX.1 image-to-image (FluxImg2ImgPipeline) from this PNG, resized to --height x --width (default: "
-                  "its own size, down to a multiple of 16) and encoded by the pipeline's VAE");
+                  "FLUX.1 and Qwen-Image image-to-image (FluxImg2ImgPipeline, QwenImageImg2ImgPipeline) from this PNG, "
+                  "resized to --height x --width (default: its own size, down to whole packed latents: a multiple of "
+                  "16 for their VAEs) and encoded by the pipeline's VAE");
   cmd->add_option("--strength", args->strength,
                   "with --init-image: the share of the schedule run from the noised image, in [0, 1] (default 0.6; "
                   "1 starts from noise alone)")

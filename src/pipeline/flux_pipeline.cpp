@@ -94,8 +94,7 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
   } else {
     latents = flux_packed_noise(shape, options.seed, begin, count);
     if (from_image)
-      latents = noised_image_tokens(options.image, shape, latents, begin, scheduler.sigmas()[size_t(first)],
-                                    std::to_string(options.height) + "x" + std::to_string(options.width));
+      latents = noised_image_tokens(options.image, shape, latents, begin, scheduler.sigmas()[size_t(first)]);
   }
   Tensor img_ids = flux_image_ids(shape.height / 2, shape.width / 2).narrow(0, begin, count).contiguous();
   Tensor txt_ids = flux_text_ids(conditioning.prompt_embeds.size(1));

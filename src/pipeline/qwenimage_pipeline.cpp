@@ -82,8 +82,7 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
   } else {
     latents = flux_packed_noise(shape, options.seed, 0, shape.tokens());
     if (from_image)
-      latents = noised_image_tokens(options.image, shape, latents, 0, scheduler.sigmas()[size_t(first)],
-                                    std::to_string(options.height) + "x" + std::to_string(options.width));
+      latents = noised_image_tokens(options.image, shape, latents, 0, scheduler.sigmas()[size_t(first)]);
   }
   const bool guided = qwenimage_runs_true_cfg(c, options.true_cfg_scale);
   CPDIT_CHECK(guided || options.cfg == nullptr || options.cfg->size() == 1, invalid_argument,

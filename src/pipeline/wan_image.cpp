@@ -1,6 +1,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/models/text/clip_vision.hpp>
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
+#include <cpdit/pipeline/image_start.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
 #include <cpdit/pipeline/wan_image.hpp>
 
@@ -13,15 +14,18 @@ bool wan_takes_image(const models::wan::WanConfig& config) {
   return config.out_channels > 0 && config.in_channels > config.out_channels;
 }
 
-Tensor wan_video_latents(const models::LoadedModel& vae, const Tensor& video) {
+Tensor wan_video_latents(const models::LoadedModel& vae, const Tensor& video, const Tensor& noise) {
   const auto* config = std::any_cast<models::vae::WanVaeConfig>(&vae.config);
-  CPDIT_CHECK(config, invalid_argument, "image-to-video encodes its images with a Wan VAE (AutoencoderKLWan); the "
+  CPDIT_CHECK(config, invalid_argument, "these images are encoded by a Wan-layout VAE (AutoencoderKLWan); the "
               "pipeline's VAE is ", vae.class_name);
   CPDIT_CHECK(video.dim() == 5 && video.size(1) == 3, invalid_argument, "a video to encode is (B, 3, F, H, W), got ",
               video.describe());
   const std::unique_ptr<nn::Model> model = vae.replica();
   const auto& wan = dynamic_cast<const models::vae::AutoencoderKLWan&>(*model);
-  return normalize_wan_latents(wan.encode(video.contiguous()), *config);
+  const Tensor x = video.contiguous();
+  const Tensor latents =
+      noise.defined() ? posterior_sample(wan.encode_moments(x), config->z_dim, noise) : wan.encode(x);
+  return normalize_wan_latents(latents, *config);
 }
 
 namespace {

@@ -7,8 +7,6 @@
 #include <cpdit/pipeline/latents.hpp>
 
 #include <cstdint>
-#include <string>
-#include <vector>
 
 namespace cpdit::pipeline {
 
@@ -17,11 +15,16 @@ struct ImageStart {
   double strength = 0.6;  // the share of the schedule run, in (0, 1]; both pipelines' default
 };
 
+// DiagonalGaussianDistribution.sample: the first `channels` of `moments` (dim 1) the mean, the rest the
+// log-variance; mean + exp(0.5 * clamp(logvar, -30, 20)) * noise (as many values as the mean), one f32
+// rounding per op.
+Tensor posterior_sample(const Tensor& moments, int64_t channels, const Tensor& noise);
+
 // The pipelines' _encode_vae_image: `pixels` (1, 3, H, W) from image_pixels through `vae`, its posterior
 // sampled as mean + exp(0.5 * clamp(logvar, -30, 20)) * `noise` (the latents' shape, (1, C, h, w)), then
 // made what the transformer sees: for an AutoencoderKL (FLUX.1) (x - shift_factor) * scaling_factor, for a
-// Wan-layout VAE (Qwen-Image's, which sees the image as one frame) normalize_wan_latents. Any other VAE is
-// refused in one line. (1, C, h, w) f32; on this thread, one rank.
+// Wan-layout VAE (Qwen-Image's, which sees the image as one frame) wan_video_latents' normalisation. Any
+// other VAE is refused in one line. (1, C, h, w) f32; on this thread, one rank.
 Tensor image_start_latents(const models::LoadedModel& vae, const Tensor& pixels, const Tensor& noise);
 
 // get_timesteps: the steps of a `steps`-step schedule skipped at `strength`, int(max(steps - min(steps x
@@ -34,8 +37,8 @@ Tensor noised_image_latents(const Tensor& image_latents, const Tensor& noise, fl
 
 // The loop's packed start from `image`: tokens [begin, begin + noise's tokens) of flux_pack(image's latents,
 // repeated over the batch) noised with `noise` (the same tokens of the seeded noise) at `sigma`. `shape` is
-// the run's latents, which the image's latents must match (`size` names the run in the error).
+// the run's latents, which the image's latents must match.
 Tensor noised_image_tokens(const ImageStart& image, const FluxLatentShape& shape, const Tensor& noise, int64_t begin,
-                           float sigma, const std::string& size);
+                           float sigma);
 
 }  // namespace cpdit::pipeline

@@ -72,7 +72,8 @@ class StageLog {
 struct PipelineParts {
   std::optional<TextComponents> text;        // none: no text encoders (embeddings must be given)
   std::function<models::LoadedModel()> vae;  // empty: no VAE (the run ends at latents)
-  // Wan 2.1 image-to-video's CLIP: image_encoder/ and image_processor/preprocessor_config.json; empty: none.
+  // Image-to-video's CLIP (Wan 2.1, SkyReels-V2): image_encoder/ and image_processor/preprocessor_config.json;
+  // empty: none.
   std::function<models::LoadedModel()> image_encoder;
   std::string image_processor;
 

@@ -22,11 +22,12 @@ struct WanImageConditioning {
 // = 36 in Wan 2.1's image-to-video checkpoints).
 bool wan_takes_image(const models::wan::WanConfig& config);
 
-// `video` (B, 3, F, H, W) in [-1, 1] through `vae` (a LoadedModel of AutoencoderKLWan; any other VAE is
-// refused in one line): the posterior's mode (retrieve_latents with sample_mode="argmax"), normalised by
-// normalize_wan_latents, (B, z_dim, F', H/8, W/8) f32, as the image-to-video pipelines encode their
-// images. On this thread, one rank.
-Tensor wan_video_latents(const models::LoadedModel& vae, const Tensor& video);
+// `video` (B, 3, F, H, W) in [-1, 1] through `vae` (a LoadedModel of a Wan-layout VAE; any other VAE is
+// refused in one line), normalised by normalize_wan_latents: (B, z_dim, F', H/8, W/8) f32. Without `noise`
+// the posterior's mode (retrieve_latents with sample_mode="argmax", as the image-to-video pipelines encode
+// their images); with it a sample (posterior_sample, as image-to-image's _encode_vae_image). On this
+// thread, one rank.
+Tensor wan_video_latents(const models::LoadedModel& vae, const Tensor& video, const Tensor& noise = {});
 
 // prepare_latents' condition. `first` (and `last`, or undefined) (1, 3, H, W), as image_pixels makes
 // them at the video's size, are frame 0 (and frame `frames` - 1) of a video of zeros, which
@@ -37,8 +38,8 @@ Tensor wan_image_condition(const models::LoadedModel& vae, const Tensor& first, 
                            int64_t temporal);
 
 // encode_image: the penultimate hidden states (transformers' hidden_states[-2]) of `image_encoder` (a
-// LoadedModel of CLIPVisionModel) on `pixel_values` (images, 3, S, S) from clip_image_pixels: (images,
-// 1 + patches, hidden). On this thread, one rank.
+// LoadedModel of CLIPVisionModel or CLIPVisionModelWithProjection) on `pixel_values` (images, 3, S, S)
+// from clip_image_pixels: (images, 1 + patches, hidden). On this thread, one rank.
 Tensor wan_image_embeds(const models::LoadedModel& image_encoder, const Tensor& pixel_values);
 
 }  // namespace cpdit::pipeline
