@@ -298,7 +298,6 @@ class QwenImagePipeline(_Pipeline):
     _latents = staticmethod(_packed_2x2)
 
 
-
 class QwenImageImg2ImgPipeline(QwenImagePipeline):
     """Qwen-Image image to image (diffusers' QwenImageImg2ImgPipeline): ``image`` (a PIL image or a PNG path)
     through the folder's VAE, the schedule's first steps skipped by ``strength`` (default 0.6) and the loop
