@@ -13,6 +13,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
+#include <cpdit/nn/load.hpp>
 
 #include <oneapi/dnnl/dnnl.h>
 
@@ -165,7 +166,7 @@ void run(const AttentionBenchArgs& given) {
   if (args.quick) args.repeats = 1;
   CPDIT_CHECK(args.kv_seq == 0 || args.mask == "none", invalid_argument,
               "bench attention: --mask rules are over one sequence; leave them out with --kv-seq");
-  const ScopedMatmulPrecision precision(app::matmul_precision_for(args.dtype));
+  const ScopedMatmulPrecision precision(nn::matmul_precision_for(args.dtype));
   for (int threads : args.threads) {
     ScopedComputeThreads scoped(threads);
     const Gflops sgemm = sgemm_gflops(args.head_dim, args.repeats);

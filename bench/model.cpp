@@ -171,7 +171,7 @@ void run_model_bench(const ModelBenchArgs& args) {
   const nn::LoadOptions load = nn::load_options(args.dtype);  // the random weights are f32: auto is f32
   CPDIT_CHECK(!args.mapped || args.dtype == "f32" || args.dtype == "bf16", invalid_argument,
               "bench model: --mapped maps dense weights (--dtype f32 or bf16), not ", args.dtype);
-  const ScopedMatmulPrecision precision(app::matmul_precision_for(args.dtype));
+  const ScopedMatmulPrecision precision(nn::matmul_precision_for(args.dtype));
   BlockBench bench = block_bench(args.model, {load, args.mapped});
   if (!args.token_layout.empty()) bench.layout = token_layout_named(args.token_layout);
   const int repeats = args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3);

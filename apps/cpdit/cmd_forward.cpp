@@ -2,7 +2,7 @@
 // registry, models/registry.hpp) from a safetensors file of inputs, on one rank or with context
 // parallelism across local thread ranks (or the processes of an mpirun launch).
 #include "command.hpp"
-#include "same_across_ranks.hpp"
+#include <cpdit/pipeline/same_across_ranks.hpp>
 #include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "parallel_flags.hpp"
@@ -29,7 +29,7 @@ struct ForwardOptions {
 };
 
 void run_forward(const ForwardOptions& o) {
-  check_same_model_across_ranks({o.model, o.config});
+  pipeline::check_same_model_across_ranks({o.model, o.config});
   parallel::ContextParallelConfig config;
   config.ring_degree = o.ring;
   config.ulysses_degree = o.ulysses;
@@ -47,7 +47,7 @@ void run_forward(const ForwardOptions& o) {
     parallel::validate_degrees(degrees_for(ranks), ranks);
   }
   const nn::LoadOptions load = nn::load_options(o.dtype);
-  const ScopedMatmulPrecision precision(matmul_precision_for(o.dtype));
+  const ScopedMatmulPrecision precision(nn::matmul_precision_for(o.dtype));
   // Loaded and converted once; every rank's replica shares these weights.
   const models::LoadedModel loaded =
       models::open_model(o.model, o.config.empty() ? std::nullopt : std::optional(o.config), load);

@@ -19,10 +19,6 @@ void add_dtype_flag(CLI::App& cmd, std::string& dtype) {
       ->capture_default_str();
 }
 
-MatmulPrecision matmul_precision_for(const std::string& dtype) {
-  return dtype == "bf16" || dtype == "q8_0" || dtype == "q4_k" ? MatmulPrecision::bf16 : MatmulPrecision::exact_f32;
-}
-
 int64_t resident_weight_bytes() { return weight_memory_counter().peak(); }
 
 void print_weights_line(int64_t bytes, const std::string& dtype) {

@@ -12,10 +12,6 @@ namespace cpdit::app {
 // --dtype auto|f32|bf16 into `dtype` (nn::load_options parses it).
 void add_dtype_flag(CLI::App& cmd, std::string& dtype);
 
-// What --dtype means for the arithmetic: bf16 computes the bf16 Linear layers with bf16 products
-// (f32 accumulation); auto and f32 keep every product exact in f32, whatever the weights are stored in.
-MatmulPrecision matmul_precision_for(const std::string& dtype);
-
 // The most bytes this process held in model weights at once: a weight shared by the local ranks
 // counts once, so the number does not grow with the rank count.
 int64_t resident_weight_bytes();

@@ -43,6 +43,10 @@ Weight converted(const Parameter& p, const Weight& stored, const LoadOptions& op
 }
 }  // namespace
 
+MatmulPrecision matmul_precision_for(const std::string& dtype) {
+  return dtype == "bf16" || dtype == "q8_0" || dtype == "q4_k" ? MatmulPrecision::bf16 : MatmulPrecision::exact_f32;
+}
+
 LoadOptions load_options(const std::string& dtype) {
   if (dtype == "auto") return {};
   if (dtype == "f32") return {.dtype = DType::f32};

@@ -1,5 +1,6 @@
 #pragma once
 // Binding checkpoint tensors to a module tree's parameters by their dotted paths.
+#include <cpdit/core/precision.hpp>
 #include <cpdit/core/dtype.hpp>
 #include <cpdit/nn/module.hpp>
 
@@ -39,6 +40,11 @@ struct LoadOptions {
 // "auto" (as stored), "f32", "bf16", "q8_0" or "q4_k", as the command line names them; anything else
 // is refused.
 LoadOptions load_options(const std::string& dtype);
+
+// What that dtype means for the arithmetic: bf16 (and q8_0, q4_k) compute the bf16 Linear layers with
+// bf16 products (f32 accumulation); auto and f32 keep every product exact in f32, whatever the weights
+// are stored in.
+MatmulPrecision matmul_precision_for(const std::string& dtype);
 
 // Accepts f32, bf16 and f16 tensors, and block-quantised ones: kept as blocks for Linear weights
 // (Parameter::matrix), decoded to f32 for any other. Missing, unexpected, wrongly shaped and wrongly
