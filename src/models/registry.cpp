@@ -3,6 +3,8 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 
+#include <atomic>
+
 namespace cpdit::models {
 
 namespace {
@@ -68,17 +70,30 @@ std::optional<nlohmann::json> checkpoint_config(const io::ModelFiles& files) {
   return std::nullopt;
 }
 
-LoadedModel open_model(const std::string& path, const std::optional<std::string>& config,
-                       const nn::LoadOptions& load, const std::string& component) {
+std::string model_class(const std::string& path, const std::optional<std::string>& config,
+                        const std::string& component) {
   // A config naming a class nobody registered is refused before the weights are sought.
   if (auto file = io::resolve_config(path, component, config))
     if (auto named = class_in_config(*file)) model_entry(named->name);
-  const io::ModelFiles files = io::resolve_model(path, component, config);
-  const std::optional<ModelClass> found = checkpoint_class(files);
+  const std::optional<ModelClass> found = checkpoint_class(io::resolve_model(path, component, config));
   CPDIT_CHECK(found, unsupported, "cannot tell the model class of ", path,
               ": give a config.json with _class_name or architectures (known classes: ", known_classes(), ")");
-  const ModelEntry& entry = model_entry(found->name);
-  return entry.open(files.weights, files.config, load);
+  model_entry(found->name);
+  return found->name;
+}
+
+namespace {
+std::atomic<int64_t> opened{0};
+}
+
+int64_t models_opened() { return opened.load(); }
+
+LoadedModel open_model(const std::string& path, const std::optional<std::string>& config,
+                       const nn::LoadOptions& load, const std::string& component) {
+  const std::string name = model_class(path, config, component);
+  const io::ModelFiles files = io::resolve_model(path, component, config);
+  ++opened;
+  return model_entry(name).open(files.weights, files.config, load);
 }
 
 }  // namespace cpdit::models

@@ -81,6 +81,14 @@ std::optional<nlohmann::json> checkpoint_config(const io::ModelFiles& files);
 LoadedModel open_model(const std::string& path, const std::optional<std::string>& config,
                        const nn::LoadOptions& load, const std::string& component = "transformer");
 
+// The class open_model would open `path` as, refused as it would be, without reading the weights.
+std::string model_class(const std::string& path, const std::optional<std::string>& config,
+                        const std::string& component = "transformer");
+
+// How many models open_model has opened in this process: how a caller (or a test) tells that a
+// resident pipeline opened its files once.
+int64_t models_opened();
+
 // A LoadedModel over a family's checkpoint (a struct with `config` and `state`) and its loader
 // (checkpoint, options) -> unique_ptr<model>: the weights are converted to `options`' dtypes once,
 // here, and every replica shares them.
