@@ -5,7 +5,7 @@
 // is split by rows (or, --vae-split frames, a Wan video's latent frames) over the local ranks (or the
 // processes of an mpirun launch).
 #include "command.hpp"
-#include "same_across_ranks.hpp"
+#include <cpdit/pipeline/same_across_ranks.hpp>
 #include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "vae_split_option.hpp"
@@ -70,7 +70,7 @@ void run_decode(const DecodeOptions& o) {
   CPDIT_CHECK(o.video.empty() || o.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
               o.video, "'");
   CPDIT_CHECK(o.ranks >= 1, invalid_argument, "--ranks must be at least 1, got ", o.ranks);
-  check_same_model_across_ranks({o.model});
+  pipeline::check_same_model_across_ranks({o.model});
   refuse_overwrite({{"--out", o.out}, {"--video", o.video}}, {{"--latents", o.latents}});
   const auto file = io::load_safetensors(o.latents);
   const auto it = file.find("latents");

@@ -1,6 +1,6 @@
 // `cpdit encode-prompt`: a prompt to the embeddings the pipeline's own encode_prompt returns (see
 // pipeline/prompt_encoding.hpp), written for `generate --embeddings`; from a pipeline folder, or from
-// a preset's built-in text encoders (what `generate --preset NAME --seed N --prompt` encodes).
+// a preset's built-in text encoders (what `generate --preset NAME --prompt` encodes).
 #include "command.hpp"
 #include "option_checks.hpp"
 #include "weight_flags.hpp"
@@ -18,19 +18,20 @@ namespace {
 
 struct EncodePromptOptions {
   std::string model, preset, prompt, out, dtype = "auto";
-  uint64_t seed = 0;
   std::optional<std::string> negative_prompt;
   int64_t max_sequence_length = 512;
 };
 
 void run_encode_prompt(const EncodePromptOptions& o) {
-  const ScopedMatmulPrecision precision(matmul_precision_for(o.dtype));
+  const ScopedMatmulPrecision precision(nn::matmul_precision_for(o.dtype));
   pipeline::PromptEncoding request{o.prompt, o.negative_prompt, o.max_sequence_length, nn::load_options(o.dtype)};
   if (o.preset.empty()) {
     io::save_safetensors(o.out, pipeline::encode_prompt(o.model, request));
   } else {
-    io::save_safetensors(o.out,
-                         pipeline::encode_prompt(*pipeline::PipelineParts::of_preset(o.preset, o.seed).text, request));
+    const std::optional<pipeline::TextComponents> text = pipeline::PipelineParts::of_preset(o.preset).text;
+    CPDIT_CHECK(text, invalid_argument, "preset ", o.preset,
+                " has no built-in text encoders; encode-prompt runs the flux-*, wan-*, skyreels-* and ltx-* presets'");
+    io::save_safetensors(o.out, pipeline::encode_prompt(*text, request));
   }
 }
 
@@ -42,10 +43,8 @@ void add_encode_prompt(CLI::App& parent) {
   CLI::Option_group* source = cmd->add_option_group("Model");
   source->add_option("--model", o->model, "diffusers pipeline folder (model_index.json, tokenizer*/, text_encoder*/)");
   source->add_option("--preset", o->preset,
-                     "a preset's built-in text encoders (flux-tiny, flux-mini, wan-tiny, wan-mini)");
+                     "a preset's built-in text encoders (flux-*, wan-*, skyreels-*, ltx-*)");
   source->require_option(1);
-  cmd->add_option("--seed", o->seed, "with --preset: generate's --seed, which seeds the preset's weights")
-      ->capture_default_str();
   cmd->add_option("--prompt", o->prompt, "the prompt")->required();
   cmd->add_option("--negative-prompt", o->negative_prompt, "negative prompt (FLUX.1 true CFG; Wan default \"\")");
   cmd->add_option("--max-sequence-length", o->max_sequence_length,

@@ -1,11 +1,13 @@
 // cpdit generate: a prompt to a FLUX.1 or Qwen-Image image or a Wan or LTX-Video video across
-// ranks, on a pipeline folder, a transformer checkpoint or a built-in preset. The flags fill in
-// GenerateArgs, the job (generate.cpp) runs the stages, and this command writes what it returns.
-// Only rank 0 prints and writes files; outputs are written at the end and appear together
-// (io::OutputBatch), so a failed run leaves nothing behind and every old output as it was.
+// ranks, on a pipeline folder, a transformer checkpoint or a built-in preset. The flags make a
+// pipeline::PipelineSource and Requests (one, or one per line of --prompts); the Pipeline
+// (pipeline/pipeline.hpp) runs them and this command writes what they return. Only rank 0 prints and
+// writes files; each request's outputs are written at its end and appear together (io::OutputBatch),
+// so a failed run leaves nothing behind and every old output as it was.
 #include "command.hpp"
-#include "generate.hpp"
+#include "generate_batch.hpp"
 #include "option_checks.hpp"
+#include "output_paths.hpp"
 #include "parallel_flags.hpp"
 #include "progress.hpp"
 #include "vae_split_option.hpp"
@@ -17,6 +19,7 @@
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/io/video.hpp>
 #include <cpdit/pipeline/picture_files.hpp>
+#include <cpdit/pipeline/pipeline.hpp>
 #include <cpdit/pipeline/preview.hpp>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +34,21 @@ namespace cpdit::app {
 namespace {
 
 namespace fs = std::filesystem;
+using pipeline::Family;
+using pipeline::Request;
+
+struct GenerateFlags {
+  pipeline::PipelineSource source;
+  Request request;
+  std::string embeddings, latents;  // safetensors files: the text tensors, the initial noise (`latents`)
+  Outputs outputs;
+  std::string prompts;  // a batch: one request per line
+  bool keep_loaded = false, staged = false, json = false;
+};
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
 
 // An output's folder must exist: refused before the run, not after its minutes of work.
 void check_output_path(const std::string& path, const char* flag) {
@@ -40,16 +58,60 @@ void check_output_path(const std::string& path, const char* flag) {
               parent.string(), " does not exist");
 }
 
+void check_outputs(const Outputs& o) {
+  check_output_path(o.out, "--out");
+  check_output_path(o.preview, "--preview");
+  check_output_path(o.image, "--image");
+  // A folder may be named with a trailing slash ("frames/"): its parent must exist.
+  const fs::path frames_dir(o.frames_dir);
+  check_output_path((frames_dir.has_filename() ? frames_dir : frames_dir.parent_path()).string(), "--frames-dir");
+  check_output_path(o.video, "--video");
+  CPDIT_CHECK(o.video.empty() || o.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
+              o.video, "'");
+}
+
+// The outputs the family can make, refused by name otherwise.
+void check_outputs_fit(const Outputs& o, const pipeline::Pipeline& pipe) {
+  const Family& family = pipe.family();
+  CPDIT_CHECK((o.image.empty() && o.frames_dir.empty() && o.video.empty()) || pipe.has_vae(), invalid_argument,
+              "--image, --frames-dir and --video need the pipeline's VAE: ", pipe.name(),
+              " has no vae/ (give a diffusers pipeline folder or a preset)");
+  CPDIT_CHECK(family.has_preview() || o.preview.empty(), invalid_argument,
+              family.video() ? "--preview is for FLUX.1 images, not video latents"
+                             : "--preview is for FLUX.1 latents, not Qwen-Image's");
+  CPDIT_CHECK(!family.video() || o.image.empty(), invalid_argument,
+              "--image is for images; write video with --frames-dir or --video");
+  CPDIT_CHECK(family.video() || o.frames_dir.empty(), invalid_argument,
+              "--frames-dir is for video; write an image with --image");
+  CPDIT_CHECK(family.video() || o.video.empty(), invalid_argument, "--video is for video; write an image with --image");
+}
+
+// Neither output may replace a file the run reads, nor the other output.
+void refuse_overwriting_inputs(const GenerateFlags& g, const Request& r, const Outputs& o) {
+  std::vector<NamedPath> inputs{{"--embeddings", g.embeddings},         {"--latents", g.latents},
+                                {"--config", g.source.config},          {"--scheduler-config", g.source.scheduler_config},
+                                {"--first-image", r.first_image},       {"--last-image", r.last_image},
+                                {"--init-image", r.init_image},         {"--prompts", g.prompts}};
+  if (!g.source.model.empty() && fs::exists(g.source.model))
+    for (NamedPath& file : model_inputs("--model", g.source.model, "transformer",
+                                        g.source.config.empty() ? std::nullopt : std::optional(g.source.config)))
+      inputs.push_back(std::move(file));
+  refuse_overwrite({{"--out", o.out}, {"--preview", o.preview}, {"--image", o.image}, {"--video", o.video}}, inputs);
+}
+
 // The closing summary: what ran (model, sizes, ranks), each stage's time and memory, the loop's step
 // times, and the files written; printed as JSON with --json, else as the lines print_summary makes.
-nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipeline::StageLog& stages,
-                       const LoopStats& result, const std::vector<int64_t>& peaks, double wall_seconds) {
-  const RankLayout& layout = run.layout;
+nlohmann::json summary(const pipeline::Result& run, const Outputs& o, const std::string& dtype,
+                       const std::vector<pipeline::StageStats>& stages, double wall_seconds) {
+  const parallel::RankLayout& layout = run.layout;
+  const Request& r = run.request;
+  const pipeline::LoopStats& result = run.loop;
   // Each stage holds only its own weights: the process's most is the largest stage's.
-  int64_t weight_bytes = 0;
+  int64_t weight_bytes = 0, peak_stage_bytes = 0;
   nlohmann::json stage_list = nlohmann::json::array();
-  for (const pipeline::StageStats& st : stages.stages()) {
+  for (const pipeline::StageStats& st : stages) {
     weight_bytes = std::max(weight_bytes, st.weight_bytes);
+    peak_stage_bytes = std::max(peak_stage_bytes, st.weight_bytes + st.activation_bytes);
     stage_list.push_back({{"name", st.name},
                           {"seconds", st.seconds},
                           {"weight_bytes", st.weight_bytes},
@@ -62,12 +124,12 @@ nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipel
     fastest = std::min(fastest, s);
   }
   const int steps = int(result.step_seconds.size());
-  nlohmann::json j = {{"model", run.name},
-                      {"height", args.height},
-                      {"width", args.width},
+  nlohmann::json j = {{"model", run.model_name},
+                      {"height", r.height},
+                      {"width", r.width},
                       {"steps", steps},
-                      {"seed", args.seed},
-                      {"dtype", args.dtype},
+                      {"seed", r.seed},
+                      {"dtype", dtype},
                       {"ranks", layout.ranks},
                       {"engine", layout.mpi ? "mpi" : "local"},
                       {"cfg", layout.config.cfg_degree},
@@ -81,10 +143,10 @@ nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipel
                       {"fastest_step_seconds", fastest},
                       {"weight_bytes_resident", weight_bytes},
                       {"stages", stage_list},
-                      {"peak_stage_bytes", stages.peak_bytes()},
-                      {"peak_activation_bytes_per_rank", peaks},
+                      {"peak_stage_bytes", peak_stage_bytes},
+                      {"peak_activation_bytes_per_rank", run.peaks},
                       {"latents_sharded_between_steps", result.latents_sharded}};
-  if (video_pipeline(run.pipeline)) j["frames"] = args.frames;
+  if (run.family->video()) j["frames"] = r.frames;
   if (result.latents_sharded) {
     // diffusers gathers the model output at every step; keeping the latents sharded leaves one
     // gather in all.
@@ -93,11 +155,11 @@ nlohmann::json summary(const GenerateArgs& args, const RunInfo& run, const pipel
     j["gathers_avoided"] = std::max(steps - 1, 0);
     j["gather_bytes_avoided"] = int64_t(std::max(steps - 1, 0)) * result.gather_bytes;
   }
-  if (!args.out.empty()) j["out"] = args.out;
-  if (!args.preview.empty()) j["preview"] = args.preview;
-  if (!args.image.empty()) j["image"] = args.image;
-  if (!args.frames_dir.empty()) j["frames_dir"] = args.frames_dir;
-  if (!args.video.empty()) j["video"] = args.video;
+  if (!o.out.empty()) j["out"] = o.out;
+  if (!o.preview.empty()) j["preview"] = o.preview;
+  if (!o.image.empty()) j["image"] = o.image;
+  if (!o.frames_dir.empty()) j["frames_dir"] = o.frames_dir;
+  if (!o.video.empty()) j["video"] = o.video;
   return j;
 }
 
@@ -139,68 +201,102 @@ void report_stages(pipeline::StageLog& stages, bool silent) {
   };
 }
 
-void run(GenerateArgs args) {
-  auto start = std::chrono::steady_clock::now();
-  check_output_path(args.out, "--out");
-  check_output_path(args.preview, "--preview");
-  check_output_path(args.image, "--image");
-  // A folder may be named with a trailing slash ("frames/"): its parent must exist.
-  const fs::path frames_dir(args.frames_dir);
-  check_output_path((frames_dir.has_filename() ? frames_dir : frames_dir.parent_path()).string(), "--frames-dir");
-  check_output_path(args.video, "--video");
-  CPDIT_CHECK(args.video.empty() || args.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
-              args.video, "'");
-  CPDIT_CHECK(!args.fps || *args.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *args.fps);
-  CPDIT_CHECK(!(args.prompt && !args.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
-  CPDIT_CHECK(args.prompt || !args.negative_prompt, invalid_argument, "--negative-prompt goes with --prompt");
-  CPDIT_CHECK(args.last_image.empty() || !args.first_image.empty(), invalid_argument, "--last-image goes with --first-image");
-  CPDIT_CHECK(!args.strength || !args.init_image.empty(), invalid_argument, "--strength goes with --init-image");
-  // A missing or unreadable image is refused before any model loads.
-  for (const std::string& image : {args.first_image, args.last_image, args.init_image})
-    if (!image.empty()) io::read_png(image);
-  const bool lead = lead_process();
-  pipeline::StageLog stages;
-  report_stages(stages, args.json || !lead);
-  const Generation generation = generate(args, stages);
-  if (!lead) return;
-
-  const RunInfo& info = generation.info;
-  const Tensor& latents = generation.latents;
-  const Tensor& pixels = generation.pixels;
-  const bool video = video_pipeline(info.pipeline);
-  const bool ltx = info.pipeline == pipeline::PipelineKind::ltx_video;
-  const bool qwen = info.pipeline == pipeline::PipelineKind::qwenimage;
-  const std::string layout_note =
-      ltx     ? "ltx latents (B, C, F, H/32, W/32), before the VAE's latents_mean/std"
-      : video ? "wan latents (B, 16, F, H/8, W/8)"
-      : qwen  ? "qwenimage latents (B, 16, 1, H/8, W/8), before the VAE's latents_mean/std"
-              : "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift";
-  io::OutputBatch outputs;  // every output appears at the end, together, or none does
-  if (!args.out.empty()) {
-    nn::TensorMap tensors{{"latents", latents}};
+// Writes one result's outputs, together or not at all.
+void write_outputs(const pipeline::Result& result, const Outputs& o) {
+  const Request& r = result.request;
+  const Tensor& pixels = result.pixels;
+  const bool video = result.family->video();
+  io::OutputBatch outputs;
+  if (!o.out.empty()) {
+    nn::TensorMap tensors{{"latents", result.latents}};
     if (pixels.defined()) tensors[video ? "video" : "image"] = pixels;
-    io::save_safetensors(args.out, tensors,
-                         {{"format", layout_note}, {"seed", std::to_string(args.seed)}, {"steps", std::to_string(args.steps)}});
+    io::save_safetensors(o.out, tensors,
+                         {{"format", result.family->latents_layout()},
+                          {"seed", std::to_string(r.seed)},
+                          {"steps", std::to_string(r.steps)}});
   }
-  if (!args.preview.empty())
-    io::write_png(args.preview, pipeline::flux_latent_preview(latents), args.width, args.height);
-  if (!args.image.empty()) pipeline::write_image_pngs(args.image, pixels);
-  if (!args.frames_dir.empty()) pipeline::write_frame_pngs(args.frames_dir, pixels);
+  if (!o.preview.empty()) io::write_png(o.preview, pipeline::flux_latent_preview(result.latents), r.width, r.height);
+  if (!o.image.empty()) pipeline::write_image_pngs(o.image, pixels);
+  if (!o.frames_dir.empty()) pipeline::write_frame_pngs(o.frames_dir, pixels);
   // generate's video loops make one clip: item 0 of the (1, F, H, W, 3) video.
-  if (!args.video.empty()) io::write_mp4(args.video, pixels.select(0, 0), int(frame_rate(args, info.pipeline)));
+  if (!o.video.empty()) io::write_mp4(o.video, pixels.select(0, 0), int(result.family->frame_rate(r)));
   outputs.commit();
-  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  nlohmann::json s = summary(args, info, stages, generation.loop, generation.peaks, wall);
-  if (args.json) {
-    std::printf("%s\n", s.dump().c_str());
-  } else {
-    print_summary(s);
+}
+
+// The request's text and noise from the --embeddings and --latents files.
+void read_input_files(const GenerateFlags& g, Request& r) {
+  if (!g.embeddings.empty()) {
+    r.embeddings = io::load_safetensors(g.embeddings);
+    r.embeddings_source = g.embeddings;
   }
+  if (!g.latents.empty()) {
+    io::SafetensorsFile file = io::SafetensorsFile::open(g.latents);
+    CPDIT_CHECK(file.contains("latents"), invalid_argument, g.latents, " has no tensor 'latents' (the initial noise)");
+    r.initial_latents = file.get("latents").to(DType::f32);
+  }
+}
+
+void run(const GenerateFlags& g) {
+  auto start = std::chrono::steady_clock::now();
+  const Request& r = g.request;
+  check_outputs(g.outputs);
+  CPDIT_CHECK(!r.fps || *r.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *r.fps);
+  CPDIT_CHECK(!(r.prompt && !g.embeddings.empty()), invalid_argument, "give --prompt or --embeddings, not both");
+  CPDIT_CHECK(r.prompt || !r.negative_prompt || !g.prompts.empty(), invalid_argument,
+              "--negative-prompt goes with --prompt");
+  CPDIT_CHECK(r.last_image.empty() || !r.first_image.empty(), invalid_argument, "--last-image goes with --first-image");
+  CPDIT_CHECK(!r.strength || !r.init_image.empty(), invalid_argument, "--strength goes with --init-image");
+  CPDIT_CHECK(!(g.keep_loaded && g.staged), invalid_argument, "give --keep-loaded or --staged, not both");
+  CPDIT_CHECK(g.prompts.empty() || (!r.prompt && g.embeddings.empty()), invalid_argument,
+              "--prompts gives each request's prompt: drop --prompt and --embeddings");
+  // A missing or unreadable image is refused before any model loads.
+  for (const std::string& image : {r.first_image, r.last_image, r.init_image})
+    if (!image.empty()) io::read_png(image);
+  std::vector<BatchItem> batch = g.prompts.empty() ? std::vector<BatchItem>{{r, g.outputs}}
+                                                   : read_batch(g.prompts, r, g.outputs);
+  const bool lead = pipeline::lead_process();
+  // One request gains nothing from keeping a stage's models beyond it; a batch keeps them when they fit.
+  const pipeline::LoadPolicy policy = g.keep_loaded ? pipeline::LoadPolicy::resident
+                                      : g.staged || batch.size() == 1 ? pipeline::LoadPolicy::staged
+                                                                       : pipeline::LoadPolicy::automatic;
+  pipeline::StageLog load;
+  report_stages(load, g.json || !lead);
+  const pipeline::Pipeline pipe = pipeline::Pipeline::open(g.source, policy, &load);
+  check_outputs_fit(g.outputs, pipe);
+  for (BatchItem& item : batch) {
+    refuse_overwriting_inputs(g, item.request, item.outputs);
+    read_input_files(g, item.request);
+    item.request.decode = item.outputs.image.empty() && item.outputs.frames_dir.empty() && item.outputs.video.empty()
+                              ? (item.outputs.out.empty() ? pipeline::Decode::no : pipeline::Decode::if_vae)
+                              : pipeline::Decode::yes;
+  }
+  const double load_seconds = seconds_since(start);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto request_start = std::chrono::steady_clock::now();
+    pipeline::StageLog stages;
+    report_stages(stages, g.json || !lead);
+    Progress progress("denoise", g.json || !lead);
+    Request request = batch[i].request;
+    request.on_step = [&progress](int step, int total, double seconds) { progress.step(step, total, seconds); };
+    const pipeline::Result result = pipe.run(std::move(request), stages);
+    if (!lead) continue;
+    write_outputs(result, batch[i].outputs);
+    // A single run's wall time counts from the command's start, its load included.
+    const double wall = batch.size() == 1 ? seconds_since(start) : seconds_since(request_start);
+    // A single run's summary counts the load with its stages; a batch's loaded once (print_batch_line).
+    std::vector<pipeline::StageStats> stage_stats = batch.size() == 1 ? load.stages() : std::vector<pipeline::StageStats>{};
+    stage_stats.insert(stage_stats.end(), stages.stages().begin(), stages.stages().end());
+    nlohmann::json s = summary(result, batch[i].outputs, g.source.dtype, stage_stats, wall);
+    if (g.json) std::printf("%s\n", s.dump().c_str());
+    else print_summary(s);
+  }
+  if (lead && batch.size() > 1)
+    print_batch_line(int(batch.size()), load.stages(), pipe.resident(), load_seconds, seconds_since(start), g.json);
   std::fflush(stdout);
 }
 
 void add_generate(CLI::App& parent) {
-  auto args = std::make_shared<GenerateArgs>();
+  auto args = std::make_shared<GenerateFlags>();
   CLI::App* cmd = parent.add_subcommand(
       "generate", "A prompt to a FLUX.1 or Qwen-Image image or a Wan or LTX-Video video across ranks (the main job)");
   cmd->footer("A prompt to an image (FLUX.1, Qwen-Image) or a video (Wan, SkyReels-V2, LTX-Video), in stages that "
@@ -221,39 +317,39 @@ void add_generate(CLI::App& parent) {
       "  cpdit generate --preset wan-mini --frames 17 --height 256 --width 256 --ranks 2 --out clip.safetensors\n"
       "  mpirun -np 4 cpdit generate --preset flux-tiny --ring 2 --ulysses 2 --out a.safetensors");
   CLI::Option_group* source = cmd->add_option_group("Model");
-  source->add_option("--model", args->model,
+  source->add_option("--model", args->source.model,
                      "a diffusers FLUX.1, Qwen-Image, Wan, SkyReels-V2 (diffusion forcing) or LTX-Video pipeline folder (model_index.json, transformer/, scheduler/), a "
                      "transformer folder, an index json, or one .safetensors file (e.g. the original FLUX.1 release)");
-  source->add_option("--preset", args->preset,
+  source->add_option("--preset", args->source.preset,
                      "a built-in model with seeded random weights: flux-tiny, flux-mini, wan-tiny, wan-mini, qwen-mini, "
                      "skyreels-tiny, skyreels-mini, ltx-tiny or ltx-mini");
   source->require_option(1);
-  cmd->add_option("--config", args->config, "transformer config.json overriding the checkpoint's or the inferred one");
-  cmd->add_option("--scheduler-config", args->scheduler_config,
+  cmd->add_option("--config", args->source.config, "transformer config.json overriding the checkpoint's or the inferred one");
+  cmd->add_option("--scheduler-config", args->source.scheduler_config,
                   "scheduler_config.json (default: DIR/scheduler/, else FLUX.1-dev's)");
-  add_dtype_flag(*cmd, args->dtype);
-  cmd->add_option("--steps", args->steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for the others)")->check(whole_number<int>());
-  cmd->add_option("--height", args->height, "height in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 480 for Wan, 512 for LTX-Video)")->check(whole_number<int64_t>());
-  cmd->add_option("--width", args->width, "width in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 832 for Wan, 704 for LTX-Video)")->check(whole_number<int64_t>());
-  cmd->add_option("--frames,--num-frames", args->frames, "video: frames of the clip, 4k + 1 for Wan (default: 5 for presets, 81 "
+  add_dtype_flag(*cmd, args->source.dtype);
+  cmd->add_option("--steps", args->request.steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for the others)")->check(whole_number<int>());
+  cmd->add_option("--height", args->request.height, "height in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 480 for Wan, 512 for LTX-Video)")->check(whole_number<int64_t>());
+  cmd->add_option("--width", args->request.width, "width in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 832 for Wan, 704 for LTX-Video)")->check(whole_number<int64_t>());
+  cmd->add_option("--frames,--num-frames", args->request.frames, "video: frames of the clip, 4k + 1 for Wan (default: 5 for presets, 81 "
                   "otherwise), 8k + 1 for LTX-Video (default: 9 for presets, 161 otherwise)")->check(whole_number<int64_t>());
-  cmd->add_option("--seed", args->seed, "seed of the initial noise (and of the random embeddings)")
+  cmd->add_option("--seed", args->request.seed, "seed of the initial noise (and of the random embeddings)")
       ->check(whole_number<uint64_t>(0));
-  cmd->add_option("--guidance", args->guidance,
+  cmd->add_option("--guidance", args->request.guidance,
                   "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5; 7.0 with "
                   "--init-image), Wan's classifier-free "
                   "guidance (default 5.0; SkyReels-V2 6.0; LTX-Video 3.0; runs when there are negative_prompt_embeds)")
       ->check(finite_number());
-  cmd->add_option("--guidance-2", args->guidance_2,
+  cmd->add_option("--guidance-2", args->request.guidance_2,
                   "Wan 2.2 A14B (a pipeline folder with transformer_2/): guidance_scale_2, the low-noise expert's "
                   "classifier-free guidance (default: --guidance's)")
       ->check(finite_number());
-  cmd->add_option("--prompt", args->prompt,
+  cmd->add_option("--prompt", args->request.prompt,
                   "the prompt, through the pipeline folder's (or preset's) tokenizers and text encoders");
-  cmd->add_option("--negative-prompt", args->negative_prompt,
+  cmd->add_option("--negative-prompt", args->request.negative_prompt,
                   "the negative prompt of classifier-free guidance: Wan and LTX-Video (default \"\", as their pipelines); FLUX.1 "
                   "(none by default; used with --true-cfg-scale > 1)");
-  cmd->add_option("--true-cfg-scale", args->true_cfg_scale,
+  cmd->add_option("--true-cfg-scale", args->request.true_cfg_scale,
                   "true classifier-free guidance on the negative prompt (runs when there are negative embeddings "
                   "and the scale is > 1): Qwen-Image (default 4.0, rescaled to the conditional norm), FLUX.1 "
                   "(default 1.0: off)");
@@ -265,66 +361,76 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--latents", args->latents,
                   "safetensors whose `latents` is the initial noise in the pipeline's layout (FLUX.1 and LTX-Video: packed "
                   "(B, tokens, in_channels); Wan: (B, C, F', h, w)), as diffusers' latents= argument; may be the --embeddings file");
-  cmd->add_option("--ar-step", args->ar_step,
+  cmd->add_option("--ar-step", args->request.ar_step,
                   "SkyReels-V2: each block of latent frames starts this many steps after the one before (default 0: "
                   "all frames in step)")
       ->check(whole_number<int64_t>(0));
-  cmd->add_option("--first-image", args->first_image,
+  cmd->add_option("--first-image", args->request.first_image,
                   "image-to-video (Wan 2.1 / 2.2 and SkyReels-V2 I2V, Wan FLF2V, SkyReels-V2 diffusion forcing) from "
                   "this PNG, the clip's first frame (resized to --height x --width as the pipeline does, encoded by "
                   "the pipeline's Wan VAE, and by its image_encoder/ for models with image_dim)");
-  cmd->add_option("--init-image", args->init_image,
+  cmd->add_option("--init-image", args->request.init_image,
                   "FLUX.1 and Qwen-Image image-to-image (FluxImg2ImgPipeline, QwenImageImg2ImgPipeline) from this PNG, "
                   "resized to --height x --width (default: its own size, down to whole packed latents: a multiple of "
                   "16 for their VAEs) and encoded by the pipeline's VAE");
-  cmd->add_option("--strength", args->strength,
+  cmd->add_option("--strength", args->request.strength,
                   "with --init-image: the share of the schedule run from the noised image, in [0, 1] (default 0.6; "
                   "1 starts from noise alone)")
       ->check(finite_number());
-  cmd->add_option("--last-image", args->last_image,
+  cmd->add_option("--last-image", args->request.last_image,
                   "with --first-image: the PNG the clip ends at (Wan 2.1 FLF2V, SkyReels-V2 diffusion forcing)");
-  cmd->add_option("--fps", args->fps,
+  cmd->add_option("--fps", args->request.fps,
                   "the clip's frame rate: --video plays at it (default: SkyReels-V2 24, LTX-Video 25, Wan 16), SkyReels-V2 "
                   "models with an fps embedding are told it (16 or other), LTX-Video scales its RoPE time by it")
       ->check(whole_number<int64_t>());
-  cmd->add_option("--base-num-frames", args->base_num_frames,
+  cmd->add_option("--base-num-frames", args->request.base_num_frames,
                   "SkyReels-V2: the most frames denoised together (default 97); a longer clip is made in chunks that "
                   "overlap by --overlap-history frames")
       ->check(whole_number<int64_t>(1));
-  cmd->add_option("--overlap-history", args->overlap_history,
+  cmd->add_option("--overlap-history", args->request.overlap_history,
                   "SkyReels-V2 long video: frames each chunk takes from the end of the one before (e.g. 17 or 37)")
       ->check(whole_number<int64_t>(1));
-  cmd->add_option("--addnoise-condition", args->addnoise_condition,
+  cmd->add_option("--addnoise-condition", args->request.addnoise_condition,
                   "SkyReels-V2 long video: noise added to the frames a chunk takes over, as a timestep (0 to 999; "
                   "default 0: none; 20 recommended)")
       ->check(finite_number());
-  cmd->add_option("--text-tokens", args->text_tokens,
+  cmd->add_option("--text-tokens", args->request.text_tokens,
                   "text length: the T5/UMT5 max_sequence_length of --prompt (FLUX.1-dev and Wan: 512, schnell: 256, "
                   "LTX-Video: 128), "
                   "or of the random embeddings without --prompt and --embeddings")
       ->check(whole_number<int64_t>());
-  cmd->add_option("--decode-timestep", args->decode_timestep,
+  cmd->add_option("--decode-timestep", args->request.decode_timestep,
                   "LTX-Video's timestep-conditioned VAE: the decode timestep (default 0, as LTXPipeline; 0.05 for "
                   "LTX-Video 0.9.1+)")
       ->check(finite_number());
-  cmd->add_option("--decode-noise-scale", args->decode_noise_scale,
+  cmd->add_option("--decode-noise-scale", args->request.decode_noise_scale,
                   "LTX-Video's timestep-conditioned VAE: the weight of the noise mixed into the latents before decoding "
                   "(default: the decode timestep; 0.025 for LTX-Video 0.9.1+)")
       ->check(finite_number());
-  add_vae_split_option(cmd, args->vae_split);
-  cmd->add_option("--out", args->out,
+  add_vae_split_option(cmd, args->request.vae_split);
+  cmd->add_option("--out", args->outputs.out,
                   "write the final latents here (safetensors, atomically) and, with a VAE, the decoded `image` (B, H, W, 3) "
                   "or `video` (B, F, H, W, 3), f32 in [0, 1]");
-  cmd->add_option("--image", args->image, "FLUX.1, Qwen-Image: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
-  cmd->add_option("--frames-dir", args->frames_dir, "video: write the decoded frames into this folder as frame_00000.png, ...");
-  cmd->add_option("--video", args->video, "video: write the decoded clip here as H.264 MP4 at --fps frames per second");
-  cmd->add_option("--preview", args->preview, "FLUX.1: write a PNG preview of the latents here (linear latent-to-RGB projection)");
+  cmd->add_option("--image", args->outputs.image, "FLUX.1, Qwen-Image: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
+  cmd->add_option("--frames-dir", args->outputs.frames_dir, "video: write the decoded frames into this folder as frame_00000.png, ...");
+  cmd->add_option("--video", args->outputs.video, "video: write the decoded clip here as H.264 MP4 at --fps frames per second");
+  cmd->add_option("--preview", args->outputs.preview, "FLUX.1: write a PNG preview of the latents here (linear latent-to-RGB projection)");
+  cmd->add_option("--prompts", args->prompts,
+                  "a batch on one opened pipeline: a .txt file of one prompt a line, or a .jsonl file of one JSON "
+                  "object a line (prompt, negative_prompt, seed, steps, width, height, frames, guidance, "
+                  "true_cfg_scale); request i writes each output as NAME_i (or NAME with {index} replaced)");
+  cmd->add_flag("--keep-loaded", args->keep_loaded,
+                "keep every model (text encoders, transformer, VAE) loaded from the start to the end (default for "
+                "--prompts when they fit in half of the free memory)");
+  cmd->add_flag("--staged", args->staged,
+                "load each stage's models when it starts and free them when it ends, every request (default for "
+                "one request: the peak is the largest stage)");
   cmd->add_flag("--json", args->json, "print the closing summary as one JSON object and no progress");
-  cmd->add_flag("--check-finite", args->check_finite,
+  cmd->add_flag("--check-finite", args->request.check_finite,
                 "check every module's outputs for NaN/Inf and name the first module that made them (slower; "
                 "the transformer's output is always checked once per step)");
-  add_parallel_flags(*cmd, args->parallel);
-  add_cfg_flag(*cmd, args->parallel);
+  add_parallel_flags(*cmd, args->request.parallel);
+  add_cfg_flag(*cmd, args->request.parallel);
   cmd->callback([args] { run(*args); });
 }
 

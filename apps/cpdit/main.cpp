@@ -1,6 +1,6 @@
 // cpdit: diffusion transformers with context parallelism. Errors become one line and exit code 2.
 #include "command.hpp"
-#include "same_across_ranks.hpp"
+#include <cpdit/pipeline/same_across_ranks.hpp>
 
 #include <cpdit/core/error.hpp>
 
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
   root.require_subcommand(1);
   cpdit::app::add_all_commands(root);
   try {
-    cpdit::app::check_same_arguments_across_ranks(argc, argv);
+    cpdit::pipeline::check_same_arguments_across_ranks(argc, argv);
     root.parse(argc, argv);
   } catch (const CLI::Success& e) {
     return root.exit(e);

@@ -1,5 +1,4 @@
 #include "progress.hpp"
-#include "stop_request.hpp"
 
 #include <unistd.h>
 
@@ -23,8 +22,6 @@ Progress::Progress(std::string label, bool silent)
     : label_(std::move(label)), silent_(silent), terminal_(isatty(STDERR_FILENO) == 1) {}
 
 void Progress::step(int index, int total, double step_seconds) {
-  // Every rank's loop calls this after each step: where a requested stop ends the run.
-  throw_if_stop_requested();
   elapsed_ += step_seconds;
   if (silent_) return;
   const int done = index + 1;

@@ -1,7 +1,6 @@
 #pragma once
 // The progress line of a denoising loop, printed by rank 0 on stderr: a redrawn bar on a terminal,
-// one plain line per step otherwise, nothing when silenced (--json). Each step also checks for a
-// requested stop (stop_request.hpp).
+// one plain line per step otherwise, nothing when silenced (--json).
 #include <chrono>
 #include <string>
 

@@ -14,7 +14,9 @@ def check_attention_backend(name: str) -> None: ...
 def borrowed_address(array: np.ndarray) -> int: ...
 def check_parallel_config(ring_degree: int, ulysses_degree: int, cfg_degree: int, rotate_method: str) -> None: ...
 def launched_by_mpi() -> bool: ...
-class ParallelFlags:
+def models_opened() -> int: ...
+
+class RankRequest:
     """--ring, --ulysses, --cfg, --rotate, --backend, --ranks and --threads (0 / "": not given)."""
 
     ring: int
@@ -25,12 +27,16 @@ class ParallelFlags:
     ranks: int
     threads: int
 
-class GenerateArgs:
-    """The options of `cpdit generate`; a field left alone keeps the command line's default."""
+class PipelineSource:
+    """What a pipeline opens: a model path or a preset, and the weights' dtype in memory."""
 
     model: str
     preset: str
     dtype: str
+
+class Request:
+    """One generation's options; a field left alone keeps the pipeline's default."""
+
     prompt: Optional[str]
     negative_prompt: Optional[str]
     steps: int
@@ -54,11 +60,28 @@ class GenerateArgs:
     guidance_2: float
     true_cfg_scale: float
     decode: bool
-    parallel: ParallelFlags
+    parallel: RankRequest
 
-def generate(
-    args: GenerateArgs,
-    embeddings: Dict[str, np.ndarray] = ...,
-    latents: Optional[np.ndarray] = None,
-    sigint_stops: bool = True,
-) -> Optional[Dict[str, Any]]: ...
+class LoadPolicy:
+    """resident (every model kept), staged (each stage loads and frees its own), automatic."""
+
+    automatic: "LoadPolicy"
+    resident: "LoadPolicy"
+    staged: "LoadPolicy"
+    name: str
+    value: int
+
+class Pipeline:
+    """A pipeline opened once, run for any number of requests."""
+
+    family: str
+    resident: bool
+    @staticmethod
+    def open(source: PipelineSource, policy: LoadPolicy = ...) -> "Pipeline": ...
+    def run(
+        self,
+        request: Request,
+        embeddings: Dict[str, np.ndarray] = ...,
+        latents: Optional[np.ndarray] = None,
+        sigint_stops: bool = True,
+    ) -> Optional[Dict[str, Any]]: ...

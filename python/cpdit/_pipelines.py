@@ -56,8 +56,8 @@ class VideoPipelineOutput:
     frames: Any
 
 
-# The keywords that set an option of the engine's generate job, by diffusers' names: the GenerateArgs
-# field each one sets (apps/cpdit/generate.hpp; `cpdit generate --help` says what each means) and what
+# The keywords that set an option of a request, by diffusers' names: the Request field each one sets
+# (include/cpdit/pipeline/request.hpp; `cpdit generate --help` says what each means) and what
 # it takes, as the command line checks it (_checks.checked: a string, a finite number, or a whole
 # number from 0 or 1).
 _SETTINGS = {
@@ -71,7 +71,6 @@ _SETTINGS = {
     "true_cfg_scale": ("true_cfg_scale", float),
     "generator_seed": ("seed", 0),
     "max_sequence_length": ("text_tokens", 1),
-    "dtype": ("dtype", str),
     "ar_step": ("ar_step", 0),
     "fps": ("fps", 1),  # SkyReels-V2's fps embedding
     "frame_rate": ("fps", 1),  # LTX-Video's RoPE time scale
@@ -127,12 +126,14 @@ class _Pipeline:
     _output_type = "pil"
     _keywords: tuple = ()  # the call's keywords beside _SHARED_KEYWORDS
     _latents = staticmethod(_latents_as_they_are)  # the engine's final latents as diffusers returns them
-    _images: dict = {}  # the keywords that give an image: the GenerateArgs field (a PNG path) each one sets
+    _images: dict = {}  # the keywords that give an image: the Request field (a PNG path) each one sets
 
     def __init__(self, model="", preset=""):
         self.model = model
         self.preset = preset
         self.transformer = Transformer()
+        self._engine = None  # the opened pipeline, kept between calls
+        self._engine_dtype = None
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -166,8 +167,9 @@ class _Pipeline:
     @classmethod
     def from_pretrained(cls, path, **unused):
         """A diffusers pipeline folder (or a transformer folder or checkpoint file, without text encoders
-        or VAE). Nothing is loaded until the pipeline is called: each stage loads its model when it
-        starts and frees it when it ends."""
+        or VAE). Nothing is loaded until the pipeline is first called; then its models stay loaded for
+        every later call (when they fit in half of the free memory; otherwise each stage loads its
+        model when it starts and frees it when it ends)."""
         path = os.fspath(path)
         if not os.path.exists(path):
             raise ValueError(f"{cls.__name__}.from_pretrained: {path} does not exist")
@@ -190,22 +192,33 @@ class _Pipeline:
     def _run(self, call):
         """One generation for the arguments of a call, every keyword of the signature present."""
         prompt, output_type, latents = call.pop("prompt"), call.pop("output_type"), call.pop("latents")
-        ranks, threads = call.pop("ranks"), call.pop("threads")
+        ranks, threads, dtype = call.pop("ranks"), call.pop("threads"), call.pop("dtype")
         if output_type not in ("pil", "np", "latent"):
             raise ValueError(f"output_type must be 'pil', 'np' or 'latent', got {output_type!r}")
         if prompt is not None and call["prompt_embeds"] is not None:
             raise ValueError("give prompt or prompt_embeds, not both")
         if prompt is not None and not isinstance(prompt, str):
             raise ValueError(f"prompt must be one string (no batches yet), got {type(prompt).__name__}")
-        args = _cpdit.GenerateArgs()
-        args.model, args.preset, args.prompt, args.decode = self.model, self.preset, prompt, output_type != "latent"
+        engine = self._opened("auto" if dtype is None else checked("dtype", dtype, str))
+        args = _cpdit.Request()
+        args.prompt, args.decode = prompt, output_type != "latent"
         with tempfile.TemporaryDirectory(prefix="cpdit_images_") as folder:
             for name, field in self._images.items():
                 if call.get(name) is not None:
                     setattr(args, field, _png_path(call.pop(name), name, folder))
-            return self._generate(args, call, latents, output_type, ranks, threads)
+            return self._generate(engine, args, call, latents, output_type, ranks, threads)
 
-    def _generate(self, args, call, latents, output_type, ranks, threads):
+    def _opened(self, dtype):
+        """The engine's pipeline for ``dtype``: opened at the first call, kept for the next ones (another
+        dtype reopens it)."""
+        if self._engine is None or self._engine_dtype != dtype:
+            source = _cpdit.PipelineSource()
+            source.model, source.preset, source.dtype = self.model, self.preset, dtype
+            self._engine, self._engine_dtype = None, None  # the old one is freed before the new one loads
+            self._engine, self._engine_dtype = _cpdit.Pipeline.open(source), dtype
+        return self._engine
+
+    def _generate(self, engine, args, call, latents, output_type, ranks, threads):
         embeddings = {}
         for name, value in call.items():
             if value is None:  # the engine's default, which is the pipeline's
@@ -216,8 +229,8 @@ class _Pipeline:
             else:  # prompt masks as diffusers makes them (int64 0/1), embeddings float32; read in place when they are
                 embeddings[name] = engine_array(value, name, np.int64 if name.endswith("_mask") else np.float32)
         self._set_parallel(args.parallel, ranks, threads)
-        result = _cpdit.generate(args, embeddings, None if latents is None else engine_array(latents, "latents"),
-                                 sigint_stops=threading.current_thread() is threading.main_thread())
+        result = engine.run(args, embeddings, None if latents is None else engine_array(latents, "latents"),
+                            sigint_stops=threading.current_thread() is threading.main_thread())
         if result is None:  # a process other than rank 0 of an mpirun launch
             return None
         if output_type == "latent":

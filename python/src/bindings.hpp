@@ -6,9 +6,9 @@ namespace cpdit::python {
 
 // attention_dispatch, backends, tensor views (attention.cpp)
 void bind_attention(pybind11::module_& m);
-// generate and the context-parallel checks (generate.cpp)
-void bind_generate(pybind11::module_& m);
-// GenerateArgs and ParallelFlags, generate's options (generate_args.cpp)
-void bind_generate_args(pybind11::module_& m);
+// Pipeline and the context-parallel checks (pipeline.cpp)
+void bind_pipeline(pybind11::module_& m);
+// PipelineSource, Request and RankRequest, a pipeline's options (request.cpp)
+void bind_request(pybind11::module_& m);
 
 }  // namespace cpdit::python

@@ -22,6 +22,6 @@ PYBIND11_MODULE(_cpdit, m) {
     }
   });
   cpdit::python::bind_attention(m);
-  cpdit::python::bind_generate_args(m);
-  cpdit::python::bind_generate(m);
+  cpdit::python::bind_request(m);
+  cpdit::python::bind_pipeline(m);
 }

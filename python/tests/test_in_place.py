@@ -17,16 +17,16 @@ CALL = dict(height=64, width=64, num_frames=9, num_inference_steps=2, output_typ
 @pytest.fixture
 def handed_over(monkeypatch):
     """The arrays each pipeline call hands the engine, by name, and the addresses the engine reads
-    (the real generate still runs)."""
+    (the real pipeline still runs)."""
     seen = {}
-    generate = _cpdit.generate
+    run = _cpdit.Pipeline.run
 
-    def recording(args, embeddings, latents, **options):
+    def recording(pipeline, request, embeddings, latents, **options):
         arrays = dict(embeddings, latents=latents)
         seen.update({name: (array, _cpdit.borrowed_address(array)) for name, array in arrays.items()})
-        return generate(args, embeddings, latents, **options)
+        return run(pipeline, request, embeddings, latents, **options)
 
-    monkeypatch.setattr(_cpdit, "generate", recording)
+    monkeypatch.setattr(_cpdit.Pipeline, "run", recording)
     return seen
 
 

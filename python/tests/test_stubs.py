@@ -32,7 +32,8 @@ def test_the_stub_has_every_function_and_class_of_the_module():
         assert stubbed == native_parameters(getattr(_cpdit, name)), name
     for name, node in classes.items():
         fields = [n.target.id for n in node.body if isinstance(n, ast.AnnAssign)]
-        assert sorted(fields) == public(dir(getattr(_cpdit, name))), name
+        methods = [n.name for n in node.body if isinstance(n, ast.FunctionDef)]
+        assert sorted(fields + methods) == public(dir(getattr(_cpdit, name))), name
 
 
 def test_public_names_have_docstrings():

@@ -6,6 +6,7 @@
 #include <cpdit/core/weight.hpp>
 #include <cpdit/io/model_files.hpp>
 #include <cpdit/pipeline/preset_pipelines.hpp>
+#include <cpdit/pipeline/presets.hpp>
 #include <cpdit/pipeline/stages.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
 
@@ -88,10 +89,10 @@ PipelineParts PipelineParts::of_folder(const std::string& path) {
   return parts;
 }
 
-PipelineParts PipelineParts::of_preset(const std::string& name, uint64_t seed) {
+PipelineParts PipelineParts::of_preset(const std::string& name) {
   PipelineParts parts;
-  parts.text = preset_text_components(name, seed ^ 0x7e87ull);
-  parts.vae = [name, seed] { return preset_vae(name, seed ^ 0xfaeull); };
+  parts.text = preset_text_components(name, kPresetWeightsSeed ^ 0x7e87ull);
+  parts.vae = [name] { return preset_vae(name, kPresetWeightsSeed ^ 0xfaeull); };
   return parts;
 }
 

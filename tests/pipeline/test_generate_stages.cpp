@@ -40,7 +40,7 @@ void expect_prompt_is_its_embeddings(const std::string& args, const std::string&
   TempDir dir("generate_prompt");
   const auto from_prompt = generate(dir, args + prompt, "prompt");
   const std::string embeddings = dir.file("embeddings.safetensors");
-  const auto e = run_cli("encode-prompt --preset " + preset + " --seed 5 --max-sequence-length 16" + prompt +
+  const auto e = run_cli("encode-prompt --preset " + preset + " --max-sequence-length 16" + prompt +
                          " --out " + embeddings);
   ASSERT_EQ(e.code, 0) << e.err;
   const auto from_file = generate(dir, args + " --embeddings " + embeddings, "file");
@@ -172,3 +172,20 @@ TEST(GenerateStages, MisuseIsOneLineAndNothingWritten) {
 
 }  // namespace
 }  // namespace cpdit::pipeline
+
+namespace cpdit {
+namespace {
+
+// A preset without built-in text encoders (qwen-mini: no Qwen2.5-VL yet) is refused in one line; it
+// dereferenced an empty optional before (SIGSEGV, exit 139).
+TEST(GenerateStages, EncodePromptOnAPresetWithoutTextEncodersIsRefused) {
+  cpdit::testing::TempDir dir("encode_prompt_qwen");
+  const auto r = cpdit::testing::run_cli("encode-prompt --preset qwen-mini --prompt 'a fox' --out " +
+                                         dir.file("x.safetensors"));
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("preset qwen-mini has no built-in text encoders"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir.file("x.safetensors")));
+}
+
+}  // namespace
+}  // namespace cpdit

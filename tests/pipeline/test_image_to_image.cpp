@@ -14,7 +14,7 @@
 #include <cpdit/pipeline/flux_pipeline.hpp>
 #include <cpdit/pipeline/image_start.hpp>
 #include <cpdit/pipeline/latents.hpp>
-#include <cpdit/pipeline/pipeline_table.hpp>
+#include <cpdit/pipeline/family.hpp>
 #include <cpdit/pipeline/qwenimage_pipeline.hpp>
 #include <cpdit/pipeline/skyreels_image.hpp>
 

@@ -5,7 +5,7 @@
 #include <cpdit/comm/mesh.hpp>
 #include <cpdit/models/registry.hpp>
 #include <cpdit/models/skyreels_v2/model.hpp>
-#include <cpdit/pipeline/pipeline_table.hpp>
+#include <cpdit/pipeline/family.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
 #include <filesystem>

@@ -28,6 +28,10 @@
 
 namespace cpdit::pipeline {
 
+// What a preset's weights are seeded by: not a run's seed, which seeds its noise; a preset is one model,
+// the same for every run and every request a resident pipeline takes.
+inline constexpr uint64_t kPresetWeightsSeed = 0;
+
 std::vector<std::string> preset_names();
 // Refuses a name that is not a preset, with the list of presets.
 void check_preset(const std::string& name);

@@ -81,9 +81,9 @@ struct PipelineParts {
   // image_encoder/ and image_processor/.
   // Any other path (a transformer folder or file) has neither.
   static PipelineParts of_folder(const std::string& path);
-  // A preset's seeded random text encoders and VAE (preset_pipelines.hpp); `seed` is generate's --seed
-  // (each part draws from its own stream of it).
-  static PipelineParts of_preset(const std::string& name, uint64_t seed);
+  // A preset's seeded random text encoders and VAE (preset_pipelines.hpp), each drawn from its own
+  // stream of kPresetWeightsSeed (presets.hpp); none for a preset without them (qwen-*).
+  static PipelineParts of_preset(const std::string& name);
 };
 
 // `make` on rank 0 of `world` alone, its tensors broadcast to every rank; an error there is thrown on

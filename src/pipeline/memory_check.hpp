@@ -3,7 +3,7 @@
 // is available, instead of failing deep in the loop or being ended by the kernel's OOM killer.
 #include <cstdint>
 
-namespace cpdit::app {
+namespace cpdit::pipeline {
 
 // Bytes this process can still get: MemAvailable (/proc/meminfo), lowered to the cgroup v2 limit
 // minus the cgroup's usage when it has one.
@@ -15,4 +15,4 @@ double available_memory_bytes();
 // over the ranks. A run refused here could not have finished; one let through may still not fit.
 void check_generate_fits(double latent_elements, double tokens, double hidden);
 
-}  // namespace cpdit::app
+}  // namespace cpdit::pipeline

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace cpdit::app {
+namespace cpdit::pipeline {
 
 // Compares a digest of argv (without the program path) across the MPI processes before any work;
 // a mismatch is the same one-line Error on every rank. Does nothing outside mpirun.
@@ -17,4 +17,4 @@ void check_same_arguments_across_ranks(int argc, const char* const* argv);
 // Call it before any work; does nothing outside mpirun.
 void check_same_model_across_ranks(const std::vector<std::string>& paths);
 
-}  // namespace cpdit::app
+}  // namespace cpdit::pipeline

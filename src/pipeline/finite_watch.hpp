@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-namespace cpdit::app {
+namespace cpdit::pipeline {
 
 class FiniteWatch {
  public:
@@ -39,4 +39,4 @@ class FiniteWatch {
 // True when every element of `t` (any float dtype, any strides) is finite.
 bool all_finite(const Tensor& t);
 
-}  // namespace cpdit::app
+}  // namespace cpdit::pipeline

@@ -1,5 +1,5 @@
-#include "same_across_ranks.hpp"
-#include "model_digest.hpp"
+#include <cpdit/pipeline/same_across_ranks.hpp>
+#include "pipeline/model_digest.hpp"
 
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/comm/mpi.hpp>
@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cpdit::app {
+namespace cpdit::pipeline {
 
 namespace {
 
@@ -102,4 +102,4 @@ void check_same_model_across_ranks(const std::vector<std::string>& paths) {
        "; give every process the same model files");
 }
 
-}  // namespace cpdit::app
+}  // namespace cpdit::pipeline

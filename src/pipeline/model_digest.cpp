@@ -1,4 +1,4 @@
-#include "model_digest.hpp"
+#include "pipeline/model_digest.hpp"
 
 #include <cpdit/io/gguf.hpp>
 #include <cpdit/io/model_files.hpp>
@@ -11,7 +11,7 @@
 #include <iterator>
 #include <stdexcept>
 
-namespace cpdit::app {
+namespace cpdit::pipeline {
 
 namespace fs = std::filesystem;
 
@@ -135,4 +135,4 @@ std::vector<FileDigest> model_file_digests(const std::vector<std::string>& paths
   return out;
 }
 
-}  // namespace cpdit::app
+}  // namespace cpdit::pipeline

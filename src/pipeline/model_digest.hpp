@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cpdit::app {
+namespace cpdit::pipeline {
 
 // FNV-1a, 64-bit: a digest to compare, not a defence against a forged file.
 struct Fnv1a {
@@ -32,4 +32,4 @@ struct FileDigest {
 // what the others read differs from them.
 std::vector<FileDigest> model_file_digests(const std::vector<std::string>& paths);
 
-}  // namespace cpdit::app
+}  // namespace cpdit::pipeline

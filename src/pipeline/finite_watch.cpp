@@ -1,10 +1,10 @@
-#include "finite_watch.hpp"
+#include "pipeline/finite_watch.hpp"
 
 #include <cpdit/core/error.hpp>
 
 #include <cmath>
 
-namespace cpdit::app {
+namespace cpdit::pipeline {
 
 namespace {
 const char* const kTag = "finite_watch";
@@ -52,4 +52,4 @@ void FiniteWatch::check(const std::string& module, const std::vector<Tensor>& ou
   }
 }
 
-}  // namespace cpdit::app
+}  // namespace cpdit::pipeline

@@ -1,6 +1,6 @@
-#include "memory_check.hpp"
+#include "pipeline/memory_check.hpp"
 
-#include "weight_flags.hpp"
+#include <cpdit/core/weight.hpp>
 
 #include <cpdit/core/error.hpp>
 
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-namespace cpdit::app {
+namespace cpdit::pipeline {
 
 namespace {
 double read_number(const char* path) {  // 0 when missing or "max"
@@ -38,11 +38,11 @@ double available_memory_bytes() {
 }
 
 void check_generate_fits(double latent_elements, double tokens, double hidden) {
-  const double needed = double(resident_weight_bytes()) + 3 * 4 * latent_elements + 2 * 4 * tokens * hidden;
+  const double needed = double(weight_memory_counter().peak()) + 3 * 4 * latent_elements + 2 * 4 * tokens * hidden;
   const double available = available_memory_bytes();
   CPDIT_CHECK(available <= 0 || needed <= available, invalid_argument, "this run needs at least ", gib(needed),
               " (weights, latents and one block's activations) but ", gib(available),
               " of memory is available; lower --height/--width/--frames");
 }
 
-}  // namespace cpdit::app
+}  // namespace cpdit::pipeline

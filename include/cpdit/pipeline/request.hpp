@@ -1,0 +1,83 @@
+#pragma once
+// One generation asked of an opened Pipeline (pipeline.hpp), and what it gives back. A request holds
+// only what changes from call to call (text, sizes, seed, steps, guidance, input images, ranks); the
+// model, its scheduler and its components are the pipeline's. Fields left at their "unset" values
+// (0, NaN, nullopt, empty) take the family's defaults, which the Result's copy of the request shows.
+#include <cpdit/models/vae/autoencoder_kl_wan.hpp>
+#include <cpdit/nn/module.hpp>
+#include <cpdit/parallel/rank_layout.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cpdit::pipeline {
+
+class Family;
+
+// Whether a run decodes its latents: never, when the pipeline has a VAE, or always (refused without one).
+enum class Decode { no, if_vae, yes };
+
+struct Request {
+  // The text: a prompt through the pipeline's text encoders, or `embeddings` (the tensors encode-prompt
+  // writes, named as there), or neither (deterministic random embeddings at the model's widths).
+  std::optional<std::string> prompt, negative_prompt;
+  nn::TensorMap embeddings;
+  std::string embeddings_source = "the given embeddings";  // names them in errors (e.g. the file)
+  Tensor initial_latents;  // the initial noise in the pipeline's layout (diffusers' latents=); undefined: seeded
+  int steps = 0;
+  int64_t height = 0, width = 0, frames = 0;
+  int64_t text_tokens = 0;  // 0: the pipeline's max_sequence_length
+  uint64_t seed = 0;
+  float guidance = std::nanf("");        // unset: the pipeline's default
+  float guidance_2 = std::nanf("");      // Wan 2.2's low-noise expert (guidance_scale_2); unset: guidance
+  float true_cfg_scale = std::nanf("");  // unset: FLUX.1 1.0 (off), Qwen-Image 4.0
+  // Input images (PNG files): image-to-video's first and last frame, image-to-image's start.
+  std::string first_image, last_image, init_image;
+  std::optional<double> strength;  // image-to-image: the share of the schedule run (default 0.6)
+  int64_t ar_step = 0;             // SkyReels-V2 diffusion forcing
+  // SkyReels-V2's fps input (default 24), LTX-Video's RoPE time scale (default 25), and the clip's rate
+  std::optional<int64_t> fps;
+  int64_t base_num_frames = 97;  // SkyReels-V2 long video
+  std::optional<int64_t> overlap_history;
+  double addnoise_condition = 0;
+  float decode_timestep = 0.0f;  // LTX-Video's timestep-conditioned VAE
+  std::optional<float> decode_noise_scale;
+  models::vae::VideoSplit vae_split = models::vae::VideoSplit::rows;
+  Decode decode = Decode::no;
+  bool check_finite = false;  // every module's outputs checked for NaN/Inf, not only the transformer's
+  parallel::RankRequest parallel;
+
+  // Called on rank 0 after each denoising step (0-based step, steps in all, seconds of that step).
+  std::function<void(int step, int total, double seconds)> on_step;
+  // Set (from any thread, or a signal handler: it is lock-free) to stop the run. Every rank reads it
+  // after each step and the ranks agree on it, so all of them stop after the same step and the pipeline
+  // stays usable for the next request. Null: not cancellable.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// What one denoising loop measured.
+struct LoopStats {
+  std::vector<double> step_seconds;
+  bool latents_sharded = false;  // FLUX.1: latents split between steps, gathered once at the end
+  double gather_seconds = 0;
+  int64_t gather_bytes = 0;
+};
+
+struct Result {
+  Request request;  // as it ran: the defaults filled in
+  const Family* family = nullptr;
+  std::string model_name;  // "preset flux-tiny" or the model path
+  parallel::RankLayout layout;
+  Tensor latents;  // the final latents in the pipeline's layout (rank 0's; each process's own under mpirun)
+  // The decoded pixels in [0, 1]: (B, H, W, 3) images or (B, F, H, W, 3) video; undefined without decode.
+  Tensor pixels;
+  LoopStats loop;
+  std::vector<int64_t> peaks;  // each rank's activation peak during the loop
+};
+
+}  // namespace cpdit::pipeline

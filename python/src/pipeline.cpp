@@ -1,0 +1,136 @@
+// The pipelines' native side: pipeline::Pipeline (include/cpdit/pipeline/pipeline.hpp), opened once and
+// run for every call with arrays in and out instead of files, with the GIL released; Ctrl-C cancels the
+// run at the next step, on every rank, and leaves the pipeline usable.
+#include "arrays.hpp"
+#include "bindings.hpp"
+
+#include <cpdit/comm/launch.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/models/registry.hpp>
+#include <cpdit/parallel/config.hpp>
+#include <cpdit/pipeline/pipeline.hpp>
+
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <csignal>
+#include <optional>
+#include <string>
+
+namespace py = pybind11;
+
+namespace cpdit::python {
+namespace {
+
+// Lock-free, so the signal handler may set it; the running request's cancel flag.
+std::atomic<bool> stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+extern "C" void stop_on_sigint(int) { stop.store(true); }
+
+// While a generation runs with the GIL released, Python's own SIGINT handler cannot run: this one
+// cancels the generation instead, and the previous handler comes back when it ends.
+class SigintStops {
+ public:
+  SigintStops() {
+    stop.store(false);
+    struct sigaction handler {};
+    handler.sa_handler = stop_on_sigint;
+    sigemptyset(&handler.sa_mask);
+    sigaction(SIGINT, &handler, &previous_);
+  }
+  ~SigintStops() { sigaction(SIGINT, &previous_, nullptr); }
+  SigintStops(const SigintStops&) = delete;
+  SigintStops& operator=(const SigintStops&) = delete;
+
+ private:
+  struct sigaction previous_ {};
+};
+
+// Rank 0's result as a dict (latents, pixels or None, and what the run chose: steps, sizes, pipeline,
+// ranks); None on the other processes of an mpirun launch, as the command line writes only on rank 0.
+// `request` is the caller's, copied: the arrays borrowed here must not outlive this call.
+py::object run(const pipeline::Pipeline& pipe, pipeline::Request request, const py::dict& embeddings,
+               const std::optional<py::array>& latents, bool sigint_stops) {
+  for (const auto& [name, array] : embeddings) {
+    const std::string key = py::cast<std::string>(name);
+    request.embeddings[key] = borrow_array(py::cast<py::array>(array), key.c_str());
+  }
+  if (latents) request.initial_latents = borrow_array(*latents, "latents");
+
+  pipeline::Result result;
+  bool interrupted = false;
+  {
+    py::gil_scoped_release release;
+    std::optional<SigintStops> stops;
+    if (sigint_stops) stops.emplace();
+    request.cancel = &stop;
+    pipeline::StageLog stages;
+    try {
+      result = pipe.run(std::move(request), stages);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::interrupted) throw;
+      interrupted = true;
+    }
+    interrupted = interrupted || stop.load();  // also a Ctrl-C after the last step
+    stop.store(false);
+  }
+  if (interrupted) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+  if (!pipeline::lead_process()) return py::none();
+  py::dict out;
+  out["latents"] = to_array(result.latents);
+  out["pixels"] = result.pixels.defined() ? py::object(to_array(result.pixels)) : py::none();
+  out["pipeline"] = result.family->name();
+  out["steps"] = result.request.steps;
+  out["height"] = result.request.height;
+  out["width"] = result.request.width;
+  out["frames"] = result.request.frames;
+  out["ranks"] = result.layout.ranks;
+  out["ring_degree"] = result.layout.config.ring_degree;
+  out["ulysses_degree"] = result.layout.config.ulysses_degree;
+  return out;
+}
+
+void check_parallel_config(int ring, int ulysses, int cfg, const std::string& rotate) {
+  parallel::ContextParallelConfig config;
+  config.ring_degree = ring;
+  config.ulysses_degree = ulysses;
+  config.cfg_degree = cfg;
+  config.rotate_method = parallel::parse_rotate_method(rotate);
+  parallel::validate_degrees(config, config.group_size());
+}
+
+}  // namespace
+
+void bind_pipeline(py::module_& m) {
+  py::enum_<pipeline::LoadPolicy>(m, "LoadPolicy")
+      .value("automatic", pipeline::LoadPolicy::automatic)
+      .value("resident", pipeline::LoadPolicy::resident)
+      .value("staged", pipeline::LoadPolicy::staged);
+  py::class_<pipeline::Pipeline>(m, "Pipeline", "a pipeline opened once, run for any number of requests")
+      .def_static(
+          "open",
+          [](const pipeline::PipelineSource& source, pipeline::LoadPolicy policy) {
+            py::gil_scoped_release release;
+            return pipeline::Pipeline::open(source, policy);
+          },
+          py::arg("source"), py::arg("policy") = pipeline::LoadPolicy::automatic)
+      .def("run", &run, py::arg("request"), py::arg("embeddings") = py::dict(), py::arg("latents") = py::none(),
+           py::arg("sigint_stops") = true,
+           "one generation: embeddings by their --embeddings names, latents as --latents; arrays are read in place. "
+           "Returns rank 0's result as a dict, None on the other processes of an mpirun launch. Raises "
+           "KeyboardInterrupt when SIGINT cancelled it.")
+      .def_property_readonly("family", [](const pipeline::Pipeline& p) { return p.family().name(); })
+      .def_property_readonly("resident", &pipeline::Pipeline::resident);
+  m.def("models_opened", &models::models_opened, "how many models this process has opened from files");
+  m.def("launched_by_mpi", &comm::launched_by_mpi, "whether mpirun launched this process (its ranks are then MPI's)");
+  m.def("check_parallel_config", &check_parallel_config, py::arg("ring_degree"), py::arg("ulysses_degree"),
+        py::arg("cfg_degree"), py::arg("rotate_method"),
+        "refuses (ValueError, the engine's message) degrees below 1, a CFG degree other than 1 or 2, or an unknown "
+        "rotate method");
+}
+
+}  // namespace cpdit::python

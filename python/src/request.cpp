@@ -1,0 +1,63 @@
+// A generation's options as Python objects: pipeline::PipelineSource (what a pipeline opens),
+// pipeline::Request (one call) and its parallel::RankRequest, field by field under their C++ names. The
+// package's pipelines set the fields a call gives; a field left alone keeps its default (0, NaN or
+// None: the pipeline's own).
+#include "bindings.hpp"
+
+#include <cpdit/pipeline/pipeline.hpp>
+
+#include <pybind11/stl.h>
+
+namespace py = pybind11;
+
+namespace cpdit::python {
+
+void bind_request(py::module_& m) {
+  using parallel::RankRequest;
+  using pipeline::PipelineSource;
+  using pipeline::Request;
+  py::class_<RankRequest>(m, "RankRequest", "--ring, --ulysses, --cfg, --rotate, --backend, --ranks and --threads")
+      .def(py::init<>())
+      .def_readwrite("ring", &RankRequest::ring)
+      .def_readwrite("ulysses", &RankRequest::ulysses)
+      .def_readwrite("cfg", &RankRequest::cfg)
+      .def_readwrite("rotate", &RankRequest::rotate)
+      .def_readwrite("backend", &RankRequest::backend)
+      .def_readwrite("ranks", &RankRequest::ranks)
+      .def_readwrite("threads", &RankRequest::threads);
+  py::class_<PipelineSource>(m, "PipelineSource", "what a pipeline opens (include/cpdit/pipeline/pipeline.hpp)")
+      .def(py::init<>())
+      .def_readwrite("model", &PipelineSource::model)
+      .def_readwrite("preset", &PipelineSource::preset)
+      .def_readwrite("dtype", &PipelineSource::dtype);
+  py::class_<Request>(m, "Request", "one generation's options (include/cpdit/pipeline/request.hpp)")
+      .def(py::init<>())
+      .def_readwrite("prompt", &Request::prompt)
+      .def_readwrite("negative_prompt", &Request::negative_prompt)
+      .def_readwrite("steps", &Request::steps)
+      .def_readwrite("height", &Request::height)
+      .def_readwrite("width", &Request::width)
+      .def_readwrite("frames", &Request::frames)
+      .def_readwrite("text_tokens", &Request::text_tokens)
+      .def_readwrite("ar_step", &Request::ar_step)
+      .def_readwrite("first_image", &Request::first_image)
+      .def_readwrite("last_image", &Request::last_image)
+      .def_readwrite("init_image", &Request::init_image)
+      .def_readwrite("strength", &Request::strength)
+      .def_readwrite("fps", &Request::fps)
+      .def_readwrite("base_num_frames", &Request::base_num_frames)
+      .def_readwrite("overlap_history", &Request::overlap_history)
+      .def_readwrite("addnoise_condition", &Request::addnoise_condition)
+      .def_readwrite("decode_timestep", &Request::decode_timestep)
+      .def_readwrite("decode_noise_scale", &Request::decode_noise_scale)
+      .def_readwrite("seed", &Request::seed)
+      .def_readwrite("guidance", &Request::guidance)
+      .def_readwrite("guidance_2", &Request::guidance_2)
+      .def_readwrite("true_cfg_scale", &Request::true_cfg_scale)
+      .def_property(
+          "decode", [](const Request& r) { return r.decode == pipeline::Decode::yes; },
+          [](Request& r, bool decode) { r.decode = decode ? pipeline::Decode::yes : pipeline::Decode::no; })
+      .def_readwrite("parallel", &Request::parallel);
+}
+
+}  // namespace cpdit::python

@@ -1,0 +1,75 @@
+// FluxPipeline and FluxImg2ImgPipeline: flow-match Euler (FLUX.1-dev's schedule without a scheduler
+// config), the guidance embedding, true CFG on a negative prompt, latents kept split between steps.
+#include "pipeline/families/image_families.hpp"
+
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/json.hpp>
+#include <cpdit/pipeline/flux_pipeline.hpp>
+#include <cpdit/pipeline/latents.hpp>
+#include <cpdit/pipeline/family.hpp>
+#include <cpdit/pipeline/presets.hpp>
+
+#include <cmath>
+
+namespace cpdit::pipeline {
+namespace {
+
+class FluxFamily final : public Family {
+ public:
+  std::string name() const override { return "flux"; }
+  std::string transformer_class() const override { return "FluxTransformer2DModel"; }
+  std::string preset_prefix() const override { return "flux-"; }
+  FamilyDefaults defaults() const override { return {.steps = 28}; }
+  bool takes_init_image() const override { return true; }
+  bool has_preview() const override { return true; }
+  std::string latents_layout() const override { return "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift"; }
+
+  void configure(Transformer& t, const PipelineFolder& folder, const nn::LoadOptions&) const override {
+    if (!folder.vae_config.empty())
+      t.vae_scale_factor = kl_vae_scale_factor(io::read_json(folder.vae_config), folder.vae_config);
+  }
+
+  void check_fits(const Request& r, const Transformer& t) const override {
+    check_image_fits(r, t, config_of<models::flux::FluxConfig>(t.model).inner_dim());
+  }
+
+  std::optional<parallel::ContextParallelPlan> plan() const override { return flux_sharded_latents_plan(); }
+
+  RankLoop loop(const LoopInputs& in) const override {
+    const Request& r = in.request;
+    const Transformer& t = in.transformer;
+    const auto& config = config_of<models::flux::FluxConfig>(t.model);
+    auto conditioning = std::make_shared<FluxConditioning>(
+        in.text.empty() ? random_flux_conditioning(config, 1, r.text_tokens, r.seed)
+                        : flux_conditioning(in.text, text_source(r), config));
+    auto start = std::make_shared<ImageStart>(init_image_start(in, config.in_channels / 4));
+    parallel::validate_cfg(in.layout.config, false, "FLUX.1's --guidance is an embedding the transformer reads");
+    const FlowMatchEulerConfig schedule = !t.preset.empty()             ? flux_preset_scheduler(t.preset)
+                                          : !t.scheduler_file.empty() ? FlowMatchEulerConfig::from_file(t.scheduler_file)
+                                                                      : FlowMatchEulerConfig::flux_dev();
+    FluxGenerateOptions base;
+    // FluxPipeline's default, FluxImg2ImgPipeline's from an image.
+    base.guidance = !std::isnan(r.guidance) ? r.guidance : r.init_image.empty() ? 3.5f : 7.0f;
+    base.true_cfg_scale = std::isnan(r.true_cfg_scale) ? 1.0f : r.true_cfg_scale;  // FluxPipeline's default
+    base.vae_scale_factor = t.vae_scale_factor;
+    return [&r, &config, conditioning, start, schedule, base](RankRun& run) {
+      FlowMatchEulerScheduler scheduler(schedule);
+      FluxGenerateOptions options = base;
+      set_loop_options(options, r, run);
+      options.image = *start;
+      FluxGenerateResult result =
+          generate_flux(*run.model, config, scheduler, *conditioning, options, &run.mesh.flat());
+      return std::make_pair(result.latents,
+                            LoopStats{result.step_seconds, true, result.gather_seconds, result.gather_bytes});
+    };
+  }
+};
+
+}  // namespace
+
+const Family& flux_family() {
+  static const FluxFamily family;
+  return family;
+}
+
+}  // namespace cpdit::pipeline

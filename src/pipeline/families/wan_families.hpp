@@ -1,0 +1,45 @@
+#pragma once
+// What the Wan-network families (Wan 2.1 / 2.2 and SkyReels-V2) share: the Wan VAE's factors, UniPC,
+// image-to-video by conditioning (WanImageToVideoPipeline, SkyReelsV2ImageToVideoPipeline), the memory
+// estimate of a latent video, and the loop over one or two guidance passes.
+#include <cpdit/models/wan/model.hpp>
+#include <cpdit/pipeline/family.hpp>
+#include <cpdit/pipeline/wan_image.hpp>
+
+#include <functional>
+
+namespace cpdit::pipeline {
+
+// The Wan VAE's factors from the folder's vae/config.json, when it has one.
+void read_wan_vae(Transformer& t, const PipelineFolder& folder);
+
+// The scheduler: the folder's scheduler_config.json, else Wan 2.1's UniPC at `flow_shift`.
+UniPCConfig wan_schedule(const Transformer& t, double flow_shift);
+
+// Refuses what image-to-video by conditioning cannot run: a first image is required, a last one only on
+// a first-last-frame model (pos_embed_seq_len set) when it reads CLIP tokens.
+void check_image_to_video(const Request& r, const Transformer& t, const models::wan::WanConfig& config);
+
+// The first image must be one this family takes (`takes_it`), naming what it is otherwise.
+void check_first_image_taken(const Request& r, const Transformer& t, const models::wan::WanConfig& config,
+                             bool takes_it);
+
+// check_generate_fits for the request's clip; the model sees `model_frames` latent frames at a time
+// (0: all of them).
+void check_video_fits(const Request& r, const Transformer& t, const models::wan::WanConfig& config,
+                      int64_t model_frames = 0);
+
+// A Wan-family loop on one rank's replica, given the prompt embeddings and the options from the request.
+using VideoGenerate =
+    std::function<WanGenerateResult(const nn::Model&, const Tensor& prompt_embeds, const WanGenerateOptions&)>;
+
+// The loop of a Wan-network family: the prompt (and negative prompt) embeddings, guidance at
+// `default_guidance`, Wan 2.2's second expert, then `generate` on every rank.
+RankLoop video_loop(const LoopInputs& in, const models::wan::WanConfig& config, float default_guidance,
+                    VideoGenerate generate);
+
+// WanPipeline's loop, and with an image-to-video model WanImageToVideoPipeline's and
+// SkyReelsV2ImageToVideoPipeline's (the images encoded here, before the ranks start).
+RankLoop wan_loop(const LoopInputs& in, const models::wan::WanConfig& config, double flow_shift);
+
+}  // namespace cpdit::pipeline

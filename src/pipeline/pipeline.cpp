@@ -1,0 +1,324 @@
+// Pipeline (pipeline.hpp): the family found when the pipeline opens; per run the defaults the request
+// left open filled in and every size refused before a rank starts, then the stages: encode, the
+// family's loop on every rank with the step hook all families share, decode.
+#include "pipeline/finite_watch.hpp"
+
+#include <cpdit/comm/launch.hpp>
+#include <cpdit/comm/mesh.hpp>
+#include <cpdit/comm/mpi.hpp>
+#include <cpdit/core/error.hpp>
+#include <cpdit/core/memory.hpp>
+#include <cpdit/core/threads.hpp>
+#include <cpdit/io/model_files.hpp>
+#include <cpdit/io/png.hpp>
+#include <cpdit/pipeline/image_start.hpp>
+#include <cpdit/pipeline/pipeline.hpp>
+#include <cpdit/pipeline/preset_pipelines.hpp>
+#include <cpdit/pipeline/presets.hpp>
+#include <cpdit/pipeline/same_across_ranks.hpp>
+
+#include "pipeline/input_images.hpp"
+#include "pipeline/memory_check.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+namespace cpdit::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::optional<std::string> optional_path(const std::string& path) {
+  return path.empty() ? std::nullopt : std::optional(path);
+}
+
+// `open` once, its model handed out to every caller after.
+std::function<models::LoadedModel()> kept(const std::function<models::LoadedModel()>& open) {
+  auto model = std::make_shared<models::LoadedModel>(open());
+  return [model] { return *model; };
+}
+
+// The text encoders, each opened the first time the encode stage asks for it and kept after.
+void keep_text_encoders(TextComponents& text) {
+  auto cache = std::make_shared<std::map<std::string, models::LoadedModel>>();
+  auto mutex = std::make_shared<std::mutex>();
+  text.encoder = [open = text.encoder, cache, mutex](const std::string& component, const nn::LoadOptions& load) {
+    std::lock_guard<std::mutex> lock(*mutex);
+    auto it = cache->find(component);
+    if (it == cache->end()) it = cache->emplace(component, open(component, load)).first;
+    return it->second;
+  };
+}
+
+// The bytes of every weight file under `path` (a file, or a folder and its subfolders).
+double weight_file_bytes(const std::string& path) {
+  std::error_code error;
+  if (fs::is_regular_file(path, error)) return double(fs::file_size(path, error));
+  double bytes = 0;
+  for (auto it = fs::recursive_directory_iterator(path, error); !error && it != fs::recursive_directory_iterator();
+       it.increment(error)) {
+    const std::string ext = it->path().extension().string();
+    if (it->is_regular_file(error) && (ext == ".safetensors" || ext == ".gguf" || ext == ".bin"))
+      bytes += double(it->file_size(error));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+bool lead_process() {
+  if (!comm::launched_by_mpi()) return true;
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* rank = std::getenv(name)) return std::string(rank) == "0";
+  return true;
+}
+
+struct Pipeline::State {
+  PipelineSource source;
+  const Family* family = nullptr;
+  bool resident = false;
+  nn::LoadOptions load;
+  PipelineParts parts;
+  PipelineFolder folder;
+  std::optional<Transformer> transformer;  // resident: opened once
+
+  std::string name() const { return source.preset.empty() ? source.model : "preset " + source.preset; }
+
+  Transformer open_transformer() const {
+    Transformer t;
+    t.name = name();
+    t.preset = source.preset;
+    t.model = source.preset.empty() ? models::open_model(source.model, optional_path(source.config), load)
+                                    : preset_model(source.preset, kPresetWeightsSeed ^ 0x5eedull, load);
+    CPDIT_CHECK(t.model.class_name == family->transformer_class(), internal, t.name, " opened as ",
+                t.model.class_name, ", not its family's ", family->transformer_class());
+    t.scheduler_file = folder.scheduler_config;
+    family->configure(t, folder, load);
+    return t;
+  }
+};
+
+Pipeline Pipeline::open(const PipelineSource& source, LoadPolicy policy, StageLog* log) {
+  CPDIT_CHECK(source.model.empty() != source.preset.empty(), invalid_argument,
+              "give exactly one of --model DIR|FILE and --preset NAME");
+  auto s = std::make_shared<State>();
+  s->source = source;
+  s->load = nn::load_options(source.dtype);
+  s->folder.model = source.model;
+  s->folder.preset = source.preset;
+  if (!source.preset.empty()) {
+    s->family = &family_for_preset(source.preset);
+    s->parts = PipelineParts::of_preset(source.preset);
+  } else {
+    check_same_model_across_ranks({source.model, source.config, source.scheduler_config});
+    CPDIT_CHECK(fs::exists(source.model), invalid_argument, "--model ", source.model, " does not exist");
+    s->family = &family_for_class(models::model_class(source.model, optional_path(source.config)));
+    s->parts = PipelineParts::of_folder(source.model);
+    // A diffusers pipeline folder holds scheduler/ and vae/; a transformer alone has neither.
+    const std::optional<std::string> scheduler = io::pipeline_component(source.model, "scheduler");
+    const fs::path scheduler_file = !source.scheduler_config.empty() ? fs::path(source.scheduler_config)
+                                    : scheduler ? fs::path(*scheduler) / "scheduler_config.json"
+                                                : fs::path();
+    if (!scheduler_file.empty() && fs::is_regular_file(scheduler_file)) s->folder.scheduler_config = scheduler_file;
+    if (const std::optional<std::string> vae = io::pipeline_component(source.model, "vae"))
+      if (fs::is_regular_file(fs::path(*vae) / "config.json"))
+        s->folder.vae_config = (fs::path(*vae) / "config.json").string();
+  }
+  // Presets are built in memory (staged, every run would build them again); a folder stays when its
+  // weights take at most half of what this machine has free.
+  s->resident = policy == LoadPolicy::resident ||
+                (policy == LoadPolicy::automatic &&
+                 (!source.preset.empty() || 2 * weight_file_bytes(source.model) <= available_memory_bytes()));
+  if (s->resident) {
+    auto load_all = [&] {
+      const ScopedMatmulPrecision precision(nn::matmul_precision_for(source.dtype));
+      s->transformer = s->open_transformer();
+      if (s->parts.vae) s->parts.vae = kept(s->parts.vae);
+      if (s->parts.image_encoder) s->parts.image_encoder = kept(s->parts.image_encoder);
+      if (s->parts.text) keep_text_encoders(*s->parts.text);
+    };
+    if (log) log->run("load", load_all);
+    else load_all();
+  }
+  return Pipeline(std::move(s));
+}
+
+const Family& Pipeline::family() const { return *state_->family; }
+bool Pipeline::resident() const { return state_->resident; }
+bool Pipeline::has_vae() const { return bool(state_->parts.vae); }
+bool Pipeline::has_text_encoders() const { return state_->parts.text.has_value(); }
+const PipelineSource& Pipeline::source() const { return state_->source; }
+std::string Pipeline::name() const { return state_->name(); }
+
+namespace {
+
+// The text embeddings: the request's, the prompt through the pipeline's text encoders (the encode
+// stage: under mpirun on rank 0 alone, which may use this machine's cores while the other processes
+// wait for its tensors), or none (the loops then use random embeddings).
+nn::TensorMap text_embeddings(const Request& r, const PipelineParts& parts, const std::string& name,
+                              const nn::LoadOptions& load, StageLog& stages) {
+  if (!r.embeddings.empty()) return r.embeddings;
+  if (!r.prompt) return {};
+  const PromptEncoding encoding{*r.prompt, r.negative_prompt, r.text_tokens, load};
+  auto encode = [&] {
+    CPDIT_CHECK(parts.text, invalid_argument, "--prompt needs the pipeline's text encoders: ", name,
+                " has no tokenizer/ and text_encoder/ (give --embeddings instead)");
+    return encode_prompt(*parts.text, encoding);
+  };
+  const int threads = r.parallel.threads > 0 ? r.parallel.threads : hardware_threads();
+  return encode_stage(stages, encode, threads, launched_processes().get());
+}
+
+// The sizes, frames and steps the request left open, as the family's pipeline defaults them.
+void fill_defaults(Request& r, const Family& family, const Transformer& t) {
+  const FamilyDefaults d = family.defaults();
+  const bool preset = !t.preset.empty();
+  if (r.steps == 0) r.steps = preset ? 4 : d.steps;
+  // A strength that leaves no step is refused before the image is encoded.
+  if (!r.init_image.empty()) skipped_steps(r.steps, r.strength.value_or(0.6));
+  CPDIT_CHECK(r.init_image.empty() || family.takes_init_image(), invalid_argument,
+              "--init-image is for FLUX.1 and Qwen-Image image-to-image; ", t.name, " is a ", t.model.class_name);
+  if (!r.init_image.empty() && (r.height == 0 || r.width == 0)) {
+    // FluxImg2ImgPipeline's default size: the image's, down to whole packed latents.
+    const io::RgbImage png = io::read_png(r.init_image);
+    const int64_t unit = 2 * t.vae_scale_factor;
+    if (r.height == 0) r.height = png.height / unit * unit;
+    if (r.width == 0) r.width = png.width / unit * unit;
+  }
+  if (r.height == 0) r.height = preset ? 256 : d.height;
+  if (r.width == 0) r.width = preset ? 256 : d.width;
+  if (r.frames == 0 && family.video()) r.frames = preset ? d.preset_frames : d.frames;
+}
+
+// What every family refuses alike: options it has no use for.
+void check_options(const Request& r, const Family& family, const Transformer& t) {
+  CPDIT_CHECK(family.video() || r.frames == 0, invalid_argument, "--frames is for video models; ", t.name,
+              " is an image model");
+  CPDIT_CHECK(!family.video() || std::isnan(r.true_cfg_scale), invalid_argument,
+              "--true-cfg-scale is for FLUX.1 and Qwen-Image; Wan's classifier-free guidance is --guidance, as "
+              "LTX-Video's");
+  CPDIT_CHECK(std::isnan(r.guidance_2) || t.low_noise, invalid_argument,
+              "--guidance-2 is for Wan 2.2's low-noise expert (a pipeline folder with transformer_2/); ", t.name,
+              " has one transformer");
+  CPDIT_CHECK(family.takes_decode_timestep() || (r.decode_timestep == 0.0f && !r.decode_noise_scale),
+              invalid_argument, "--decode-timestep and --decode-noise-scale are for LTX-Video's timestep-conditioned VAE");
+  CPDIT_CHECK(r.first_image.empty() || family.takes_first_image(), invalid_argument,
+              "--first-image is for Wan 2.1 and SkyReels-V2 image-to-video (more in_channels than out_channels) and "
+              "SkyReels-V2 diffusion forcing (in_channels equal to out_channels); ", t.name, " is a ",
+              t.model.class_name);
+}
+
+// This rank's (cfg, ring, Ulysses) mesh over `world` and its replicas, on the backend asked for, its
+// tokens split over its CFG group when that has more than one rank (by the family's plan, else the
+// model's own).
+RankRun rank_run(comm::Communicator& world, const Request& r, const Family& family, const Transformer& t,
+                 const parallel::RankLayout& layout) {
+  const parallel::ContextParallelConfig& c = layout.config;
+  RankRun run{world, comm::Mesh(world.split(0, world.rank()), c.ring_degree, c.ulysses_degree, c.cfg_degree),
+              t.model.replica(), t.low_noise ? t.low_noise->replica() : nullptr, {}};
+  for (nn::Model* model : {run.model.get(), run.low_noise.get()}) {
+    if (model == nullptr) continue;
+    if (!r.parallel.backend.empty()) model->set_attention_backend(r.parallel.backend);
+    if (run.mesh.flat().size() > 1) model->enable_parallelism(run.mesh.flat_group(), c, family.plan());
+  }
+  return run;
+}
+
+// Thrown on every rank at once, after the same step, when the ranks agree that the run was cancelled.
+struct Cancelled {
+  int steps_done;
+};
+
+}  // namespace
+
+Result Pipeline::run(Request r, StageLog& stages) const {
+  const State& s = *state_;
+  const Family& family = *s.family;
+  const bool lead = lead_process();
+  const ScopedMatmulPrecision precision(nn::matmul_precision_for(s.source.dtype));
+  if (r.text_tokens == 0) r.text_tokens = family.defaults().text_tokens;
+  family.check_request(r, s.folder);
+  CPDIT_CHECK(r.decode != Decode::yes || s.parts.vae, invalid_argument, "decoding needs the pipeline's VAE: ",
+              s.name(), " has no vae/ (give a diffusers pipeline folder or a preset, or ask for the latents)");
+  const nn::TensorMap text = text_embeddings(r, s.parts, s.name(), s.load, stages);
+
+  Result result;
+  result.family = &family;
+  result.model_name = s.name();
+  std::optional<int> cancelled_after;
+  stages.run("denoise", [&] {
+    std::optional<Transformer> staged;
+    if (!s.transformer) staged = s.open_transformer();
+    const Transformer& t = s.transformer ? *s.transformer : *staged;
+    fill_defaults(r, family, t);
+    check_options(r, family, t);
+    family.check(r, t);
+    // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
+    family.check_fits(r, t);
+    result.layout = parallel::resolve_layout(r.parallel, t.model.heads, hardware_threads());
+    const LoopInputs inputs{r, t, result.layout, text, s.parts, t.name};
+    const RankLoop loop = family.loop(inputs);
+
+    comm::LocalOptions local;
+    local.threads_per_rank = result.layout.threads_per_rank;
+    std::mutex kept;
+    comm::run_ranks(
+        result.layout.ranks,
+        [&](comm::Communicator& world) {
+          CPDIT_CHECK(world.size() == result.layout.ranks, internal, "expected ", result.layout.ranks,
+                      " ranks, got ", world.size());
+          memory::reset_peak();
+          RankRun run = rank_run(world, r, family, t, result.layout);
+          FiniteWatch finite({run.model.get(), run.low_noise.get()}, "denoise", r.check_finite);
+          // The one step hook: the NaN watch, progress, then whether any rank was asked to stop (every
+          // rank takes the same answer, so all stop after the same step and none waits on another).
+          run.on_step = [&](int step, int total, double seconds) {
+            finite.step_done();
+            if (r.on_step && world.rank() == 0 && lead) r.on_step(step, total, seconds);
+            int64_t stop = r.cancel != nullptr && r.cancel->load(std::memory_order_relaxed);
+            if (world.size() > 1) world.all_reduce(&stop, 1, DType::i64, comm::ReduceOp::max);
+            if (stop) throw Cancelled{step + 1};
+          };
+          std::pair<Tensor, LoopStats> mine;
+          try {
+            mine = loop(run);
+          } catch (const Cancelled& c) {
+            std::lock_guard<std::mutex> lock(kept);
+            cancelled_after = c.steps_done;
+            return;
+          }
+          std::vector<int64_t> rank_peaks(size_t(world.size()));
+          int64_t peak = memory::peak_bytes();
+          world.all_gather(&peak, sizeof peak, rank_peaks.data());
+          stages.add_rank_peak(peak);
+          // Every rank ends with the whole latents: rank 0's are kept (under mpirun, each process's own).
+          if (world.rank() != 0 && !comm::launched_by_mpi()) return;
+          std::lock_guard<std::mutex> lock(kept);
+          result.latents = mine.first;
+          result.loop = mine.second;
+          result.peaks = rank_peaks;
+        },
+        local);
+  });
+  CPDIT_CHECK(!cancelled_after, interrupted, "generation cancelled after step ", cancelled_after.value_or(0), " of ",
+              r.steps);
+
+  // The decoded pixels, when there is a VAE and the request wants them.
+  if (s.parts.vae && r.decode != Decode::no) {
+    comm::LocalOptions local;
+    local.threads_per_rank = result.layout.threads_per_rank;
+    const DecodeTimestep decode_timestep{r.decode_timestep, r.decode_noise_scale, r.seed, {}};
+    result.pixels =
+        decode_stage(stages, s.parts.vae, result.latents, result.layout.ranks, local, decode_timestep, r.vae_split);
+    if (result.pixels.defined() && lead) result.pixels = family.pixels(result.pixels);
+  }
+  result.request = std::move(r);
+  result.request.on_step = nullptr;
+  result.request.cancel = nullptr;
+  return result;
+}
+
+}  // namespace cpdit::pipeline
