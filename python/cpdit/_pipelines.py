@@ -86,7 +86,7 @@ _SETTINGS = {
 # the prompt embeddings and masks, by the names of diffusers' pipelines (and of the --embeddings file).
 _SHARED_KEYWORDS = ("negative_prompt", "height", "width", "num_inference_steps", "guidance_scale", "generator_seed",
                     "latents", "prompt_embeds", "negative_prompt_embeds", "max_sequence_length", "output_type",
-                    "ranks", "threads", "dtype")
+                    "num_images_per_prompt", "ranks", "threads", "dtype")
 
 
 def _to_pil(pixels):
@@ -190,23 +190,40 @@ class _Pipeline:
         return cls(preset=name)
 
     def _run(self, call):
-        """One generation for the arguments of a call, every keyword of the signature present."""
+        """The generations of a call, every keyword of the signature present: one per prompt of a list
+        and per ``num_images_per_prompt``, one after another on the opened pipeline, their outputs joined
+        along the batch as diffusers returns a batch (image ``j`` of a prompt is seeded
+        ``generator_seed + j``)."""
         prompt, output_type, latents = call.pop("prompt"), call.pop("output_type"), call.pop("latents")
         ranks, threads, dtype = call.pop("ranks"), call.pop("threads"), call.pop("dtype")
+        per_prompt = call.pop("num_images_per_prompt")
+        per_prompt = 1 if per_prompt is None else checked("num_images_per_prompt", per_prompt, 1)
         if output_type not in ("pil", "np", "latent"):
             raise ValueError(f"output_type must be 'pil', 'np' or 'latent', got {output_type!r}")
         if prompt is not None and call["prompt_embeds"] is not None:
             raise ValueError("give prompt or prompt_embeds, not both")
-        if prompt is not None and not isinstance(prompt, str):
-            raise ValueError(f"prompt must be one string (no batches yet), got {type(prompt).__name__}")
+        prompts = [prompt] if prompt is None or isinstance(prompt, str) else prompt
+        if prompt is not None and (not isinstance(prompts, (list, tuple)) or not prompts
+                                   or not all(isinstance(p, str) for p in prompts)):
+            raise ValueError(f"prompt must be a string or a non-empty list of strings, got {prompt!r}")
         engine = self._opened("auto" if dtype is None else checked("dtype", dtype, str))
-        args = _cpdit.Request()
-        args.prompt, args.decode = prompt, output_type != "latent"
+        seed = call["generator_seed"]
+        seed = 0 if seed is None else checked("generator_seed", seed, 0)
+        outputs = []
         with tempfile.TemporaryDirectory(prefix="cpdit_images_") as folder:
-            for name, field in self._images.items():
-                if call.get(name) is not None:
-                    setattr(args, field, _png_path(call.pop(name), name, folder))
-            return self._generate(engine, args, call, latents, output_type, ranks, threads)
+            images = {name: _png_path(call.pop(name), name, folder)
+                      for name in self._images if call.get(name) is not None}
+            for text in prompts:
+                for image in range(per_prompt):
+                    args = _cpdit.Request()
+                    args.prompt, args.decode = text, output_type != "latent"
+                    for name, path in images.items():
+                        setattr(args, self._images[name], path)
+                    outputs.append(self._generate(engine, args, dict(call, generator_seed=seed + image), latents,
+                                                  output_type, ranks, threads))
+        if outputs[0] is None:  # a process other than rank 0 of an mpirun launch
+            return None
+        return outputs[0] if len(outputs) == 1 else _joined(outputs)
 
     def _opened(self, dtype):
         """The engine's pipeline for ``dtype``: opened at the first call, kept for the next ones (another
@@ -238,6 +255,7 @@ class _Pipeline:
         pixels = result["pixels"]
         return self._output(pixels if output_type == "np" else _to_pil(pixels))
 
+
     def _set_parallel(self, flags, ranks, threads):
         """The transformer's parallel config and attention backend, and the call's ranks and threads, as
         the engine's --ring, --ulysses, --cfg, --rotate, --backend, --ranks, --threads."""
@@ -254,6 +272,13 @@ class _Pipeline:
         if threads is not None:
             _set(flags, "threads", "threads", checked("threads", threads, 1))
 
+
+def _joined(outputs):
+    """Several calls' outputs as one batch: arrays stacked along the batch, lists of PIL images joined."""
+    field = dataclasses.fields(outputs[0])[0].name
+    parts = [getattr(output, field) for output in outputs]
+    joined = np.concatenate(parts) if isinstance(parts[0], np.ndarray) else [item for part in parts for item in part]
+    return type(outputs[0])(joined)
 
 def _png_path(image, name, folder):
     """A PNG file the engine reads for ``image``: the path itself when it is one, else the PIL image written
