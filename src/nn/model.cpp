@@ -38,19 +38,22 @@ void Model::enable_parallelism(std::shared_ptr<comm::Communicator> group, const 
       [context](const Tensor& t, int dim) { return context->gather(t, dim); },
   };
   install_plan(*this, plan ? *plan : context_parallel_plan(), exchange);
-  router_ = std::move(context);
+  context_ = std::move(context);
   config_ = laid_out;
 }
 
 void Model::disable_parallelism() {
   remove_plan(*this);
-  router_.reset();
+  context_.reset();
   config_.reset();
 }
 
 Model::ForwardScope::ForwardScope(const Model& model) {
   if (model.backend_name_) backend_.emplace(*model.backend_name_);
-  if (model.router_) router_.emplace(model.router_.get());
+  if (model.context_) {
+    router_.emplace(model.context_.get());
+    context_.emplace(model.context_.get());
+  }
 }
 
 }  // namespace cpdit::nn

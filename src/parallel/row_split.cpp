@@ -1,12 +1,21 @@
-// The row split's group and its GroupNorm statistics (see halo.hpp).
+// The context bound on a thread (context.hpp), the row split's group and its GroupNorm statistics
+// (halo.hpp).
 #include <cpdit/parallel/context.hpp>
 #include <cpdit/parallel/halo.hpp>
 
 #include <vector>
 
 namespace cpdit::parallel {
+namespace {
+thread_local ParallelContext* bound_context = nullptr;
+}
+
+ScopedContext::ScopedContext(ParallelContext* context) : previous_(bound_context) { bound_context = context; }
+ScopedContext::~ScopedContext() { bound_context = previous_; }
+ParallelContext* current_context() { return bound_context; }
+
 comm::Communicator* row_split_group() {
-  auto* context = dynamic_cast<ParallelContext*>(attention::current_router());
+  ParallelContext* context = current_context();
   return context ? &context->mesh().flat() : nullptr;
 }
 

@@ -7,6 +7,7 @@
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/nn/module.hpp>
 #include <cpdit/parallel/config.hpp>
+#include <cpdit/parallel/context.hpp>
 #include <cpdit/parallel/plan.hpp>
 
 #include <memory>
@@ -39,7 +40,7 @@ class Model : public Module {
   void enable_parallelism(std::shared_ptr<comm::Communicator> group, const parallel::ContextParallelConfig& config,
                           std::optional<parallel::ContextParallelPlan> plan = std::nullopt);
   void disable_parallelism();
-  bool parallel_enabled() const { return router_ != nullptr; }
+  bool parallel_enabled() const { return context_ != nullptr; }
 
  protected:
   // Binds this model's backend and parallel context on the calling thread while it lives; a model's
@@ -51,6 +52,7 @@ class Model : public Module {
    private:
     std::optional<attention::ScopedBackend> backend_;
     std::optional<attention::ScopedRouter> router_;
+    std::optional<parallel::ScopedContext> context_;
   };
 
  private:
@@ -58,7 +60,7 @@ class Model : public Module {
 
   std::optional<std::string> backend_name_;
   std::optional<parallel::ContextParallelConfig> config_;
-  std::shared_ptr<attention::Router> router_;
+  std::shared_ptr<parallel::ParallelContext> context_;
 };
 
 }  // namespace cpdit::nn

@@ -49,4 +49,20 @@ class ParallelContext : public attention::Router {
   CommStats stats_;
 };
 
+// The context bound on this thread: nn::Model binds its own beside the attention router for its forward,
+// so the layers that split work other than attention (the VAEs' rows and frames, shared_linear) find
+// their rank group. Nests; nullptr unbinds (a part of a forward that runs unsplit).
+class ScopedContext {
+ public:
+  explicit ScopedContext(ParallelContext* context);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+
+ private:
+  ParallelContext* previous_;
+};
+
+ParallelContext* current_context();  // nullptr when none is bound on this thread
+
 }  // namespace cpdit::parallel

@@ -3,7 +3,7 @@
 // group, each rank holding a contiguous band in rank order (the latent's band, scaled by the
 // upsampling so far). The decoder is written single-device style and its plan splits the latent's
 // rows at the decoder's input and gathers the image's rows at its output; its convolutions and
-// GroupNorms call the functions below, which act locally unless a context-parallel router is bound
+// GroupNorms call the functions below, which act locally unless a parallel context is bound
 // on the calling thread (the model's forward with parallelism enabled):
 // - a convolution takes the rows its kernel reaches beyond the band from the neighbouring ranks
 //   (a halo exchange over point-to-point messages) and zero-pads only at the image's own top and
@@ -19,7 +19,7 @@
 
 namespace cpdit::parallel {
 
-// The flat group of the context-parallel router bound on this thread, else nullptr (one rank).
+// The flat group of the parallel context bound on this thread (context.hpp), else nullptr (one rank).
 comm::Communicator* row_split_group();
 
 // kernels::conv3d on this rank's band of x (B, C, F, H_band, W), rows = dim 3. Under a row split the

@@ -12,7 +12,7 @@
 namespace cpdit::parallel {
 
 // kernels::linear(x, weight, bias), the output features shared out over the bound group (the
-// router's flat group, as row_split_group) in runs of 64, gathered in rank order; without one (one
+// context's flat group, as row_split_group) in runs of 64, gathered in rank order; without one (one
 // rank) kernels::linear itself. Each output feature is the sum a single rank computes, bit for bit.
 // Collective: every rank of the group calls it with the same x.
 Tensor shared_linear(const Tensor& x, const Weight& weight, const Tensor& bias);

@@ -243,6 +243,7 @@ Tensor AutoencoderKLWan::decode_frames(const Tensor& latents, comm::Communicator
               "; decode on fewer ranks or split by rows");
   // Whole rows on every rank: convolutions, RMS norms and the per-frame attention run locally.
   const attention::ScopedRouter local(nullptr);
+  const parallel::ScopedContext unsplit(nullptr);
   FrameCache cache;
   cache.time_group = &group;
   cache.holds_first_frame = group.rank() == 0;
