@@ -6,6 +6,7 @@
 #include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/random.hpp>
+#include <cpdit/pipeline/step_loop.hpp>
 
 #include <chrono>
 
@@ -101,8 +102,7 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
   const bool guided = conditioning.negative_prompt_embeds.defined() && options.true_cfg_scale > 1.0f;
 
   FluxGenerateResult result;
-  for (int i = first; i < options.steps; ++i) {
-    auto start = std::chrono::steady_clock::now();
+  run_steps(first, options.steps, [&](int i) {
     // diffusers passes t / 1000 (float32) and the guidance scale as given; the model rescales both.
     Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)] / 1000.0f));
     nn::TensorMap inputs{{"hidden_states", latents},
@@ -119,9 +119,7 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
       velocity = combine_guidance(velocity, model.forward(inputs).at("sample"), {options.true_cfg_scale});
     }
     latents = scheduler.step(velocity, i, latents);
-    result.step_seconds.push_back(seconds_since(start));
-    if (options.on_step) options.on_step(i - first, options.steps - first, result.step_seconds.back());
-  }
+  }, options.on_step, options.steps - first, result.step_seconds);
 
   auto start = std::chrono::steady_clock::now();
   Tensor packed = ranks > 1 ? parallel::gather(latents, 1, *group) : latents;

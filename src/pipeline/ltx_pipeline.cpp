@@ -5,10 +5,10 @@
 #include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/ltx_pipeline.hpp>
 #include <cpdit/pipeline/random.hpp>
+#include <cpdit/pipeline/step_loop.hpp>
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 #include <cmath>
 
 namespace cpdit::pipeline {
@@ -123,8 +123,7 @@ LtxGenerateResult generate_ltx(const nn::Model& model, const LtxVideoConfig& con
                                                                             float(rope[1]), float(rope[2])}, {3})}};
   scheduler.set_timesteps(options.steps, scheduler.config().mu(tokens));
   LtxGenerateResult result;
-  for (int i = 0; i < options.steps; ++i) {
-    auto start = std::chrono::steady_clock::now();
+  run_steps(0, options.steps, [&](int i) {
     // The pipeline passes the raw timestep (σ·1000 in float32), expanded over the batch.
     const Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
     auto predict = [&](const Tensor& text, const Tensor& mask) {
@@ -146,9 +145,7 @@ LtxGenerateResult generate_ltx(const nn::Model& model, const LtxVideoConfig& con
       velocity = predict(c.prompt_embeds, c.prompt_attention_mask);
     }
     latents = scheduler.step(velocity, i, latents);
-    result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (options.on_step) options.on_step(i, options.steps, result.step_seconds.back());
-  }
+  }, options.on_step, options.steps, result.step_seconds);
   result.latents = ltx_unpack(latents, frames, height, width);
   return result;
 }

@@ -115,7 +115,14 @@ Pipeline Pipeline::open(const PipelineSource& source, LoadPolicy policy, StageLo
   } else {
     check_same_model_across_ranks({source.model, source.config, source.scheduler_config});
     CPDIT_CHECK(fs::exists(source.model), invalid_argument, "--model ", source.model, " does not exist");
-    s->family = &family_for_class(models::model_class(source.model, optional_path(source.config)));
+    // A pipeline folder names its pipeline: one cpdit does not run is refused before anything is read.
+    const bool folder = fs::is_regular_file(fs::path(source.model) / "model_index.json");
+    const Family* named = folder ? &family_for_pipeline(pipeline_class_of(source.model)) : nullptr;
+    const std::string transformer_class = models::model_class(source.model, optional_path(source.config));
+    s->family = &family_for_class(transformer_class);
+    CPDIT_CHECK(named == nullptr || named == s->family, invalid_argument, source.model, " holds a ",
+                pipeline_class_of(source.model), " whose transformer is a ", transformer_class, ", which the ",
+                named ? named->pipeline_classes().front() : "", " pipeline does not run");
     s->parts = PipelineParts::of_folder(source.model);
     // A diffusers pipeline folder holds scheduler/ and vae/; a transformer alone has neither.
     const std::optional<std::string> scheduler = io::pipeline_component(source.model, "scheduler");

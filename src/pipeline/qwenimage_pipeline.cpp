@@ -4,10 +4,10 @@
 #include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/qwenimage_pipeline.hpp>
+#include <cpdit/pipeline/step_loop.hpp>
 
 #include <nlohmann/json.hpp>
 
-#include <chrono>
 
 namespace cpdit::pipeline {
 
@@ -97,8 +97,7 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
   const Tensor negative_mask = unless_all_real(c.negative_prompt_embeds_mask);
 
   QwenImageGenerateResult result;
-  for (int i = first; i < options.steps; ++i) {
-    auto start = std::chrono::steady_clock::now();
+  run_steps(first, options.steps, [&](int i) {
     // The pipeline passes t / 1000 in float32; the model's sinusoid scales it back.
     const Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)] / 1000.0f));
     auto predict = [&](const Tensor& text, const Tensor& text_mask) {
@@ -117,9 +116,7 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
       velocity = predict(c.prompt_embeds, mask);
     }
     latents = scheduler.step(velocity, i, latents);
-    result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (options.on_step) options.on_step(i - first, options.steps - first, result.step_seconds.back());
-  }
+  }, options.on_step, options.steps - first, result.step_seconds);
   const Tensor unpacked = flux_unpack(latents, shape.height, shape.width);
   result.latents = unpacked.reshape({batch, shape.channels, 1, shape.height, shape.width});
   return result;

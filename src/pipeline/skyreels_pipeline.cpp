@@ -2,9 +2,9 @@
 #include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/skyreels_pipeline.hpp>
+#include <cpdit/pipeline/step_loop.hpp>
 
 #include <algorithm>
-#include <chrono>
 
 namespace cpdit::pipeline {
 
@@ -216,8 +216,8 @@ WanGenerateResult generate_skyreels_v2(const nn::Model& model, const models::sky
     // One scheduler per latent frame: each keeps its own multistep state and step count.
     std::vector<UniPCMultistepScheduler> schedulers(frame_latents.size(), frame_scheduler);
 
-    for (size_t i = 0; i < matrix.timesteps.size(); ++i) {
-      auto start = std::chrono::steady_clock::now();
+    run_steps(0, int(matrix.timesteps.size()), [&](int step) {
+      const size_t i = size_t(step);
       const auto [first, end] = matrix.window[i];
       std::vector<Tensor> window(frame_latents.begin() + first, frame_latents.begin() + end);
       if (add_noise && first < chunk.prefix) {
@@ -244,9 +244,7 @@ WanGenerateResult generate_skyreels_v2(const nn::Model& model, const models::sky
         frame_latents[size_t(f)] =
             s.step_in_place(velocity.narrow(2, f - first, 1).contiguous(), frame_latents[size_t(f)]);
       }
-      result.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      if (video.on_step) video.on_step(int(result.step_seconds.size()) - 1, iterations, result.step_seconds.back());
-    }
+    }, video.on_step, iterations, result.step_seconds);
     // The first chunk whole; a later one from the end of its overlap on; never the last image's frames.
     // (diffusers 0.42.1 cuts the last prefix's length off a long clip instead of the last image's.)
     clip.insert(clip.end(), frame_latents.begin() + chunk.overlap, frame_latents.end() - (last_chunk ? end_frames : 0));

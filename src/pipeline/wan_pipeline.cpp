@@ -6,8 +6,8 @@
 #include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/random.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
+#include <cpdit/pipeline/step_loop.hpp>
 
-#include <chrono>
 
 namespace cpdit::pipeline {
 
@@ -112,8 +112,7 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
   const nn::TensorMap image = image_inputs(config, shape, options.image);
   scheduler.set_timesteps(options.steps);
   WanGenerateResult result;
-  for (int i = 0; i < options.steps; ++i) {
-    auto start = std::chrono::steady_clock::now();
+  run_steps(0, options.steps, [&](int i) {
     // WanPipeline feeds the integer timestep, expanded over the batch, unscaled.
     const Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
     const Tensor hidden = image.count("condition") ? cat({latents, image.at("condition")}, 1) : latents;
@@ -127,10 +126,7 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
         low_noise ? guided_prediction(*expert.model, inputs, prompt_embeds, options, expert.guidance_scale)
                   : guided_prediction(model, inputs, prompt_embeds, options);
     latents = scheduler.step(velocity, latents);
-    result.step_seconds.push_back(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    if (options.on_step) options.on_step(i, options.steps, result.step_seconds.back());
-  }
+  }, options.on_step, options.steps, result.step_seconds);
   result.latents = latents;
   return result;
 }

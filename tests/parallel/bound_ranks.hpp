@@ -23,6 +23,7 @@ inline double worst_rank_error(int ranks, const parallel::ContextParallelConfig&
   comm::run_local(ranks, [&](comm::Communicator& comm) {
     parallel::ParallelContext context(std::shared_ptr<comm::Communicator>(&comm, [](comm::Communicator*) {}), config);
     attention::ScopedRouter bound(&context);
+    parallel::ScopedContext rows(&context);
     const std::vector<double> actual = to_double(got(comm));
     double error = actual.size() == expected.size() ? 0.0 : INFINITY;
     for (size_t i = 0; i < expected.size() && i < actual.size(); ++i)

@@ -84,6 +84,8 @@ class Family {
   virtual std::string name() const = 0;               // "flux": the Python result's "pipeline"
   virtual std::string transformer_class() const = 0;  // "FluxTransformer2DModel"
   virtual std::string preset_prefix() const = 0;      // "flux-"
+  // The diffusers pipelines (model_index.json's _class_name) the family runs: "FluxPipeline", ...
+  virtual std::vector<std::string> pipeline_classes() const = 0;
   virtual FamilyDefaults defaults() const = 0;
   bool video() const { return defaults().frames > 0; }
   virtual bool takes_init_image() const { return false; }  // image-to-image (FLUX.1, Qwen-Image)
@@ -94,6 +96,11 @@ class Family {
   virtual std::string latents_layout() const = 0;
   // The clip's frame rate: the request's fps, else the rate the pipeline makes.
   virtual int64_t frame_rate(const Request& request) const { return request.fps.value_or(kWanFramesPerSecond); }
+
+  // The tokenizer and text encoder folders its pipeline folders hold, and the prompt through them as the
+  // pipeline's encode_prompt returns it (prompt_encoding.hpp).
+  virtual std::vector<std::string> text_components() const { return {"tokenizer", "text_encoder"}; }
+  virtual nn::TensorMap encode_prompt(const TextComponents& components, const PromptEncoding& request) const;
 
   // The family's reading of the folder when its transformer opens (`t.model` is open): the VAE's factors,
   // a second expert.
@@ -124,6 +131,8 @@ const Config& config_of(const models::LoadedModel& model) {
 const std::vector<const Family*>& families();
 // The family that runs a transformer class; a class no family runs is refused naming those that run.
 const Family& family_for_class(const std::string& transformer_class);
+// The family that runs a diffusers pipeline class; one no family runs is refused naming those that run.
+const Family& family_for_pipeline(const std::string& pipeline_class);
 // The family of a preset (check_preset refuses unknown names).
 const Family& family_for_preset(const std::string& preset);
 

@@ -44,7 +44,18 @@ struct TextComponents {
   static bool folder_has_encoders(const std::string& pipeline_dir);
 };
 
-// Names and (1, L, D) / (1, D) f32 tensors as the pipeline returns them.
+// The pipeline a diffusers folder holds: model_index.json's _class_name (FluxPipeline, WanPipeline, ...).
+std::string pipeline_class_of(const std::string& pipeline_dir);
+
+// One text through one tokenizer (max_length tokens, padded) and text encoder of `components`, by their
+// component names; the encoder's outputs and the tokenizer's attention_mask. `pass_mask`: the encoder
+// reads the mask (UMT5 in Wan), else every position.
+nn::TensorMap run_text_encoder(const TextComponents& components, const char* tokenizer, const char* encoder,
+                               const std::string& text, int64_t max_length, bool pass_mask,
+                               const nn::LoadOptions& load);
+
+// Names and (1, L, D) / (1, D) f32 tensors as the pipeline returns them: the family of
+// components.pipeline_class encodes (family.hpp).
 nn::TensorMap encode_prompt(const TextComponents& components, const PromptEncoding& request);
 nn::TensorMap encode_prompt(const std::string& pipeline_dir, const PromptEncoding& request);
 

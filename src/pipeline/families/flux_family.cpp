@@ -24,6 +24,27 @@ class FluxFamily final : public Family {
   bool has_preview() const override { return true; }
   std::string latents_layout() const override { return "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift"; }
 
+  std::vector<std::string> pipeline_classes() const override { return {"FluxPipeline", "FluxImg2ImgPipeline"}; }
+  std::vector<std::string> text_components() const override {
+    return {"tokenizer", "text_encoder", "tokenizer_2", "text_encoder_2"};
+  }
+
+  // CLIP's pooled output and T5's hidden states, for the prompt and a negative prompt (true CFG).
+  nn::TensorMap encode_prompt(const TextComponents& c, const PromptEncoding& r) const override {
+    nn::TensorMap out;
+    auto encode = [&](const std::string& text, const std::string& prefix) {
+      // CLIP always reads 77 tokens (its tokenizer's model_max_length); T5 the pipeline's length.
+      out[prefix + "pooled_prompt_embeds"] =
+          run_text_encoder(c, "tokenizer", "text_encoder", text, 77, false, r.load).at("pooler_output");
+      out[prefix + "prompt_embeds"] =
+          run_text_encoder(c, "tokenizer_2", "text_encoder_2", text, r.max_sequence_length, false, r.load)
+              .at("last_hidden_state");
+    };
+    encode(r.prompt, "");
+    if (r.negative_prompt) encode(*r.negative_prompt, "negative_");
+    return out;
+  }
+
   void configure(Transformer& t, const PipelineFolder& folder, const nn::LoadOptions&) const override {
     if (!folder.vae_config.empty())
       t.vae_scale_factor = kl_vae_scale_factor(io::read_json(folder.vae_config), folder.vae_config);

@@ -5,7 +5,9 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 #include <cpdit/pipeline/family.hpp>
+#include <cpdit/pipeline/prompt_encoding.hpp>
 #include <cpdit/pipeline/family.hpp>
+#include <cpdit/pipeline/prompt_encoding.hpp>
 
 #include <cmath>
 
@@ -28,6 +30,23 @@ class LtxFamily final : public Family {
     return "ltx latents (B, C, F, H/32, W/32), before the VAE's latents_mean/std";
   }
   int64_t frame_rate(const Request& r) const override { return r.fps.value_or(kLtxFramesPerSecond); }
+
+  std::vector<std::string> pipeline_classes() const override { return {"LTXPipeline"}; }
+
+  // T5 without the mask over max_sequence_length tokens, the mask kept for the transformer; the negative
+  // prompt (default "") likewise.
+  nn::TensorMap encode_prompt(const TextComponents& c, const PromptEncoding& r) const override {
+    nn::TensorMap out;
+    auto encode = [&](const std::string& text, const std::string& prefix) {
+      // The encoder reads every position (no mask); the mask goes to the transformer.
+      nn::TensorMap o = run_text_encoder(c, "tokenizer", "text_encoder", text, r.max_sequence_length, false, r.load);
+      out[prefix + "prompt_embeds"] = o.at("last_hidden_state");
+      out[prefix + "prompt_attention_mask"] = o.at("attention_mask");
+    };
+    encode(r.prompt, "");
+    encode(r.negative_prompt.value_or(""), "negative_");
+    return out;
+  }
 
   void configure(Transformer& t, const PipelineFolder& folder, const nn::LoadOptions&) const override {
     if (!folder.vae_config.empty()) t.ltx_vae = LtxVaeFactors::from_json(io::read_json(folder.vae_config));

@@ -27,6 +27,10 @@ class QwenImageFamily final : public Family {
     return "qwenimage latents (B, 16, 1, H/8, W/8), before the VAE's latents_mean/std";
   }
 
+  std::vector<std::string> pipeline_classes() const override {
+    return {"QwenImagePipeline", "QwenImageImg2ImgPipeline"};
+  }
+
   void configure(Transformer& t, const PipelineFolder& folder, const nn::LoadOptions&) const override {
     if (!folder.vae_config.empty())
       t.vae_scale_factor = qwenimage_vae_scale_factor(io::read_json(folder.vae_config), folder.vae_config);

@@ -27,6 +27,21 @@ const Family& family_for_class(const std::string& transformer_class) {
        runnable);
 }
 
+const Family& family_for_pipeline(const std::string& pipeline_class) {
+  std::string runnable;
+  for (const Family* f : families())
+    for (const std::string& name : f->pipeline_classes()) {
+      if (name == pipeline_class) return *f;
+      runnable += (runnable.empty() ? "" : ", ") + name;
+    }
+  fail(ErrorKind::unsupported, "pipeline '", pipeline_class, "' is not supported; cpdit runs: ", runnable);
+}
+
+nn::TensorMap Family::encode_prompt(const TextComponents& components, const PromptEncoding&) const {
+  fail(ErrorKind::unsupported, components.pipeline_class, ": its text encoder is not supported yet; give the ",
+       "prompt's embeddings (--embeddings, prompt_embeds=)");
+}
+
 const Family& family_for_preset(const std::string& preset) {
   check_preset(preset);
   for (const Family* f : families())

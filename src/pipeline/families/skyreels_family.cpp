@@ -47,6 +47,11 @@ class SkyReelsFamily final : public Family {
     return r.fps.value_or(24);  // SkyReelsV2DiffusionForcingPipeline's fps input
   }
 
+  std::vector<std::string> pipeline_classes() const override { return {"SkyReelsV2DiffusionForcingPipeline", "SkyReelsV2ImageToVideoPipeline"}; }
+  nn::TensorMap encode_prompt(const TextComponents& c, const PromptEncoding& r) const override {
+    return encode_wan_prompt(c, r);
+  }
+
   void configure(Transformer& t, const PipelineFolder& folder, const nn::LoadOptions&) const override {
     read_wan_vae(t, folder);
   }

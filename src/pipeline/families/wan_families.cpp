@@ -7,8 +7,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 namespace cpdit::pipeline {
+
+nn::TensorMap encode_wan_prompt(const TextComponents& c, const PromptEncoding& r) {
+  nn::TensorMap out;
+  auto encode = [&](const std::string& text) {
+    nn::TensorMap o = run_text_encoder(c, "tokenizer", "text_encoder", collapse_whitespace(text),
+                                       r.max_sequence_length, true, r.load);
+    // The pipeline trims each row to its tokens and pads it back with zeros.
+    Tensor h = o.at("last_hidden_state").contiguous();
+    const int64_t len = h.size(1), width = h.size(2);
+    const int64_t* mask = o.at("attention_mask").data<int64_t>();
+    for (int64_t s = 0; s < len; ++s)
+      if (mask[s] == 0) std::memset(h.data<float>() + s * width, 0, size_t(width) * sizeof(float));
+    return h;
+  };
+  out["prompt_embeds"] = encode(r.prompt);
+  out["negative_prompt_embeds"] = encode(r.negative_prompt.value_or(""));
+  return out;
+}
 
 void read_wan_vae(Transformer& t, const PipelineFolder& folder) {
   if (!folder.vae_config.empty()) t.wan_vae = WanVaeFactors::from_json(io::read_json(folder.vae_config));

@@ -10,6 +10,10 @@
 
 namespace cpdit::pipeline {
 
+// WanPipeline's encode_prompt (SkyReels-V2's alike): the prompt cleaned of surrounding and repeated
+// whitespace, UMT5 with the attention mask, the padded positions zeroed; the negative prompt (default "").
+nn::TensorMap encode_wan_prompt(const TextComponents& components, const PromptEncoding& request);
+
 // The Wan VAE's factors from the folder's vae/config.json, when it has one.
 void read_wan_vae(Transformer& t, const PipelineFolder& folder);
 

@@ -50,6 +50,11 @@ class WanFamily final : public Family {
   bool takes_first_image() const override { return true; }
   std::string latents_layout() const override { return "wan latents (B, 16, F, H/8, W/8)"; }
 
+  std::vector<std::string> pipeline_classes() const override { return {"WanPipeline", "WanImageToVideoPipeline"}; }
+  nn::TensorMap encode_prompt(const TextComponents& c, const PromptEncoding& r) const override {
+    return encode_wan_prompt(c, r);
+  }
+
   void configure(Transformer& t, const PipelineFolder& folder, const nn::LoadOptions& load) const override {
     read_wan_vae(t, folder);
     open_low_noise_expert(t, folder, load);
