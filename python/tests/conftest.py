@@ -3,7 +3,10 @@
 import json
 import os
 import pathlib
+import shutil
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -26,6 +29,15 @@ def read_safetensors(path):
         begin, end = info["data_offsets"]
         tensors[name] = np.frombuffer(body[begin:end], dtype=dtypes[info["dtype"]]).reshape(info["shape"]).copy()
     return tensors
+
+
+def mpirun_python(script, processes=2, timeout=120):
+    """`mpirun -np N python -c script` as root may run it (Open MPI's two variables), its output captured."""
+    mpirun = shutil.which("mpirun")
+    assert mpirun, "mpirun is missing (scripts/setup.sh installs openmpi-bin)"
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return subprocess.run([mpirun, "-np", str(processes), "--oversubscribe", sys.executable, "-c", script], env=env,
+                          capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="session")

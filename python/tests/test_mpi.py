@@ -2,14 +2,11 @@
 others None, as the command line writes only on rank 0."""
 
 import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 
 import cpdit
-from conftest import FIXTURES, read_safetensors
+from conftest import FIXTURES, mpirun_python, read_safetensors
 
 MPI_SCRIPT = """
 import cpdit, numpy as np, os, sys
@@ -29,13 +26,8 @@ if out is not None:
 
 
 def test_mpirun_rank_zero_gets_the_result(tmp_path):
-    mpirun = shutil.which("mpirun")
-    assert mpirun, "mpirun is missing (scripts/setup.sh installs openmpi-bin)"
     path = tmp_path / "latents.npy"
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    script = MPI_SCRIPT.format(tests=os.path.dirname(__file__), path=str(path), folder=str(tmp_path))
-    run = subprocess.run([mpirun, "-np", "2", "--oversubscribe", sys.executable, "-c", script], env=env,
-                         capture_output=True, text=True, timeout=120)
+    run = mpirun_python(MPI_SCRIPT.format(tests=os.path.dirname(__file__), path=str(path), folder=str(tmp_path)))
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "rank0").read_text() == "result"
     assert (tmp_path / "rank1").read_text() == "None"

@@ -3,16 +3,11 @@ num_images_per_prompt run one request each on the same pipeline, as separate cal
 cancelled by Ctrl-C on one MPI process stops both processes after the same step, and the next call on
 the same pipelines runs."""
 
-import os
-import shutil
-import subprocess
-import sys
-
 import numpy as np
 
 import cpdit
 from cpdit import _cpdit
-from conftest import FIXTURES, read_safetensors
+from conftest import FIXTURES, mpirun_python
 
 FLUX = FIXTURES / "flux_pipeline_tiny"
 CALL = dict(height=32, width=32, num_inference_steps=2, max_sequence_length=8, threads=1, output_type="latent")
@@ -80,13 +75,8 @@ if out is not None:
 
 
 def test_ctrl_c_on_one_mpi_process_cancels_both_and_the_pipeline_runs_again(tmp_path):
-    mpirun = shutil.which("mpirun")
-    assert mpirun, "mpirun is missing (scripts/setup.sh installs openmpi-bin)"
     path = tmp_path / "latents.npy"
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    script = MPI_CANCEL.format(path=str(path), folder=str(tmp_path))
-    run = subprocess.run([mpirun, "-np", "2", "--oversubscribe", sys.executable, "-c", script], env=env,
-                         capture_output=True, text=True, timeout=180)
+    run = mpirun_python(MPI_CANCEL.format(path=str(path), folder=str(tmp_path)), timeout=180)
     assert run.returncode == 0, run.stderr
     assert (tmp_path / "rank0").read_text() == "interrupted (1, 4, 64)"  # 32x32: 4x4 latents, packed 2x2
     assert (tmp_path / "rank1").read_text() == "interrupted None"

@@ -26,9 +26,27 @@ TEST(FamilyRegistry, AClassWithoutAFamilyIsRefusedNamingTheOnesWithOne) {
                                {"AutoencoderKL", "FluxTransformer2DModel", "WanTransformer3DModel"});
 }
 
+TEST(FamilyRegistry, EachPipelineClassRunsOnItsFamilyAndOthersAreRefusedByName) {
+  EXPECT_EQ(family_for_pipeline("FluxImg2ImgPipeline").name(), "flux");
+  EXPECT_EQ(family_for_pipeline("WanImageToVideoPipeline").name(), "wan");
+  EXPECT_EQ(family_for_pipeline("SkyReelsV2DiffusionForcingPipeline").name(), "skyreels_v2");
+  EXPECT_EQ(family_for_pipeline("QwenImagePipeline").name(), "qwenimage");
+  EXPECT_EQ(family_for_pipeline("LTXPipeline").name(), "ltx_video");
+  for (const Family* f : families())
+    for (const std::string& name : f->pipeline_classes()) EXPECT_EQ(&family_for_pipeline(name), f) << name;
+  cpdit::testing::expect_error([] { family_for_pipeline("StableDiffusionXLPipeline"); },
+                               {"pipeline 'StableDiffusionXLPipeline' is not supported", "FluxPipeline", "WanPipeline",
+                                "LTXPipeline"});
+}
+
 TEST(FamilyRegistry, EveryPresetIsOpenedAsItsFamilysClass) {
-  for (const std::string& name : preset_names())
+  // The tiny ones are built (the mini ones are the same classes at real widths, seconds each to build).
+  for (const std::string& name : preset_names()) {
+    if (!name.ends_with("-tiny")) continue;
     EXPECT_EQ(preset_model(name, 1, {}).class_name, family_for_preset(name).transformer_class()) << name;
+  }
+  EXPECT_EQ(family_for_preset("flux-mini").name(), "flux");
+  EXPECT_EQ(family_for_preset("qwen-mini").name(), "qwenimage");
   cpdit::testing::expect_error([] { family_for_preset("flux-huge"); }, {"flux-huge", "flux-tiny"});
 }
 

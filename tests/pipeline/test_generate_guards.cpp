@@ -101,6 +101,22 @@ TEST(GenerateGuards, ASecondTransformerWithoutABoundaryIsRefused) {
                  "needs a WanTransformer3DModel and a boundary_ratio in (0, 1]", out);
 }
 
+// A folder of a pipeline cpdit does not run names itself and the ones it runs; a folder whose
+// model_index.json names another family than its transformer is refused before anything loads.
+TEST(GenerateGuards, AFolderOfAnotherPipelineIsRefusedByName) {
+  TempDir dir("generate_other_pipeline");
+  const std::filesystem::path pipeline = dir.file("pipeline");
+  std::filesystem::copy(std::string(CPDIT_TEST_DATA) + "/fixtures/flux_pipeline_tiny/pipeline", pipeline,
+                        std::filesystem::copy_options::recursive);
+  const std::string out = dir.file("never.safetensors");
+  std::ofstream(pipeline / "model_index.json") << R"({"_class_name": "StableDiffusionXLPipeline"})";
+  expect_refused("--model " + pipeline.string() + " --steps 1 --height 32 --width 32 --out " + out,
+                 "pipeline 'StableDiffusionXLPipeline' is not supported; cpdit runs: FluxPipeline", out);
+  std::ofstream(pipeline / "model_index.json") << R"({"_class_name": "WanPipeline"})";
+  expect_refused("--model " + pipeline.string() + " --steps 1 --height 32 --width 32 --out " + out,
+                 "holds a WanPipeline whose transformer is a FluxTransformer2DModel", out);
+}
+
 TEST(GenerateGuards, AnOutputNamingAnInputIsRefusedAndTheInputKept) {
   TempDir dir("generate_overwrite");
   std::filesystem::copy_file(kFluxTiny + "/weights.safetensors", dir.file("diffusion_pytorch_model.safetensors"));
