@@ -59,15 +59,44 @@ void check_output_path(const std::string& path, const char* flag) {
 }
 
 void check_outputs(const Outputs& o) {
-  check_output_path(o.out, "--out");
+  // A folder may be named with a trailing slash ("frames/"): its parent must exist.
+  auto folder_parent = [](const std::string& path) {
+    const fs::path p(path);
+    return (p.has_filename() ? p : p.parent_path()).string();
+  };
+  check_output_path(folder_parent(o.out), "--out");
   check_output_path(o.preview, "--preview");
   check_output_path(o.image, "--image");
-  // A folder may be named with a trailing slash ("frames/"): its parent must exist.
-  const fs::path frames_dir(o.frames_dir);
-  check_output_path((frames_dir.has_filename() ? frames_dir : frames_dir.parent_path()).string(), "--frames-dir");
+  check_output_path(folder_parent(o.frames_dir), "--frames-dir");
   check_output_path(o.video, "--video");
   CPDIT_CHECK(o.video.empty() || o.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
               o.video, "'");
+}
+
+// --out by its name's form: a .png is --image, a .mp4 --video, a folder (a trailing slash, or one that
+// exists) --frames-dir, a .safetensors the latents; another name, or a picture for a video model (or a
+// clip for an image model), is refused naming what would fit.
+void route_out(Outputs& o, const Family& family) {
+  if (o.out.empty() || o.out.ends_with(".safetensors")) return;
+  std::string* routed = nullptr;
+  std::error_code error;
+  const bool folder = o.out.ends_with("/") || fs::is_directory(o.out, error);
+  if (o.out.ends_with(".png")) {
+    CPDIT_CHECK(!family.video(), invalid_argument, "--out ", o.out, " is a picture, but this model makes video: name "
+                "a .mp4, a folder/ for its frames, or a .safetensors for its latents");
+    routed = &o.image;
+  } else if (o.out.ends_with(".mp4") || folder) {
+    CPDIT_CHECK(family.video(), invalid_argument, "--out ", o.out, " is ", folder ? "a folder of frames" : "a clip",
+                ", but this model makes images: name a .png, or a .safetensors for its latents");
+    routed = folder ? &o.frames_dir : &o.video;
+  } else {
+    fail(ErrorKind::invalid_argument, "--out ", o.out, ": the name says no format cpdit writes (.png, .mp4, a "
+         "folder/ for frames, .safetensors for latents)");
+  }
+  CPDIT_CHECK(routed->empty(), invalid_argument, "--out ", o.out, " and ", *routed, " both name the ",
+              routed == &o.image ? "image" : routed == &o.video ? "clip" : "frames", "; give one");
+  *routed = o.out;
+  o.out.clear();
 }
 
 // The outputs the family can make, refused by name otherwise.
@@ -262,8 +291,9 @@ void run(const GenerateFlags& g) {
   pipeline::StageLog load;
   report_stages(load, g.json || !lead);
   const pipeline::Pipeline pipe = pipeline::Pipeline::open(g.source, policy, &load);
-  check_outputs_fit(g.outputs, pipe);
   for (BatchItem& item : batch) {
+    route_out(item.outputs, pipe.family());
+    check_outputs_fit(item.outputs, pipe);
     refuse_overwriting_inputs(g, item.request, item.outputs);
     read_input_files(g, item.request);
     item.request.decode = item.outputs.image.empty() && item.outputs.frames_dir.empty() && item.outputs.video.empty()
@@ -317,7 +347,7 @@ void add_generate(CLI::App& parent) {
       "  cpdit generate --preset wan-mini --frames 17 --height 256 --width 256 --ranks 2 --out clip.safetensors\n"
       "  mpirun -np 4 cpdit generate --preset flux-tiny --ring 2 --ulysses 2 --out a.safetensors");
   CLI::Option_group* source = cmd->add_option_group("Model");
-  source->add_option("--model", args->source.model,
+  source->add_option("-m,--model", args->source.model,
                      "a diffusers FLUX.1, Qwen-Image, Wan, SkyReels-V2 (diffusion forcing) or LTX-Video pipeline folder (model_index.json, transformer/, scheduler/), a "
                      "transformer folder, an index json, or one .safetensors file (e.g. the original FLUX.1 release)");
   source->add_option("--preset", args->source.preset,
@@ -329,11 +359,11 @@ void add_generate(CLI::App& parent) {
                   "scheduler_config.json (default: DIR/scheduler/, else FLUX.1-dev's)");
   add_dtype_flag(*cmd, args->source.dtype);
   cmd->add_option("--steps", args->request.steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for the others)")->check(whole_number<int>());
-  cmd->add_option("--height", args->request.height, "height in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 480 for Wan, 512 for LTX-Video)")->check(whole_number<int64_t>());
-  cmd->add_option("--width", args->request.width, "width in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 832 for Wan, 704 for LTX-Video)")->check(whole_number<int64_t>());
+  cmd->add_option("-H,--height", args->request.height, "height in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 480 for Wan, 512 for LTX-Video)")->check(whole_number<int64_t>());
+  cmd->add_option("-W,--width", args->request.width, "width in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 832 for Wan, 704 for LTX-Video)")->check(whole_number<int64_t>());
   cmd->add_option("--frames,--num-frames", args->request.frames, "video: frames of the clip, 4k + 1 for Wan (default: 5 for presets, 81 "
                   "otherwise), 8k + 1 for LTX-Video (default: 9 for presets, 161 otherwise)")->check(whole_number<int64_t>());
-  cmd->add_option("--seed", args->request.seed, "seed of the initial noise (and of the random embeddings)")
+  cmd->add_option("-s,--seed", args->request.seed, "seed of the initial noise (and of the random embeddings)")
       ->check(whole_number<uint64_t>(0));
   cmd->add_option("--guidance", args->request.guidance,
                   "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5; 7.0 with "
@@ -344,9 +374,9 @@ void add_generate(CLI::App& parent) {
                   "Wan 2.2 A14B (a pipeline folder with transformer_2/): guidance_scale_2, the low-noise expert's "
                   "classifier-free guidance (default: --guidance's)")
       ->check(finite_number());
-  cmd->add_option("--prompt", args->request.prompt,
+  cmd->add_option("-p,--prompt", args->request.prompt,
                   "the prompt, through the pipeline folder's (or preset's) tokenizers and text encoders");
-  cmd->add_option("--negative-prompt", args->request.negative_prompt,
+  cmd->add_option("-n,--negative-prompt", args->request.negative_prompt,
                   "the negative prompt of classifier-free guidance: Wan and LTX-Video (default \"\", as their pipelines); FLUX.1 "
                   "(none by default; used with --true-cfg-scale > 1)");
   cmd->add_option("--true-cfg-scale", args->request.true_cfg_scale,
@@ -408,9 +438,10 @@ void add_generate(CLI::App& parent) {
                   "(default: the decode timestep; 0.025 for LTX-Video 0.9.1+)")
       ->check(finite_number());
   add_vae_split_option(cmd, args->request.vae_split);
-  cmd->add_option("--out", args->outputs.out,
-                  "write the final latents here (safetensors, atomically) and, with a VAE, the decoded `image` (B, H, W, 3) "
-                  "or `video` (B, F, H, W, 3), f32 in [0, 1]");
+  cmd->add_option("-o,--out,--output", args->outputs.out,
+                  "the output, its format by its name: NAME.png the decoded image (several: NAME_0.png, ...), NAME.mp4 "
+                  "the decoded clip, FOLDER/ the clip's frames as PNGs, NAME.safetensors the final latents (and, "
+                  "with a VAE, the decoded `image` (B, H, W, 3) or `video` (B, F, H, W, 3), f32 in [0, 1])");
   cmd->add_option("--image", args->outputs.image, "FLUX.1, Qwen-Image: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
   cmd->add_option("--frames-dir", args->outputs.frames_dir, "video: write the decoded frames into this folder as frame_00000.png, ...");
   cmd->add_option("--video", args->outputs.video, "video: write the decoded clip here as H.264 MP4 at --fps frames per second");

@@ -4,20 +4,78 @@
 
 #include <cpdit/core/error.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace {
 
-// CLI11 answers an unknown command with "A subcommand is required": name it and the choices.
+// Edits (insertions, deletions, substitutions) from a to b.
+size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// A typed flag that `command` does not have, with its closest flag when one is a few edits away
+// ("--stpes": "--steps"); empty when every flag typed is the command's.
+bool option_group(const CLI::App* app) { return dynamic_cast<const CLI::Option_group*>(app) != nullptr; }
+
+// The long flags of `app` and of its option groups (CLI11 keeps a group as a subcommand).
+void add_long_flags(const CLI::App& app, std::vector<std::string>& names) {
+  for (const CLI::Option* option : app.get_options())
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+  for (const CLI::App* group : app.get_subcommands(option_group))
+    add_long_flags(*group, names);
+}
+
+std::string unknown_flag(const CLI::App& command, int argc, char** argv) {
+  // A command of commands (bench) leaves the flags to the one named after it.
+  if (!command.get_subcommands([](const CLI::App* a) { return !option_group(a); }).empty()) return "";
+  std::vector<std::string> names;
+  add_long_flags(command, names);
+  for (int i = 2; i < argc; ++i) {
+    std::string typed = argv[i];
+    if (typed.rfind("--", 0) != 0 || typed == "--") continue;
+    typed = typed.substr(0, typed.find('='));
+    if (std::find(names.begin(), names.end(), typed) != names.end()) continue;
+    std::string best;
+    size_t nearest = typed.size() / 3 + 1;  // more edits than a third of the word is another word
+    for (const std::string& name : names)
+      if (const size_t d = edit_distance(typed, name); d < nearest) {
+        nearest = d;
+        best = name;
+      }
+    return "unknown flag " + typed + " of '" + command.get_name() + "'" +
+           (best.empty() ? "" : "; did you mean " + best + "?");
+  }
+  return "";
+}
+
+// CLI11 answers an unknown command with "A subcommand is required": name it and the choices; an
+// unknown flag with the flags it did not expect: name the closest one.
 std::string parse_error_text(const CLI::App& root, int argc, char** argv, const CLI::ParseError& e) {
   if (argc < 2 || argv[1][0] == '-') return e.what();
   std::string names;
   for (const CLI::App* command : root.get_subcommands([](const CLI::App*) { return true; })) {
-    if (command->get_name() == argv[1]) return e.what();
+    if (command->get_name() == argv[1]) {
+      const std::string unknown =
+          dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr ? unknown_flag(*command, argc, argv) : "";
+      return unknown.empty() ? e.what() : unknown;
+    }
     names += (names.empty() ? "" : ", ") + command->get_name();
   }
   return "unknown command '" + std::string(argv[1]) + "'; the commands are " + names;

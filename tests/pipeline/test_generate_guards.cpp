@@ -140,7 +140,7 @@ TEST(GenerateGuards, AnOutputNamingAnInputIsRefusedAndTheInputKept) {
       {"--preset flux-tiny --steps 1 --embeddings " + dir.file("noise.safetensors") + " --out " +
            dir.file("noise.safetensors"),
        "is the file --embeddings reads"},
-      {"--preset flux-tiny --steps 1 --out " + dir.file("same.png") + " --preview " + dir.file("same.png"),
+      {"--preset flux-tiny --steps 1 --out " + dir.file("same.safetensors") + " --preview " + dir.file("same.safetensors"),
        "--out and --preview name the same file"},
   };
   for (const Case& c : cases) {

@@ -156,7 +156,9 @@ TEST(GenerateStages, MisuseIsOneLineAndNothingWritten) {
   expect_one_line_error(kFlux + " --frames-dir " + frames, "--frames-dir is for video", frames);
   expect_one_line_error(kFlux + " --prompt a --embeddings x.safetensors --image " + png, "not both", png);
   expect_one_line_error(kFlux + " --negative-prompt a --image " + png, "--negative-prompt goes with --prompt", png);
-  expect_one_line_error(kWan + " --true-cfg-scale 2 --out " + png, "Wan's classifier-free guidance is --guidance", png);
+  const std::string latents = dir.file("a.safetensors");
+  expect_one_line_error(kWan + " --true-cfg-scale 2 --out " + latents, "Wan's classifier-free guidance is --guidance",
+                        latents);
   // qwen-mini has no built-in text encoder, and Qwen-Image's schedule needs 2 steps: refused before
   // its Qwen-Image-width weights are built.
   expect_one_line_error("generate --preset qwen-mini --prompt a --out " + png, "preset qwen-mini has no tokenizer/",

@@ -1,0 +1,91 @@
+// `cpdit generate` as users of other engines type it: -o/--out (or --output) writes the format its name
+// says — a .png is a PNG, not safetensors under that name; the short flags of the usual options; a
+// mistyped flag answered with the closest one.
+#include "support/read_mp4.hpp"
+#include "support/read_png.hpp"
+#include "support/run_cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+namespace cpdit::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using cpdit::testing::run_cli;
+using cpdit::testing::TempDir;
+
+const std::string kFlux = "generate --preset flux-tiny --steps 1 --height 32 --width 48 --text-tokens 8 --threads 1";
+const std::string kWan =
+    "generate --preset wan-tiny --steps 1 --frames 5 --height 32 --width 32 --text-tokens 8 --threads 1";
+
+void expect_refused(const std::string& args, const std::string& message) {
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(GenerateNames, OutNamedPngIsAPngImage) {
+  TempDir dir("generate_names_png");
+  const std::string png = dir.file("fox.png");
+  const auto r = run_cli(kFlux + " -o " + png);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto image = cpdit::testing::read_png(png);  // a PNG decoder reads it: not safetensors
+  EXPECT_EQ(image.width, 48);
+  EXPECT_EQ(image.height, 32);
+  EXPECT_NE(r.out.find("wrote        " + png), std::string::npos) << r.out;
+  // --output is the same flag.
+  const std::string other = dir.file("other.png");
+  ASSERT_EQ(run_cli(kFlux + " --output " + other).code, 0);
+  EXPECT_TRUE(fs::is_regular_file(other));
+}
+
+TEST(GenerateNames, OutNamedMp4OrAFolderIsTheClip) {
+  TempDir dir("generate_names_mp4");
+  const std::string mp4 = dir.file("clip.mp4");
+  ASSERT_EQ(run_cli(kWan + " --out " + mp4).code, 0);
+  EXPECT_EQ(cpdit::testing::read_mp4(mp4).rgb.size(), 5u);
+  const std::string frames = dir.file("frames") + "/";
+  ASSERT_EQ(run_cli(kWan + " --out " + frames).code, 0);
+  EXPECT_TRUE(fs::is_regular_file(dir.file("frames/frame_00004.png")));
+}
+
+TEST(GenerateNames, AnOutNameThatDoesNotFitIsRefusedAndNothingWritten) {
+  TempDir dir("generate_names_refused");
+  expect_refused(kWan + " --out " + dir.file("x.png"), "is a picture, but this model makes video");
+  expect_refused(kFlux + " --out " + dir.file("x.mp4"), "is a clip, but this model makes images");
+  expect_refused(kFlux + " --out " + dir.file("x.txt"), "the name says no format cpdit writes");
+  expect_refused(kFlux + " --out " + dir.file("x.png") + " --image " + dir.file("y.png"), "both name the image");
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+TEST(GenerateNames, ShortFlagsAreTheLongOnes) {
+  TempDir dir("generate_names_short");
+  const std::string a = dir.file("a.safetensors"), b = dir.file("b.safetensors");
+  const std::string common = "generate -m " + std::string(CPDIT_TEST_DATA) +
+                             "/fixtures/flux_pipeline_tiny/pipeline --steps 1 --text-tokens 8 --threads 1 --ranks 1";
+  ASSERT_EQ(run_cli(common + " -W 48 -H 32 -s 7 -o " + a).code, 0);
+  ASSERT_EQ(run_cli(common + " --width 48 --height 32 --seed 7 --out " + b).code, 0);
+  std::ifstream x(a, std::ios::binary), y(b, std::ios::binary);
+  EXPECT_TRUE(std::equal(std::istreambuf_iterator<char>(x), {}, std::istreambuf_iterator<char>(y)));
+  // -p and -n are the prompt and the negative prompt.
+  ASSERT_EQ(run_cli(kFlux + " -p 'a red fox' -n blurry --true-cfg-scale 2 -o " + a).code, 0);
+  ASSERT_EQ(run_cli(kFlux + " --prompt 'a red fox' --negative-prompt blurry --true-cfg-scale 2 -o " + b).code, 0);
+  std::ifstream p(a, std::ios::binary), q(b, std::ios::binary);
+  EXPECT_TRUE(std::equal(std::istreambuf_iterator<char>(p), {}, std::istreambuf_iterator<char>(q)));
+}
+
+TEST(GenerateNames, AMistypedFlagIsAnsweredWithTheClosestOne) {
+  expect_refused(kFlux + " --stpes 2", "unknown flag --stpes of 'generate'; did you mean --steps?");
+  expect_refused(kFlux + " --negative-promtp x", "did you mean --negative-prompt?");
+  expect_refused(kFlux + " --preest flux-tiny", "did you mean --preset?");  // a flag of an option group
+  expect_refused(kFlux + " --zzzzzzzz 3", "unknown flag --zzzzzzzz of 'generate' (see --help)");
+  expect_refused("forward --model x --inputs y --output z --ouptut w", "did you mean --output?");
+}
+
+}  // namespace
+}  // namespace cpdit::pipeline
