@@ -93,7 +93,8 @@ void route_out(Outputs& o, const Family& family) {
     fail(ErrorKind::invalid_argument, "--out ", o.out, ": the name says no format cpdit writes (.png, .mp4, a "
          "folder/ for frames, .safetensors for latents)");
   }
-  CPDIT_CHECK(routed->empty(), invalid_argument, "--out ", o.out, " and ", *routed, " both name the ",
+  const char* flag = routed == &o.image ? "--image" : routed == &o.video ? "--video" : "--frames-dir";
+  CPDIT_CHECK(routed->empty(), invalid_argument, "--out ", o.out, " and ", flag, " ", *routed, " both name the ",
               routed == &o.image ? "image" : routed == &o.video ? "clip" : "frames", "; give one");
   *routed = o.out;
   o.out.clear();
