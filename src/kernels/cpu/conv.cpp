@@ -7,6 +7,7 @@
 // and the rank's memory accounting sees them.
 #include "kernels/cpu/checks.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
+#include "kernels/cpu/signals_held.hpp"
 
 #include <cpdit/core/threads.hpp>
 #include <cpdit/core/weight.hpp>
@@ -132,7 +133,11 @@ void execute(const dnnl::convolution_forward::primitive_desc& pd, const std::vec
   if (bias.defined())
     args.emplace(DNNL_ARG_BIAS, memory(plain({bias.numel()}, memory::format_tag::x), engine,
                                        const_cast<float*>(bias.data<float>())));
-  dnnl::convolution_forward(pd).execute(stream, args);
+  {
+    const detail::SignalsHeld held;  // a gemm-based convolution runs the JIT GEMM kernels
+    dnnl::convolution_forward(pd).execute(stream, args);
+    stream.wait();
+  }
   if (dst_holder.defined()) reorder_into(dst, user_dst, stream);
   stream.wait();
 }

@@ -4,6 +4,7 @@
 // API of oneDNN 2.6 has no bf16 GEMM, so this builds matmul primitives and caches them per shape.
 #include "kernels/cpu/linear_args.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
+#include "kernels/cpu/signals_held.hpp"
 #include "kernels/cpu/isa_target.hpp"
 
 #include <cpdit/core/threads.hpp>
@@ -84,8 +85,11 @@ void bf16_matmul_into(const LinearArgs& a, Tensor& out, Bf16Matmul how) {
         {DNNL_ARG_DST, dnnl::memory(mm->pd.dst_desc(), engine, out.raw())},
         {DNNL_ARG_SCRATCHPAD, dnnl::memory(mm->pd.scratchpad_desc(), engine, scratch.raw())}};
     if (a.bias.defined()) args.emplace(DNNL_ARG_BIAS, dnnl::memory(mm->pd.bias_desc(), engine, a.bias.raw()));
-    mm->primitive.execute(stream, args);
-    stream.wait();
+    {
+      const detail::SignalsHeld held;  // signals_held.hpp: oneDNN may run its JIT GEMM kernels here
+      mm->primitive.execute(stream, args);
+      stream.wait();
+    }
     apply_epilogue(a, out.data<float>());
   } catch (const dnnl::error& e) {
     fail(ErrorKind::unsupported, "linear_bf16_compute: oneDNN bf16 matmul failed for (", a.m, " x ", a.k, ") x (",
