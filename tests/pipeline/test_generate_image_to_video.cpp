@@ -6,6 +6,7 @@
 // tools/reference/wan_i2v_pipeline.py): the images are read, encoded by the pipeline's VAE (and CLIP)
 // and normalised by the command itself. And images it refuses.
 #include "support/read_mp4.hpp"
+#include "support/expect_cli_refused.hpp"
 #include "support/run_cli.hpp"
 
 #include <cpdit/io/safetensors.hpp>
@@ -94,11 +95,7 @@ TEST(GenerateImageToVideo, WanAndSkyReelsFromPngsEqualDiffusersSplit) {
 void expect_refused(const std::string& args, const std::string& message) {
   TempDir dir("generate_i2v_refused");
   const std::string out = dir.file("never.safetensors");
-  const auto r = run_cli(args + " --out " + out);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
-  EXPECT_FALSE(std::filesystem::exists(out)) << args;
+  cpdit::testing::expect_cli_refused(args + " --out " + out, message, out);
 }
 
 TEST(GenerateImageToVideo, RefusesImagesItCannotUse) {

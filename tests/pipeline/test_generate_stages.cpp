@@ -3,6 +3,7 @@
 // encode-prompt writes, each stage frees its weights before the next, the decoded outputs are the same
 // under every split, and misuse is one line with nothing written.
 #include "support/read_png.hpp"
+#include "support/expect_cli_refused.hpp"
 #include "support/run_cli.hpp"
 
 #include <cpdit/io/safetensors.hpp>
@@ -18,6 +19,7 @@ namespace cpdit::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
+using cpdit::testing::expect_cli_refused;
 using cpdit::testing::run_cli;
 using cpdit::testing::TempDir;
 
@@ -141,35 +143,28 @@ TEST(GenerateStages, AWanVideoSplitByFramesDecodesWhatOneRankDecodes) {
   EXPECT_LT(max_abs_diff(frames.at("video"), single.at("video")), 1e-4);
 }
 
-void expect_one_line_error(const std::string& args, const std::string& words, const std::string& written) {
-  const auto r = run_cli(args);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(words), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_FALSE(fs::exists(written)) << written;
-}
 
 TEST(GenerateStages, MisuseIsOneLineAndNothingWritten) {
   TempDir dir("generate_stage_errors");
   const std::string png = dir.file("a.png"), frames = dir.file("frames");
-  expect_one_line_error(kWan + " --image " + png, "--image is for images", png);
-  expect_one_line_error(kFlux + " --frames-dir " + frames, "--frames-dir is for video", frames);
-  expect_one_line_error(kFlux + " --prompt a --embeddings x.safetensors --image " + png, "not both", png);
-  expect_one_line_error(kFlux + " --negative-prompt a --image " + png, "--negative-prompt goes with --prompt", png);
+  expect_cli_refused(kWan + " --image " + png, "--image is for images", png);
+  expect_cli_refused(kFlux + " --frames-dir " + frames, "--frames-dir is for video", frames);
+  expect_cli_refused(kFlux + " --prompt a --embeddings x.safetensors --image " + png, "not both", png);
+  expect_cli_refused(kFlux + " --negative-prompt a --image " + png, "--negative-prompt goes with --prompt", png);
   const std::string latents = dir.file("a.safetensors");
-  expect_one_line_error(kWan + " --true-cfg-scale 2 --out " + latents, "Wan's classifier-free guidance is --guidance",
+  expect_cli_refused(kWan + " --true-cfg-scale 2 --out " + latents, "Wan's classifier-free guidance is --guidance",
                         latents);
   // qwen-mini has no built-in text encoder, and Qwen-Image's schedule needs 2 steps: refused before
   // its Qwen-Image-width weights are built.
-  expect_one_line_error("generate --preset qwen-mini --prompt a --out " + png, "preset qwen-mini has no tokenizer/",
+  expect_cli_refused("generate --preset qwen-mini --prompt a --out " + png, "preset qwen-mini has no tokenizer/",
                         png);
-  expect_one_line_error("generate --preset qwen-mini --steps 1 --out " + png, "use at least 2 steps", png);
+  expect_cli_refused("generate --preset qwen-mini --steps 1 --out " + png, "use at least 2 steps", png);
   // A pipeline folder without text encoders or a transformer file without a VAE.
   const std::string folder = std::string(CPDIT_TEST_DATA) + "/fixtures/flux_pipeline_tiny/pipeline";
-  expect_one_line_error("generate --model " + folder + " --prompt a --height 32 --width 32 --image " + png,
+  expect_cli_refused("generate --model " + folder + " --prompt a --height 32 --width 32 --image " + png,
                         "has no tokenizer/ and text_encoder/", png);
   const std::string transformer = std::string(CPDIT_TEST_DATA) + "/fixtures/flux_tiny/weights.safetensors";
-  expect_one_line_error("generate --model " + transformer + " --image " + png, "need the pipeline's VAE", png);
+  expect_cli_refused("generate --model " + transformer + " --image " + png, "need the pipeline's VAE", png);
 }
 
 }  // namespace

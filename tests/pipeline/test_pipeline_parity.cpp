@@ -12,6 +12,7 @@
 // split decodes what one rank decodes.
 #include "support/read_mp4.hpp"
 #include "support/read_png.hpp"
+#include "support/expect_cli_refused.hpp"
 #include "support/run_cli.hpp"
 
 #include <cpdit/comm/local.hpp>
@@ -228,11 +229,7 @@ TEST(WanPipelineParity, CfgParallelWithoutSplitsIsOneRankExactly) {
 void expect_one_line_error(const std::string& args, const std::string& needle) {
   TempDir dir("cfg_refused");
   const std::string out = dir.file("out.safetensors");
-  const auto r = run_cli(args + " --out " + out);
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_FALSE(fs::exists(out));
+  cpdit::testing::expect_cli_refused(args + " --out " + out, needle, out);
 }
 
 TEST(CfgParallel, RefusedWhereNoClassifierFreeGuidanceRuns) {
