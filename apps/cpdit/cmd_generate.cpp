@@ -21,6 +21,7 @@
 #include <cpdit/pipeline/picture_files.hpp>
 #include <cpdit/pipeline/pipeline.hpp>
 #include <cpdit/pipeline/preview.hpp>
+#include <cpdit/pipeline/same_across_ranks.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -43,6 +44,7 @@ struct GenerateFlags {
   std::string embeddings, latents;  // safetensors files: the text tensors, the initial noise (`latents`)
   Outputs outputs;
   std::string prompts;  // a batch: one request per line
+  int64_t seed = 0;     // -1: drawn at random
   bool keep_loaded = false, staged = false, json = false;
 };
 
@@ -225,6 +227,7 @@ void print_summary(const nlohmann::json& s) {
 // Names each stage on stderr as it ends (the denoise loop adds its own step lines); a failure is then
 // the only line of a stage that has not ended.
 void report_stages(pipeline::StageLog& stages, bool silent) {
+  stages.on_warning = [](const std::string& message) { std::fprintf(stderr, "cpdit: warning: %s\n", message.c_str()); };
   if (silent) return;
   stages.on_end = [](const pipeline::StageStats& s) {
     std::fprintf(stderr, "%s done in %s\n", s.name.c_str(), format_duration(s.seconds).c_str());
@@ -266,8 +269,10 @@ void read_input_files(const GenerateFlags& g, Request& r) {
   }
 }
 
-void run(const GenerateFlags& g) {
+void run(GenerateFlags g) {
   auto start = std::chrono::steady_clock::now();
+  // The seed used is printed in the summary, so a random one can be given again.
+  g.request.seed = g.seed == -1 ? pipeline::random_seed_across_ranks() : uint64_t(g.seed);
   const Request& r = g.request;
   check_outputs(g.outputs);
   CPDIT_CHECK(!r.fps || *r.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *r.fps);
@@ -364,8 +369,10 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("-W,--width", args->request.width, "width in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 832 for Wan, 704 for LTX-Video)")->check(whole_number<int64_t>());
   cmd->add_option("--frames,--num-frames", args->request.frames, "video: frames of the clip, 4k + 1 for Wan (default: 5 for presets, 81 "
                   "otherwise), 8k + 1 for LTX-Video (default: 9 for presets, 161 otherwise)")->check(whole_number<int64_t>());
-  cmd->add_option("-s,--seed", args->request.seed, "seed of the initial noise (and of the random embeddings)")
-      ->check(whole_number<uint64_t>(0));
+  cmd->add_option("-s,--seed", args->seed,
+                  "seed of the initial noise (and of the random embeddings); -1 draws one at random, printed in "
+                  "the summary (default: 0)")
+      ->check(whole_number<int64_t>(-1));
   cmd->add_option("--guidance", args->request.guidance,
                   "the pipeline's guidance_scale: FLUX.1-dev's guidance embedding (default 3.5; 7.0 with "
                   "--init-image), Wan's classifier-free "

@@ -70,6 +70,16 @@ RankLayout resolve_layout(const RankRequest& flags, int64_t heads, int default_r
   return layout;
 }
 
+std::string oversubscription_warning(const RankLayout& layout, int cores) {
+  const int64_t threads = int64_t(layout.ranks) * layout.threads_per_rank;
+  if (layout.mpi || threads <= cores) return "";
+  const int fitting = std::max(1, cores / layout.threads_per_rank);
+  return detail::concat(layout.ranks, " local ranks of ", layout.threads_per_rank,
+                        layout.threads_per_rank == 1 ? " thread" : " threads", " need ", threads,
+                        " cores and this machine has ", cores, ": ranks sharing cores run slower than --ranks ",
+                        fitting, " would");
+}
+
 std::string describe(const RankLayout& layout) {
   const auto& c = layout.config;
   return std::to_string(layout.ranks) + (layout.mpi ? " MPI" : " local") + (layout.ranks == 1 ? " rank" : " ranks") +

@@ -266,6 +266,7 @@ Result Pipeline::run(Request r, StageLog& stages) const {
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
     family.check_fits(r, t);
     result.layout = parallel::resolve_layout(r.parallel, t.model.heads, hardware_threads());
+    if (lead) stages.warn(parallel::oversubscription_warning(result.layout, hardware_threads()));
     const LoopInputs inputs{r, t, result.layout, text, s.parts, t.name};
     const RankLoop loop = family.loop(inputs);
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string_view>
 #include <vector>
 
@@ -100,6 +101,14 @@ void check_same_model_across_ranks(const std::vector<std::string>& paths) {
   comm::broadcast_bytes(*world, difference, rank);
   fail(ErrorKind::invalid_argument, "the MPI processes' models differ: ", difference,
        "; give every process the same model files");
+}
+
+uint64_t random_seed_across_ranks() {
+  std::random_device entropy;
+  // Below 2^53, so that a JSON reader of the summary (a double) gets the seed back exactly.
+  uint64_t seed = ((uint64_t(entropy()) << 32) | entropy()) & ((uint64_t(1) << 53) - 1);
+  if (auto world = processes()) world->broadcast(&seed, sizeof seed, 0);
+  return seed;
 }
 
 }  // namespace cpdit::pipeline

@@ -2,8 +2,11 @@
 // wrapped seeds, truncated counts, NaN guidance or silent defaults for 0), a scheduler config of
 // another class, a second transformer without its boundary, an output that names an input, and a
 // transformer whose output turns NaN (an error naming the step, and with --check-finite the module).
+// More rank threads than cores are not refused, but warned about.
+#include "support/expect_cli_refused.hpp"
 #include "support/run_cli.hpp"
 
+#include <cpdit/core/threads.hpp>
 #include <cpdit/io/safetensors.hpp>
 
 #include <gtest/gtest.h>
@@ -29,13 +32,9 @@ std::string slurp(const std::string& path) {
 
 // Exit code 2, one line on stderr holding `message`, nothing written to `out`.
 void expect_refused(const std::string& args, const std::string& message, const std::string& out) {
-  auto r = run_cli("generate " + args);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+  const auto r = cpdit::testing::expect_cli_refused("generate " + args, message, out);
   // CLI11's own range check printed the largest double as 309 digits.
   EXPECT_LT(r.err.size(), 300u) << args << "\n" << r.err;
-  EXPECT_FALSE(std::filesystem::exists(out)) << args;
 }
 
 TEST(GenerateGuards, NumericOptionsAreCheckedAsTyped) {
@@ -50,8 +49,9 @@ TEST(GenerateGuards, NumericOptionsAreCheckedAsTyped) {
       {"--guidance -inf", "must be a finite number"},
       {"--height 0", "--height: must be >= 1, got 0"},
       {"--width 0", "--width: must be >= 1, got 0"},
-      {"--seed -1", "--seed: must be a whole number >= 0, got -1"},
-      {"--seed 18446744073709551616", "--seed: must be at most 18446744073709551615"},
+      {"--seed -2", "--seed: must be >= -1, got -2"},  // -1 draws a seed at random
+      {"--seed 1.5", "--seed: must be a whole number >= -1, got 1.5"},
+      {"--seed 9223372036854775808", "--seed: must be at most 9223372036854775807"},
       {"--steps 1.5", "--steps: must be a whole number >= 1, got 1.5"},
       {"--steps 0", "--steps: must be >= 1"},
       {"--steps 1e30", "--steps: must be a whole number"},
@@ -64,6 +64,23 @@ TEST(GenerateGuards, NumericOptionsAreCheckedAsTyped) {
     expect_refused("--preset flux-tiny --steps 1 --out " + out + " " + c.args, c.message, out);
   expect_refused("--preset wan-tiny --steps 1 --frames -1 --out " + out, "--frames: must be >= 1, got -1", out);
   expect_refused("--preset wan-tiny --steps 1 --frames 0 --out " + out, "--frames: must be >= 1, got 0", out);
+}
+
+TEST(GenerateGuards, MoreRankThreadsThanCoresRunWithAWarning) {
+  TempDir dir("generate_oversubscribed");
+  const std::string out = dir.file("out.safetensors");
+  const int cores = hardware_threads();
+  const std::string run = "generate --preset flux-tiny --steps 1 --height 32 --width 48 --text-tokens 8 --out " + out;
+  const auto over = run_cli(run + " --threads 1 --ranks " + std::to_string(cores + 1));
+  ASSERT_EQ(over.code, 0) << over.err;
+  EXPECT_NE(over.err.find("cpdit: warning: " + std::to_string(cores + 1) + " local ranks of 1 thread need " +
+                          std::to_string(cores + 1) + " cores and this machine has " + std::to_string(cores) +
+                          ": ranks sharing cores run slower than --ranks " + std::to_string(cores) + " would"),
+            std::string::npos)
+      << over.err;
+  const auto fits = run_cli(run + " --threads 1 --ranks " + std::to_string(cores));
+  ASSERT_EQ(fits.code, 0) << fits.err;
+  EXPECT_EQ(fits.err.find("warning"), std::string::npos) << fits.err;
 }
 
 TEST(GenerateGuards, ARunThatCannotFitIsRefusedWithTheEstimate) {

@@ -3,6 +3,7 @@
 // mistyped flag answered with the closest one.
 #include "support/read_mp4.hpp"
 #include "support/read_png.hpp"
+#include "support/expect_cli_refused.hpp"
 #include "support/run_cli.hpp"
 
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@ namespace cpdit::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
+using cpdit::testing::expect_cli_refused;
 using cpdit::testing::run_cli;
 using cpdit::testing::TempDir;
 
@@ -22,12 +24,6 @@ const std::string kFlux = "generate --preset flux-tiny --steps 1 --height 32 --w
 const std::string kWan =
     "generate --preset wan-tiny --steps 1 --frames 5 --height 32 --width 32 --text-tokens 8 --threads 1";
 
-void expect_refused(const std::string& args, const std::string& message) {
-  const auto r = run_cli(args);
-  EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
-  EXPECT_NE(r.err.find(message), std::string::npos) << args << "\n" << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-}
 
 TEST(GenerateNames, OutNamedPngIsAPngImage) {
   TempDir dir("generate_names_png");
@@ -56,10 +52,10 @@ TEST(GenerateNames, OutNamedMp4OrAFolderIsTheClip) {
 
 TEST(GenerateNames, AnOutNameThatDoesNotFitIsRefusedAndNothingWritten) {
   TempDir dir("generate_names_refused");
-  expect_refused(kWan + " --out " + dir.file("x.png"), "is a picture, but this model makes video");
-  expect_refused(kFlux + " --out " + dir.file("x.mp4"), "is a clip, but this model makes images");
-  expect_refused(kFlux + " --out " + dir.file("x.txt"), "the name says no format cpdit writes");
-  expect_refused(kFlux + " --out " + dir.file("x.png") + " --image " + dir.file("y.png"), "both name the image");
+  expect_cli_refused(kWan + " --out " + dir.file("x.png"), "is a picture, but this model makes video");
+  expect_cli_refused(kFlux + " --out " + dir.file("x.mp4"), "is a clip, but this model makes images");
+  expect_cli_refused(kFlux + " --out " + dir.file("x.txt"), "the name says no format cpdit writes");
+  expect_cli_refused(kFlux + " --out " + dir.file("x.png") + " --image " + dir.file("y.png"), "both name the image");
   EXPECT_TRUE(fs::is_empty(dir.path()));
 }
 
@@ -80,11 +76,38 @@ TEST(GenerateNames, ShortFlagsAreTheLongOnes) {
 }
 
 TEST(GenerateNames, AMistypedFlagIsAnsweredWithTheClosestOne) {
-  expect_refused(kFlux + " --stpes 2", "unknown flag --stpes of 'generate'; did you mean --steps?");
-  expect_refused(kFlux + " --negative-promtp x", "did you mean --negative-prompt?");
-  expect_refused(kFlux + " --preest flux-tiny", "did you mean --preset?");  // a flag of an option group
-  expect_refused(kFlux + " --zzzzzzzz 3", "unknown flag --zzzzzzzz of 'generate' (see --help)");
-  expect_refused("forward --model x --inputs y --output z --ouptut w", "did you mean --output?");
+  expect_cli_refused(kFlux + " --stpes 2", "unknown flag --stpes of 'generate'; did you mean --steps?");
+  expect_cli_refused(kFlux + " --negative-promtp x", "did you mean --negative-prompt?");
+  expect_cli_refused(kFlux + " --preest flux-tiny", "did you mean --preset?");  // a flag of an option group
+  expect_cli_refused(kFlux + " --zzzzzzzz 3", "unknown flag --zzzzzzzz of 'generate' (see --help)");
+  expect_cli_refused("forward --model x --inputs y --output z --ouptut w", "did you mean --output?");
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The seed the summary printed ("..., 1 steps, seed N").
+uint64_t printed_seed(const std::string& out) {
+  const size_t at = out.find(" steps, seed ");
+  EXPECT_NE(at, std::string::npos) << out;
+  return at == std::string::npos ? 0 : std::stoull(out.substr(at + 13));
+}
+
+TEST(GenerateNames, SeedMinusOneDrawsOneThatThePrintedSeedReproduces) {
+  TempDir dir("generate_names_seed");
+  const std::string a = dir.file("a.safetensors"), b = dir.file("b.safetensors"), again = dir.file("c.safetensors");
+  const auto first = run_cli(kFlux + " -s -1 -o " + a);
+  const auto second = run_cli(kFlux + " --seed -1 -o " + b);
+  ASSERT_EQ(first.code, 0) << first.err;
+  ASSERT_EQ(second.code, 0) << second.err;
+  const uint64_t seed = printed_seed(first.out);
+  EXPECT_NE(seed, printed_seed(second.out));  // two draws of 53 bits
+  EXPECT_NE(file_bytes(a), file_bytes(b));
+  ASSERT_EQ(run_cli(kFlux + " -s " + std::to_string(seed) + " -o " + again).code, 0);
+  EXPECT_EQ(file_bytes(again), file_bytes(a));
+  expect_cli_refused(kFlux + " -s -2", "--seed: must be >= -1, got -2");
 }
 
 }  // namespace

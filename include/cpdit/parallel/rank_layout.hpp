@@ -35,6 +35,10 @@ void check_local_ranks(int ranks);
 // with a message naming the fix.
 RankLayout resolve_layout(const RankRequest& request, int64_t heads, int default_ranks);
 
+// Empty when the local ranks' compute threads fit in `cores`; otherwise a warning that says so: ranks
+// that share cores wait on each other at every attention call, slower than fewer ranks would run.
+std::string oversubscription_warning(const RankLayout& layout, int cores);
+
 // "4 local ranks (ring 2 x ulysses 2, p2p), 1 thread each"; with cfg 2: "(cfg 2 x ring 2 x ...".
 std::string describe(const RankLayout& layout);
 

@@ -33,6 +33,12 @@ struct StageStats {
 class StageLog {
  public:
   std::function<void(const StageStats&)> on_end;  // e.g. to name the stage in a progress line
+  std::function<void(const std::string&)> on_warning;  // advice that does not stop the run; unset: dropped
+
+  // Passes a non-empty warning to on_warning.
+  void warn(const std::string& message) const {
+    if (on_warning && !message.empty()) on_warning(message);
+  }
 
   // Runs body() as stage `name` on this thread and returns what it returns. Rank threads started
   // inside it (each with its own memory counter) report their activation peaks with add_rank_peak.
