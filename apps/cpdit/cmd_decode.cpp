@@ -93,6 +93,7 @@ void run_decode(const DecodeOptions& o) {
       io::save_safetensors(o.out, {{"sample", sample}});
     }
     outputs.commit();
+    print_written({{"--out", o.out}, {"--video", o.video}});
   }, local);
 }
 

@@ -3,6 +3,7 @@
 // a preset's built-in text encoders (what `generate --preset NAME --prompt` encodes).
 #include "command.hpp"
 #include "option_checks.hpp"
+#include "output_paths.hpp"
 #include "weight_flags.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -33,6 +34,7 @@ void run_encode_prompt(const EncodePromptOptions& o) {
                 " has no built-in text encoders; encode-prompt runs the flux-*, wan-*, skyreels-* and ltx-* presets'");
     io::save_safetensors(o.out, pipeline::encode_prompt(*text, request));
   }
+  print_written({{"--out", o.out}});
 }
 
 void add_encode_prompt(CLI::App& parent) {

@@ -75,6 +75,7 @@ void run_forward(const ForwardOptions& o) {
     if (world.rank() != 0) return;
     io::save_safetensors(o.output, outputs);
     print_weights_line(resident_weight_bytes(), o.dtype);
+    print_written({{"--output", o.output}});
   }, local);
 }
 

@@ -35,6 +35,7 @@ void run_tokenize(const TokenizeOptions& o) {
   const int64_t length = o.max_length > 0 ? o.max_length : tokenizer->model_max_length();
   const tokenizers::TokenBatch batch = tokenizers::tokenize(*tokenizer, prompts, length);
   io::save_safetensors(o.output, {{"input_ids", batch.input_ids}, {"attention_mask", batch.attention_mask}});
+  print_written({{"--output", o.output}});
 }
 
 void add_tokenize(CLI::App& parent) {

@@ -3,6 +3,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/model_files.hpp>
 
+#include <cstdio>
 #include <filesystem>
 
 namespace cpdit::app {
@@ -42,6 +43,11 @@ std::vector<NamedPath> model_inputs(const std::string& flag, const std::string& 
     for (const fs::directory_entry& entry : fs::directory_iterator(fs::absolute(files.weights).parent_path()))
       if (entry.is_regular_file()) inputs.push_back({flag, entry.path().string()});
   return inputs;
+}
+
+void print_written(const std::vector<NamedPath>& outputs) {
+  for (const NamedPath& o : outputs)
+    if (!o.path.empty()) std::printf("wrote %s\n", o.path.c_str());
 }
 
 }  // namespace cpdit::app

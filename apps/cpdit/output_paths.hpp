@@ -16,6 +16,9 @@ struct NamedPath {
 // resolving links and "..", or the same inode through a hard link).
 void refuse_overwrite(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
 
+// What a command wrote, one "wrote PATH" line on stdout per output given (an empty path: not given).
+void print_written(const std::vector<NamedPath>& outputs);
+
 // The files a --model path is read from, as io::resolve_model finds them: the weights (with every
 // file beside a sharded index) and the config.
 std::vector<NamedPath> model_inputs(const std::string& flag, const std::string& path, const std::string& component,

@@ -31,6 +31,7 @@ void expect_forward(const std::string& args, const std::string& expected_file) {
   const std::string out = out_dir.file("out.safetensors");
   const auto r = run_cli("forward " + args + " --output " + out);
   ASSERT_EQ(r.code, 0) << args << "\n" << r.err;
+  EXPECT_NE(r.out.find("wrote " + out + "\n"), std::string::npos) << r.out;
   const auto got = io::load_safetensors(out);
   const auto want = io::load_safetensors(expected_file);
   EXPECT_EQ(got.size(), want.size()) << args;

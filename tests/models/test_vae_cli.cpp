@@ -144,6 +144,7 @@ TEST(VaeCli, DecodeWritesAPngOfTheImageSize) {
   const auto r =
       cpdit::testing::run_cli("decode --model " + dir.model() + " --latents " + dir.latents() + " --out " + png);
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "wrote " + png + "\n");
   std::ifstream in(png, std::ios::binary);
   std::vector<unsigned char> head(24);
   in.read(reinterpret_cast<char*>(head.data()), 24);

@@ -50,6 +50,7 @@ void expect_pipeline_embeddings(const std::string& model, const std::string& fam
                          negative + "' --max-sequence-length " +
                          std::to_string(cases.at("max_sequence_length").get<int>()) + extra + " --out " + out);
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "wrote " + out + "\n");
   const auto got = io::load_safetensors(out);
   const auto expected = io::load_safetensors((kFixtures / "encode_prompt/expected.safetensors").string());
   size_t compared = 0;

@@ -32,6 +32,7 @@ void expect_fixture_ids(const std::string& name, const std::string& extra_args) 
   const auto r = run_cli("tokenize --tokenizer " + fixture(name) + " --prompts " + fixture(name) + "/prompts.json" +
                          extra_args + " --output " + out);
   ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "wrote " + out + "\n");  // it says what it wrote, and nothing else
   const auto got = io::load_safetensors(out);
   ASSERT_EQ(got.at("input_ids").dtype(), DType::i64);
   ASSERT_EQ(got.at("attention_mask").dtype(), DType::i64);
