@@ -84,9 +84,34 @@ _SETTINGS = {
 
 # What every pipeline's call takes after ``prompt``. Besides these and _SETTINGS, a call's keywords are
 # the prompt embeddings and masks, by the names of diffusers' pipelines (and of the --embeddings file).
-_SHARED_KEYWORDS = ("negative_prompt", "height", "width", "num_inference_steps", "guidance_scale", "generator_seed",
-                    "latents", "prompt_embeds", "negative_prompt_embeds", "max_sequence_length", "output_type",
-                    "num_images_per_prompt", "ranks", "threads", "dtype")
+_SHARED_KEYWORDS = ("negative_prompt", "height", "width", "num_inference_steps", "guidance_scale", "generator",
+                    "generator_seed", "latents", "prompt_embeds", "negative_prompt_embeds", "max_sequence_length",
+                    "output_type", "return_dict", "num_images_per_prompt", "ranks", "threads", "dtype")
+
+# The weights' dtypes in memory (cpdit generate --dtype; nn/load.hpp), and torch's dtypes as those, by
+# their names: torch itself is not needed to run cpdit, so a dtype is known by str(dtype).
+_ENGINE_DTYPES = ("auto", "f32", "bf16", "q8_0", "q4_k")
+_TORCH_DTYPES = {"torch.float32": "f32", "torch.float": "f32", "torch.bfloat16": "bf16"}
+
+
+def _dtype_of(value, name):
+    """The engine's dtype for a torch dtype (or one of the engine's own names), else ValueError."""
+    if isinstance(value, str) and value in _ENGINE_DTYPES:
+        return value
+    if str(value) in _TORCH_DTYPES:
+        return _TORCH_DTYPES[str(value)]
+    raise ValueError(f"{name} must be torch.float32, torch.bfloat16 or one of 'auto', 'f32', 'bf16', 'q8_0', "
+                     f"'q4_k' (cpdit keeps no float16 weights), got {value!r}")
+
+
+def _seed_of(generator):
+    """The engine's seed for diffusers' ``generator=``: an int, a torch.Generator (its initial_seed()), or a
+    numpy.random.Generator (its next draw)."""
+    if isinstance(generator, np.random.Generator):
+        return int(generator.integers(0, 2**63))
+    if hasattr(generator, "initial_seed"):
+        return checked("generator.initial_seed()", generator.initial_seed(), 0)
+    return checked("generator", generator, 0)
 
 
 def _to_pil(pixels):
@@ -128,12 +153,28 @@ class _Pipeline:
     _latents = staticmethod(_latents_as_they_are)  # the engine's final latents as diffusers returns them
     _images: dict = {}  # the keywords that give an image: the Request field (a PNG path) each one sets
 
-    def __init__(self, model="", preset=""):
+    def __init__(self, model="", preset="", dtype="auto"):
         self.model = model
         self.preset = preset
+        self.dtype = dtype  # the weights' dtype in memory when a call gives none
         self.transformer = Transformer()
         self._engine = None  # the opened pipeline, kept between calls
         self._engine_dtype = None
+
+    def to(self, *args, device=None, dtype=None):
+        """diffusers' ``pipe.to("cpu")`` or ``pipe.to(torch.bfloat16)`` (or both): cpdit runs on CPUs, so a
+        device other than the CPU is refused; a dtype sets the weights' dtype for the next calls."""
+        for value in args:
+            if str(value).startswith("torch.") or value in _ENGINE_DTYPES:
+                dtype = value
+            else:
+                device = value
+        if device is not None and str(device).split(":")[0] != "cpu":
+            raise ValueError(f"cpdit runs on CPUs: there is no {str(device)!r} device to move the pipeline to; "
+                             "use .to('cpu') or leave it out")
+        if dtype is not None:
+            self.dtype = _dtype_of(dtype, "dtype")
+        return self
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -154,7 +195,9 @@ class _Pipeline:
         __call__.__qualname__ = f"{cls.__name__}.__call__"
         __call__.__doc__ = (
             f"Generate, with the arguments of diffusers' {cls._pipeline_classes[0]}.__call__ (see the class "
-            "docstring); None: the pipeline's default. ``generator_seed`` seeds the engine's noise, ``ranks`` and "
+            "docstring); None: the pipeline's default. ``generator`` (an int, a torch.Generator by its initial_seed(), "
+            "a numpy.random.Generator) or ``generator_seed`` seeds the engine's noise, ``return_dict=False`` "
+            "returns a tuple, ``ranks`` and "
             "``threads`` set the local ranks and each one's compute threads, ``dtype`` the transformer's weights in "
             "memory ('auto', 'f32', 'bf16', 'q8_0', 'q4_k': cpdit generate --dtype). Returns None on a process "
             "other than rank 0 of an mpirun launch.")
@@ -165,11 +208,13 @@ class _Pipeline:
         def __call__(self, prompt: Optional[str] = None, **options: Any) -> Any: ...
 
     @classmethod
-    def from_pretrained(cls, path, **unused):
+    def from_pretrained(cls, path, torch_dtype=None, **unused):
         """A diffusers pipeline folder (or a transformer folder or checkpoint file, without text encoders
         or VAE). Nothing is loaded until the pipeline is first called; then its models stay loaded for
         every later call (when they fit in half of the free memory; otherwise each stage loads its
-        model when it starts and frees it when it ends)."""
+        model when it starts and frees it when it ends). ``torch_dtype`` (torch.bfloat16, torch.float32)
+        is the transformer's weights' dtype in memory; the other keywords of diffusers' from_pretrained
+        (variant, use_safetensors, ...) change nothing here."""
         path = os.fspath(path)
         if not os.path.exists(path):
             raise ValueError(f"{cls.__name__}.from_pretrained: {path} does not exist")
@@ -180,7 +225,7 @@ class _Pipeline:
             if name not in cls._pipeline_classes:
                 wanted = " or ".join(cls._pipeline_classes)
                 raise ValueError(f"{path} holds a {name}, not a {wanted}; use the cpdit pipeline of its class")
-        return cls(model=path)
+        return cls(model=path, dtype="auto" if torch_dtype is None else _dtype_of(torch_dtype, "torch_dtype"))
 
     @classmethod
     def from_preset(cls, name):
@@ -196,6 +241,11 @@ class _Pipeline:
         ``generator_seed + j``)."""
         prompt, output_type, latents = call.pop("prompt"), call.pop("output_type"), call.pop("latents")
         ranks, threads, dtype = call.pop("ranks"), call.pop("threads"), call.pop("dtype")
+        generator, return_dict = call.pop("generator"), call.pop("return_dict")
+        if generator is not None:
+            if call["generator_seed"] is not None:
+                raise ValueError("give generator or generator_seed, not both")
+            call["generator_seed"] = _seed_of(generator)
         per_prompt = call.pop("num_images_per_prompt")
         per_prompt = 1 if per_prompt is None else checked("num_images_per_prompt", per_prompt, 1)
         if output_type not in ("pil", "np", "latent"):
@@ -206,7 +256,7 @@ class _Pipeline:
         if prompt is not None and (not isinstance(prompts, (list, tuple)) or not prompts
                                    or not all(isinstance(p, str) for p in prompts)):
             raise ValueError(f"prompt must be a string or a non-empty list of strings, got {prompt!r}")
-        engine = self._opened("auto" if dtype is None else checked("dtype", dtype, str))
+        engine = self._opened(self.dtype if dtype is None else _dtype_of(dtype, "dtype"))
         seed = call["generator_seed"]
         seed = 0 if seed is None else checked("generator_seed", seed, 0)
         outputs = []
@@ -223,7 +273,8 @@ class _Pipeline:
                                                   output_type, ranks, threads))
         if outputs[0] is None:  # a process other than rank 0 of an mpirun launch
             return None
-        return outputs[0] if len(outputs) == 1 else _joined(outputs)
+        output = outputs[0] if len(outputs) == 1 else _joined(outputs)
+        return output if return_dict is None or return_dict else (getattr(output, dataclasses.fields(output)[0].name),)
 
     def _opened(self, dtype):
         """The engine's pipeline for ``dtype``: opened at the first call, kept for the next ones (another
