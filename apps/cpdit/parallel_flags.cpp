@@ -23,7 +23,7 @@ void add_parallel_flags(CLI::App& cmd, ParallelFlags& flags) {
 }
 
 void add_cfg_flag(CLI::App& cmd, ParallelFlags& flags) {
-  cmd.add_option("--cfg", flags.cfg,
+  cmd.add_option("--cfg-parallel", flags.cfg,
                  "CFG-parallel: 2 runs the conditional and unconditional passes of classifier-free guidance on two "
                  "rank groups (each ring x ulysses) at once (default 1: one after the other)")
       ->check(CLI::IsMember({1, 2}))->group("Context parallelism");

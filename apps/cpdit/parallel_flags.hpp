@@ -16,7 +16,7 @@ using parallel::describe;
 using parallel::resolve_layout;
 
 void add_parallel_flags(CLI::App& cmd, ParallelFlags& flags);
-// --cfg, for commands whose pipelines run classifier-free guidance.
+// --cfg-parallel, for commands whose pipelines run classifier-free guidance.
 void add_cfg_flag(CLI::App& cmd, ParallelFlags& flags);
 
 }  // namespace cpdit::app

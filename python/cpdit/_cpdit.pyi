@@ -17,7 +17,7 @@ def launched_by_mpi() -> bool: ...
 def models_opened() -> int: ...
 
 class RankRequest:
-    """--ring, --ulysses, --cfg, --rotate, --backend, --ranks and --threads (0 / "": not given)."""
+    """--ring, --ulysses, --cfg-parallel, --rotate, --backend, --ranks and --threads (0 / "": not given)."""
 
     ring: int
     ulysses: int

@@ -309,7 +309,7 @@ class _Pipeline:
 
     def _set_parallel(self, flags, ranks, threads):
         """The transformer's parallel config and attention backend, and the call's ranks and threads, as
-        the engine's --ring, --ulysses, --cfg, --rotate, --backend, --ranks, --threads."""
+        the engine's --ring, --ulysses, --cfg-parallel, --rotate, --backend, --ranks, --threads."""
         config = self.transformer.parallel_config
         if config is not None:
             flags.ring, flags.ulysses = config.ring_degree, config.ulysses_degree

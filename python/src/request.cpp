@@ -16,7 +16,8 @@ void bind_request(py::module_& m) {
   using parallel::RankRequest;
   using pipeline::PipelineSource;
   using pipeline::Request;
-  py::class_<RankRequest>(m, "RankRequest", "--ring, --ulysses, --cfg, --rotate, --backend, --ranks and --threads")
+  py::class_<RankRequest>(m, "RankRequest",
+                          "--ring, --ulysses, --cfg-parallel, --rotate, --backend, --ranks and --threads")
       .def(py::init<>())
       .def_readwrite("ring", &RankRequest::ring)
       .def_readwrite("ulysses", &RankRequest::ulysses)

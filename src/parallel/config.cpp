@@ -40,7 +40,7 @@ void validate_degrees(const ContextParallelConfig& config, int group_size) {
 void validate_cfg(const ContextParallelConfig& config, bool runs_guidance, const std::string& why_not) {
   CPDIT_CHECK(config.cfg_degree == 1 || runs_guidance, invalid_argument, "CFG-parallel (cfg ", config.cfg_degree, ")",
               " puts the conditional and unconditional passes of classifier-free guidance on two rank groups, but ",
-              why_not, ", so no unconditional pass runs; use cfg 1 (no --cfg)");
+              why_not, ", so no unconditional pass runs; use cfg 1 (no --cfg-parallel)");
 }
 
 void validate_call(const ContextParallelConfig& config, const attention::Backend& backend,

@@ -21,7 +21,7 @@ RankLayout resolve_layout(const RankRequest& flags, int64_t heads, int default_r
   RankLayout layout;
   layout.mpi = comm::launched_by_mpi();
   const int cfg = flags.cfg;
-  CPDIT_CHECK(cfg == 1 || cfg == 2, invalid_argument, "--cfg ", cfg, " must be 1 or 2");
+  CPDIT_CHECK(cfg == 1 || cfg == 2, invalid_argument, "--cfg-parallel ", cfg, " must be 1 or 2");
   const int degrees = cfg * std::max(flags.ring, 1) * std::max(flags.ulysses, 1);
   const bool degrees_given = flags.ring > 0 || flags.ulysses > 0 || cfg > 1;
   if (layout.mpi) {
@@ -33,7 +33,7 @@ RankLayout resolve_layout(const RankRequest& flags, int64_t heads, int default_r
                    : degrees_given     ? degrees
                                        : std::max(default_ranks / cfg * cfg, cfg);
   }
-  CPDIT_CHECK(layout.ranks % cfg == 0, invalid_argument, "--cfg ", cfg,
+  CPDIT_CHECK(layout.ranks % cfg == 0, invalid_argument, "--cfg-parallel ", cfg,
               " needs an even rank count (two equal groups), but ", layout.ranks, " ranks run");
   const int group = layout.ranks / cfg;  // the ranks of one CFG group, split ring x ulysses
 

@@ -1,4 +1,4 @@
-# CFG-parallel under mpirun: the guided Wan pipeline (wan_pipeline_tiny) with --cfg 2 on 2, 4 and 6
+# CFG-parallel under mpirun: the guided Wan pipeline (wan_pipeline_tiny) with --cfg-parallel 2 on 2, 4 and 6
 # processes (no split, Ulysses 2, ring 3 inside each group) gives one local rank's latents and diffusers'
 # within 1e-4, as the local-rank test_pipeline's WanPipelineParity.CfgParallelMatchesDiffusersAndOneRank.
 file(REMOVE_RECURSE ${WORK})
@@ -10,7 +10,7 @@ execute_process(COMMAND ${CPDIT} ${args} --ranks 1 --out ${WORK}/one.safetensors
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "the one-rank run failed: ${rc}")
 endif()
-foreach(split "2;--cfg;2" "4;--cfg;2;--ulysses;2" "6;--cfg;2;--ring;3")
+foreach(split "2;--cfg-parallel;2" "4;--cfg-parallel;2;--ulysses;2" "6;--cfg-parallel;2;--ring;3")
   list(POP_FRONT split np)
   execute_process(COMMAND ${MPIEXEC} -np ${np} --oversubscribe ${CPDIT} ${args} ${split} --out ${WORK}/mpi${np}.safetensors
                   RESULT_VARIABLE rc)

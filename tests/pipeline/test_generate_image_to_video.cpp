@@ -78,7 +78,8 @@ TEST(GenerateImageToVideo, WanAndSkyReelsFromPngsEqualDiffusersSplit) {
   // here also through the VAE encoder and CLIP, each within 3e-6 of diffusers'.
   using Case = std::pair<std::string, std::string>;  // case, layout
   for (const auto& [name, layout] :
-       {Case{"first", "--ring 2"}, Case{"first_last", "--ulysses 2"}, Case{"skyreels_first", "--cfg 2 --ring 2"}}) {
+       {Case{"first", "--ring 2"}, Case{"first_last", "--ulysses 2"},
+        Case{"skyreels_first", "--cfg-parallel 2 --ring 2"}}) {
     TempDir dir("generate_wan_i2v");
     const std::string out = dir.file("clip.safetensors");
     const auto r = run_cli(wan_image_args(name, layout) + " --threads 1 --out " + out + " --json");

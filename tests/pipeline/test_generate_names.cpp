@@ -79,6 +79,9 @@ TEST(GenerateNames, AMistypedFlagIsAnsweredWithTheClosestOne) {
   expect_cli_refused(kFlux + " --stpes 2", "unknown flag --stpes of 'generate'; did you mean --steps?");
   expect_cli_refused(kFlux + " --negative-promtp x", "did you mean --negative-prompt?");
   expect_cli_refused(kFlux + " --preest flux-tiny", "did you mean --preset?");  // a flag of an option group
+  // The CFG-parallel degree was --cfg, which other engines use for the guidance scale: the old name is
+  // answered with the flag it begins.
+  expect_cli_refused(kFlux + " --cfg 2", "unknown flag --cfg of 'generate'; did you mean --cfg-parallel?");
   expect_cli_refused(kFlux + " --zzzzzzzz 3", "unknown flag --zzzzzzzz of 'generate' (see --help)");
   expect_cli_refused("forward --model x --inputs y --output z --ouptut w", "did you mean --output?");
 }

@@ -201,7 +201,7 @@ Tensor cli_latents(const std::string& args) {
 TEST(ImageToImageCli, FromThePngOnEveryLayout) {
   // diffusers' start given: its final latents, FLUX.1 split over 2 ring ranks, Qwen-Image's two guidance
   // passes on two CFG groups.
-  for (const auto& [family, layout] : {std::pair{kFlux, "--ring 2"}, std::pair{kQwen, "--cfg 2"}}) {
+  for (const auto& [family, layout] : {std::pair{kFlux, "--ring 2"}, std::pair{kQwen, "--cfg-parallel 2"}}) {
     const std::string given = " --latents " + (kFixtures / family.name / "latents.safetensors").string();
     const Tensor got = cli_latents(cli_args(family, std::string("--strength 0.6 ") + layout + given));
     EXPECT_LT(max_abs_diff(got, expected(family).at("latents")), kLatentsTolerance) << family.name;

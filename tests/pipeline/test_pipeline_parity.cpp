@@ -8,7 +8,7 @@
 // the prompt through the folder's T5, padded text masks, LTX-Video's schedule, CFG 3.0, the
 // timestep-conditioned VAE).
 // Given diffusers' embeddings and initial latents, the final latents and the decoded image or video
-// are diffusers' on one rank and under every split, CFG-parallel rank groups (--cfg 2) included, and every
+// are diffusers' on one rank and under every split, CFG-parallel rank groups (--cfg-parallel 2) included, and every
 // split decodes what one rank decodes.
 #include "support/read_mp4.hpp"
 #include "support/read_png.hpp"
@@ -81,12 +81,12 @@ void expect_outputs_on_every_split(const fs::path& case_dir, const std::string& 
 }
 
 // The CFG exchange adds no rounding: with no split inside the two groups and one compute thread in
-// both runs (so the kernels sum in the same order), --cfg 2 makes one rank's latents bit for bit.
+// both runs (so the kernels sum in the same order), --cfg-parallel 2 makes one rank's latents bit for bit.
 void expect_cfg_parallel_is_one_rank_exactly(const std::string& args) {
   TempDir dir("cfg_exact");
   const std::string one = dir.file("one.safetensors"), two = dir.file("two.safetensors");
   ASSERT_EQ(run_cli(args + " --ranks 1 --threads 1 --out " + one).code, 0);
-  const auto r = run_cli(args + " --cfg 2 --threads 1 --out " + two);
+  const auto r = run_cli(args + " --cfg-parallel 2 --threads 1 --out " + two);
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(max_abs_diff(io::load_safetensors(two).at("latents"), io::load_safetensors(one).at("latents")), 0.0);
 }
@@ -181,7 +181,8 @@ TEST(QwenImagePipelineParity, WithoutCfgFinalLatentsMatchDiffusers) {
 // CFG-parallel true CFG with the norm rescale: the two passes on two rank groups (ring 2 inside each
 // on 4 ranks) are diffusers' and one rank's; with no split inside the groups, one rank's bit for bit.
 TEST(QwenImagePipelineParity, CfgParallelMatchesDiffusersAndOneRank) {
-  expect_outputs_on_every_split(kQwenCase, qwenimage_args(), "image", {"--ranks 1", "--cfg 2", "--cfg 2 --ring 2"});
+  expect_outputs_on_every_split(kQwenCase, qwenimage_args(), "image",
+                                {"--ranks 1", "--cfg-parallel 2", "--cfg-parallel 2 --ring 2"});
   expect_cfg_parallel_is_one_rank_exactly(qwenimage_args());
 }
 
@@ -198,7 +199,7 @@ TEST(QwenImagePipelineParity, GuidanceFlagsOfOtherPipelinesAreRefused) {
 TEST(WanPipelineParity, VideoIsDiffusersVideoAsAnMp4) {
   TempDir dir("wan_pipeline_mp4");
   const std::string mp4 = dir.file("clip.mp4");
-  const auto r = run_cli(wan_args() + " --cfg 2 --video " + mp4);
+  const auto r = run_cli(wan_args() + " --cfg-parallel 2 --video " + mp4);
   ASSERT_EQ(r.code, 0) << r.err;
   cpdit::testing::expect_mp4_shows_video(
       mp4, io::load_safetensors((kWanCase / "expected.safetensors").string()).at("video"));
@@ -217,8 +218,9 @@ TEST(WanPipelineParity, VideoIsDiffusersVideoAsAnMp4) {
 // Ulysses inside, on 2, 4, 6 and 8 ranks. The latents and video are diffusers' and one rank's.
 TEST(WanPipelineParity, CfgParallelMatchesDiffusersAndOneRank) {
   expect_outputs_on_every_split(kWanCase, wan_args(), "video",
-                                {"--ranks 1", "--cfg 2", "--cfg 2 --ring 2", "--cfg 2 --ulysses 2", "--cfg 2 --ring 3",
-                                 "--cfg 2 --ring 2 --ulysses 2"});
+                                {"--ranks 1", "--cfg-parallel 2", "--cfg-parallel 2 --ring 2",
+                                 "--cfg-parallel 2 --ulysses 2", "--cfg-parallel 2 --ring 3",
+                                 "--cfg-parallel 2 --ring 2 --ulysses 2"});
 }
 
 TEST(WanPipelineParity, CfgParallelWithoutSplitsIsOneRankExactly) {
@@ -234,13 +236,13 @@ void expect_one_line_error(const std::string& args, const std::string& needle) {
 
 TEST(CfgParallel, RefusedWhereNoClassifierFreeGuidanceRuns) {
   // FLUX.1-dev's guidance is an embedding: there is no unconditional pass to put on a second group.
-  expect_one_line_error(flux_args() + " --cfg 2", "FLUX.1's --guidance is an embedding");
+  expect_one_line_error(flux_args() + " --cfg-parallel 2", "FLUX.1's --guidance is an embedding");
   // Wan with guidance 1 runs one pass, as WanPipeline does.
-  expect_one_line_error(wan_args() + " --cfg 2 --guidance 1", "--guidance is at most 1");
+  expect_one_line_error(wan_args() + " --cfg-parallel 2 --guidance 1", "--guidance is at most 1");
   // Qwen-Image at true_cfg_scale 1 runs one pass, as QwenImagePipeline does.
-  expect_one_line_error(qwenimage_args() + " --cfg 2 --true-cfg-scale 1", "--true-cfg-scale is at most 1");
+  expect_one_line_error(qwenimage_args() + " --cfg-parallel 2 --true-cfg-scale 1", "--true-cfg-scale is at most 1");
   // Two groups need an even rank count.
-  expect_one_line_error(wan_args() + " --cfg 2 --ranks 3", "even rank count");
+  expect_one_line_error(wan_args() + " --cfg-parallel 2 --ranks 3", "even rank count");
 }
 
 TEST(FluxPipelineParity, LatentsOfTheWrongLayoutAreOneLineAndNothingWritten) {
@@ -285,7 +287,8 @@ TEST(LtxPipelineParity, FromEmbeddingsFinalLatentsMatchDiffusers) {
 // groups, one rank's bit for bit.
 TEST(LtxPipelineParity, CfgParallelMatchesDiffusersAndOneRank) {
   expect_outputs_on_every_split(kLtxCase, ltx_args(), "video",
-                                {"--ranks 1", "--cfg 2", "--cfg 2 --ring 2", "--cfg 2 --ulysses 2"});
+                                {"--ranks 1", "--cfg-parallel 2", "--cfg-parallel 2 --ring 2",
+                                 "--cfg-parallel 2 --ulysses 2"});
   expect_cfg_parallel_is_one_rank_exactly(ltx_args());
 }
 
@@ -359,7 +362,7 @@ TEST(LtxPipelineParity, FlagsOfOtherPipelinesAndBadSizesAreOneLineErrors) {
   const std::string text = "--embeddings " + (kLtxCase / "inputs.safetensors").string();
   expect_one_line_error(ltx_args(text) + " --true-cfg-scale 2", "--true-cfg-scale is for FLUX.1 and Qwen-Image");
   expect_one_line_error(ltx_args(text) + " --image a.png", "--image is for images");
-  expect_one_line_error(ltx_args(text) + " --cfg 2 --guidance 1", "--guidance is at most 1");
+  expect_one_line_error(ltx_args(text) + " --cfg-parallel 2 --guidance 1", "--guidance is at most 1");
   expect_one_line_error(ltx_args(text, "--frames 10 --height 64 --width 64"), "8k + 1");
   expect_one_line_error(ltx_args(text, "--frames 9 --height 48 --width 64"), "multiples of 32");
   // The decode timestep is the LTX VAE's: refused for Wan, in generate and decode alike.

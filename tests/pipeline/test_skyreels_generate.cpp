@@ -107,10 +107,10 @@ TEST(SkyReelsGenerateCli, FinalLatentsMatchDiffusersOnEverySplit) {
   const std::string args = "generate --model " + (kCase / "pipeline").string() + " --embeddings " + inputs +
                            " --latents " + inputs + " --steps 3 --frames 21 --height 48 --width 32 --ar-step 1 --json";
   // The transformer has 2 heads: Ulysses up to 2, ring any count; 6 frames of 3 x 2 patches = 36 tokens.
-  // The case is guided (negative_prompt_embeds, guidance 6), so --cfg 2 runs its two passes on two
+  // The case is guided (negative_prompt_embeds, guidance 6), so --cfg-parallel 2 runs its two passes on two
   // rank groups, alone and with splits inside each group.
-  for (const std::string split : {"--ranks 1", "--ring 2", "--ulysses 2", "--ring 3", "--ring 2 --ulysses 2", "--cfg 2",
-                                  "--cfg 2 --ring 2", "--cfg 2 --ulysses 2"}) {
+  for (const std::string split : {"--ranks 1", "--ring 2", "--ulysses 2", "--ring 3", "--ring 2 --ulysses 2",
+                                  "--cfg-parallel 2", "--cfg-parallel 2 --ring 2", "--cfg-parallel 2 --ulysses 2"}) {
     cpdit::testing::TempDir dir("skyreels_generate_cli");
     const std::string out = dir.file("out.safetensors");
     const auto r = cpdit::testing::run_cli(args + " " + split + " --threads 1 --out " + out);

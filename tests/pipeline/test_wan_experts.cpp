@@ -96,7 +96,8 @@ TEST(WanExpertsCli, GenerateEqualsDiffusersSplit) {
   const std::string image = (fs::path(CPDIT_TEST_DATA) / "fixtures" / "wan_i2v_pipeline" / "first.png").string();
   using Run = std::pair<std::string, std::string>;  // case, its own flags
   // t2v with its two guidance passes on two CFG groups, the low-noise expert's included.
-  for (const auto& [name, flags] : {Run{"t2v", "--cfg 2 --ring 2"}, Run{"i2v", "--ulysses 2 --first-image " + image}}) {
+  for (const auto& [name, flags] :
+       {Run{"t2v", "--cfg-parallel 2 --ring 2"}, Run{"i2v", "--ulysses 2 --first-image " + image}}) {
     cpdit::testing::TempDir dir("generate_wan_experts");
     const std::string out = dir.file("clip.safetensors");
     const auto r = cpdit::testing::run_cli("generate --model " + (kFixture / name / "pipeline").string() +

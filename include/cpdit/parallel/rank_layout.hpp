@@ -1,7 +1,7 @@
 #pragma once
-// How a run asks for its ranks (--ring, --ulysses, --cfg, --rotate, --backend, --ranks, --threads, or
-// the Python and server fields of the same names) and how that resolves into a number of ranks, a
-// (cfg, ring, Ulysses) configuration and a compute-thread budget per rank.
+// How a run asks for its ranks (--ring, --ulysses, --cfg-parallel, --rotate, --backend, --ranks,
+// --threads, or the Python and server fields of the same names) and how that resolves into a number of
+// ranks, a (cfg, ring, Ulysses) configuration and a compute-thread budget per rank.
 #include <cpdit/parallel/config.hpp>
 
 #include <cstdint>

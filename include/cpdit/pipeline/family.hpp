@@ -149,7 +149,7 @@ void set_loop_options(Options& options, const Request& r, RankRun& run) {
   options.initial_latents = r.initial_latents;
   options.on_step = run.on_step;
 }
-// Why a --cfg 2 layout cannot split a loop's two guidance passes, when it cannot.
+// Why a --cfg-parallel 2 layout cannot split a loop's two guidance passes, when it cannot.
 const char* no_guidance_reason(bool has_negative, const char* scale_flag_at_most_1);
 // Where the text embeddings came from, for errors.
 std::string text_source(const Request& r);
