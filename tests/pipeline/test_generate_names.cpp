@@ -86,6 +86,19 @@ TEST(GenerateNames, AMistypedFlagIsAnsweredWithTheClosestOne) {
   expect_cli_refused("forward --model x --inputs y --output z --ouptut w", "did you mean --output?");
 }
 
+TEST(GenerateNames, HelpNamesChoicesInWordsWithTheirDefaults) {
+  for (const std::string command : {"generate", "decode", "forward"}) {
+    const auto r = run_cli(command + " --help");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find("--vae-split {rows,frames}"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("ENUM"), std::string::npos) << r.out;  // CLI11's own rendering of a mapping
+  }
+  const auto generate = run_cli("generate --help");
+  for (const std::string default_said : {"-1 draws one at random, printed in the summary (default: 0)",
+                                         "or allgather (default: p2p)", "(default: cfg-parallel x ring x ulysses"})
+    EXPECT_NE(generate.out.find(default_said), std::string::npos) << default_said;
+}
+
 std::string file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), {});
