@@ -229,8 +229,10 @@ void print_summary(const nlohmann::json& s) {
 void report_stages(pipeline::StageLog& stages, bool silent) {
   stages.on_warning = [](const std::string& message) { std::fprintf(stderr, "cpdit: warning: %s\n", message.c_str()); };
   if (silent) return;
+  // The stage's time and the weights it held, so that a long silent load says what it loaded.
   stages.on_end = [](const pipeline::StageStats& s) {
-    std::fprintf(stderr, "%s done in %s\n", s.name.c_str(), format_duration(s.seconds).c_str());
+    std::fprintf(stderr, "%s done in %s, %s of weights\n", s.name.c_str(), format_duration(s.seconds).c_str(),
+                 format_bytes(uint64_t(s.weight_bytes)).c_str());
   };
 }
 

@@ -3,6 +3,7 @@
 // *.safetensors.index.json, or a folder holding one of those, a diffusers pipeline folder (its
 // transformer), or a GGUF file (dtype: its ggml type, e.g. Q8_0).
 #include "command.hpp"
+#include "progress.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
@@ -14,16 +15,6 @@
 #include <string>
 
 namespace {
-
-std::string human_bytes(uint64_t bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double value = double(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
-  char text[32];
-  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
-  return text;
-}
 
 // The config the model would be opened with: config.json over what the tensors tell, or the tensors
 // alone (a GGUF or single file without one: the built-in config sized by the tensor shapes). One
@@ -50,8 +41,8 @@ void inspect(const std::string& path) {
     total += info.end - info.begin;
   }
   const size_t files = checkpoint.gguf() ? 1 : checkpoint.shards().size();
-  std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(), human_bytes(total).c_str(), files,
-              files == 1 ? "" : "s");
+  std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(),
+              cpdit::app::format_bytes(total).c_str(), files, files == 1 ? "" : "s");
   // The class the model registry would open it as (a class it does not know is still named).
   const cpdit::io::ModelFiles model_files = cpdit::io::resolve_model(path);
   if (auto model = cpdit::models::checkpoint_class(model_files)) {

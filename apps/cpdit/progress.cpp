@@ -18,6 +18,16 @@ std::string format_duration(double seconds) {
   return buffer;
 }
 
+std::string format_bytes(uint64_t bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = double(bytes);
+  int unit = 0;
+  while (value >= 1024 && unit < 4) value /= 1024, ++unit;
+  char text[32];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f %s" : "%.1f %s", value, units[unit]);
+  return text;
+}
+
 Progress::Progress(std::string label, bool silent)
     : label_(std::move(label)), silent_(silent), terminal_(isatty(STDERR_FILENO) == 1) {}
 

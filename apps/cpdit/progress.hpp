@@ -2,6 +2,7 @@
 // The progress line of a denoising loop, printed by rank 0 on stderr: a redrawn bar on a terminal,
 // one plain line per step otherwise, nothing when silenced (--json).
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 namespace cpdit::app {
@@ -18,5 +19,6 @@ class Progress {
 };
 
 std::string format_duration(double seconds);  // "1:05", "12.3 s"
+std::string format_bytes(uint64_t bytes);     // "512 B", "1.5 GiB"
 
 }  // namespace cpdit::app

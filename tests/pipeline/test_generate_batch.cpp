@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <sstream>
 
 namespace cpdit {
@@ -34,11 +35,15 @@ TEST(GenerateBatch, FourPromptsLoadOnceAndEachIsItsOwnRun) {
   // The models load once (stage "load"), then each request runs its own encode, denoise and decode.
   std::istringstream err(r.err);
   int loads = 0, denoises = 0;
+  std::string load_line;
   for (std::string line; std::getline(err, line);) {
-    loads += line.rfind("load done in", 0) == 0;
+    if (line.rfind("load done in", 0) == 0) ++loads, load_line = line;
     denoises += line.rfind("denoise done in", 0) == 0;
   }
   EXPECT_EQ(loads, 1) << r.err;
+  // The load says what it loaded, not only how long it took.
+  EXPECT_TRUE(std::regex_search(load_line, std::regex(R"(^load done in [0-9.]+ s, [0-9.]+ (KiB|MiB|GiB) of weights$)")))
+      << load_line;
   EXPECT_EQ(denoises, 4) << r.err;
   EXPECT_NE(r.out.find("batch        4 requests on one pipeline, its models loaded once"), std::string::npos) << r.out;
   const char* lines[] = {"a red fox", "a blue whale", "a green frog", "a grey owl"};
