@@ -251,7 +251,7 @@ void write_outputs(const pipeline::Result& result, const Outputs& o) {
                           {"steps", std::to_string(r.steps)}});
   }
   if (!o.preview.empty()) io::write_png(o.preview, pipeline::flux_latent_preview(result.latents), r.width, r.height);
-  if (!o.image.empty()) pipeline::write_image_pngs(o.image, pixels);
+  if (!o.image.empty()) pipeline::write_image_pngs(o.image, pixels, pipeline::generation_parameters(result));
   if (!o.frames_dir.empty()) pipeline::write_frame_pngs(o.frames_dir, pixels);
   // generate's video loops make one clip: item 0 of the (1, F, H, W, 3) video.
   if (!o.video.empty()) io::write_mp4(o.video, pixels.select(0, 0), int(result.family->frame_rate(r)));

@@ -4,7 +4,10 @@
 
 #include <png.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <csetjmp>
+#include <cstdio>
 #include <cstring>
 
 namespace cpdit::io {
@@ -18,9 +21,9 @@ struct Encoder {
   char message[256] = {};
 };
 
+// The error pointer is a char[256] that receives libpng's message.
 void on_error(png_structp png, png_const_charp message) {
-  auto* encoder = static_cast<Encoder*>(png_get_error_ptr(png));
-  std::strncpy(encoder->message, message, sizeof(encoder->message) - 1);
+  std::strncpy(static_cast<char*>(png_get_error_ptr(png)), message, 255);
   png_longjmp(png, 1);
 }
 void on_warning(png_structp, png_const_charp) {}
@@ -30,8 +33,9 @@ void on_write(png_structp png, png_bytep data, png_size_t length) {
 }
 void on_flush(png_structp) {}
 
-bool encode(const uint8_t* rgb, png_uint_32 width, png_uint_32 height, Encoder* encoder) {
-  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, encoder, on_error, on_warning);
+bool encode(const uint8_t* rgb, png_uint_32 width, png_uint_32 height, std::vector<png_text>& text,
+            Encoder* encoder) {
+  png_structp png = png_create_write_struct(PNG_LIBPNG_VER_STRING, encoder->message, on_error, on_warning);
   if (!png) return false;
   png_infop info = png_create_info_struct(png);
   if (!info || setjmp(png_jmpbuf(png))) {
@@ -41,6 +45,7 @@ bool encode(const uint8_t* rgb, png_uint_32 width, png_uint_32 height, Encoder* 
   png_set_write_fn(png, encoder, on_write, on_flush);
   png_set_IHDR(png, info, width, height, 8, PNG_COLOR_TYPE_RGB, PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
                PNG_FILTER_TYPE_DEFAULT);
+  if (!text.empty()) png_set_text(png, info, text.data(), int(text.size()));
   png_write_info(png, info);
   for (png_uint_32 y = 0; y < height; ++y) png_write_row(png, rgb + size_t(y) * width * 3);
   png_write_end(png, nullptr);
@@ -48,15 +53,76 @@ bool encode(const uint8_t* rgb, png_uint_32 width, png_uint_32 height, Encoder* 
   return true;
 }
 
+// The text chunks of the PNG before its pixels into `text` (owned copies: made after libpng returns, so
+// no C++ object is live when it longjmps); false with `message` set when libpng cannot read the file.
+struct TextReader {
+  FILE* file = nullptr;
+  char message[256] = {};
+};
+
+bool read_text_chunks(TextReader* reader, png_textp* chunks, int* count, png_structp* png_out, png_infop* info_out) {
+  png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader->message, on_error, on_warning);
+  if (!png) return false;
+  png_infop info = png_create_info_struct(png);
+  if (!info || setjmp(png_jmpbuf(png))) {
+    png_destroy_read_struct(&png, &info, nullptr);
+    return false;
+  }
+  // A text chunk is inflated into memory: a compressed bomb stops at the limit as a libpng error.
+  png_set_chunk_malloc_max(png, 1 << 20);
+  png_init_io(png, reader->file);
+  png_read_info(png, info);
+  *count = png_get_text(png, info, chunks, nullptr);
+  *png_out = png;
+  *info_out = info;
+  return true;
+}
+
 }  // namespace
 
-void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t width, int64_t height) {
+PngText read_png_text(const std::string& path) {
+  TextReader reader;
+  reader.file = std::fopen(path.c_str(), "rb");
+  CPDIT_CHECK(reader.file != nullptr, invalid_argument, "cannot open ", path, ": ", std::strerror(errno));
+  png_textp chunks = nullptr;
+  int count = 0;
+  png_structp png = nullptr;
+  png_infop info = nullptr;
+  const bool ok = read_text_chunks(&reader, &chunks, &count, &png, &info);
+  PngText text;
+  if (ok) {
+    for (int i = 0; i < count; ++i) {
+      const png_text& c = chunks[i];  // an iTXt chunk's length is itxt_length, the others' text_length
+      text.emplace_back(c.key, std::string(c.text, c.compression >= PNG_ITXT_COMPRESSION_NONE ? c.itxt_length
+                                                                                                : c.text_length));
+    }
+    png_destroy_read_struct(&png, &info, nullptr);
+  }
+  std::fclose(reader.file);
+  CPDIT_CHECK(ok, invalid_argument, "cannot read ", path, " as a PNG: ", reader.message);
+  return text;
+}
+
+void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t width, int64_t height,
+               const PngText& text) {
   CPDIT_CHECK(width > 0 && height > 0 && width < (1 << 24) && height < (1 << 24) &&
                   rgb.size() == size_t(width * height * 3),
               invalid_argument, "write_png: ", rgb.size(), " bytes do not hold a ", width, "x", height, " RGB image");
+  std::vector<png_text> chunks;
+  for (const auto& [key, value] : text) {
+    CPDIT_CHECK(!key.empty() && key.size() <= 79, invalid_argument, "write_png: a text keyword has 1 to 79 bytes, got '",
+                key, "'");
+    png_text chunk{};
+    const bool ascii = std::all_of(value.begin(), value.end(), [](char c) { return (unsigned char)c < 128; });
+    chunk.compression = ascii ? PNG_TEXT_COMPRESSION_NONE : PNG_ITXT_COMPRESSION_NONE;
+    chunk.key = const_cast<char*>(key.c_str());  // libpng copies; it takes non-const pointers
+    chunk.text = const_cast<char*>(value.c_str());
+    (ascii ? chunk.text_length : chunk.itxt_length) = value.size();
+    chunks.push_back(chunk);
+  }
   Encoder encoder;
-  CPDIT_CHECK(encode(rgb.data(), png_uint_32(width), png_uint_32(height), &encoder), io, "png encoding of ", path,
-              " failed: ", encoder.message);
+  CPDIT_CHECK(encode(rgb.data(), png_uint_32(width), png_uint_32(height), chunks, &encoder), io, "png encoding of ",
+              path, " failed: ", encoder.message);
   AtomicFile file(path);
   file.write(encoder.bytes.data(), encoder.bytes.size());
   file.commit();

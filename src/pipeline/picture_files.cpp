@@ -1,8 +1,10 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/png.hpp>
 #include <cpdit/pipeline/picture_files.hpp>
+#include <cpdit/pipeline/family.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -20,12 +22,29 @@ std::vector<std::string> image_png_paths(const std::string& path, int64_t batch)
   return paths;
 }
 
-void write_image_pngs(const std::string& path, const Tensor& image) {
+io::PngText generation_parameters(const Result& result) {
+  const Request& r = result.request;
+  std::string text = r.prompt.value_or("");
+  if (r.negative_prompt && !r.negative_prompt->empty()) text += "\nNegative prompt: " + *r.negative_prompt;
+  char number[32];
+  auto scale = [&](const char* name, float value) {
+    if (std::isnan(value)) return std::string();
+    std::snprintf(number, sizeof number, "%g", double(value));
+    return std::string(", ") + name + ": " + number;
+  };
+  text += "\nSteps: " + std::to_string(r.steps) + ", Sampler: " + result.family->scheduler_name() +
+          ", Seed: " + std::to_string(r.seed) + ", Size: " + std::to_string(r.width) + "x" + std::to_string(r.height) +
+          scale("Guidance", r.guidance) + scale("True CFG scale", r.true_cfg_scale) + ", Model: " + result.model_name +
+          ", Version: cpdit " CPDIT_VERSION;
+  return {{"parameters", text}};
+}
+
+void write_image_pngs(const std::string& path, const Tensor& image, const io::PngText& text) {
   CPDIT_CHECK(image.dim() == 4 && image.size(3) == 3, invalid_argument, "PNG images need pixels (B, H, W, 3), got ",
               image.describe());
   const std::vector<std::string> paths = image_png_paths(path, image.size(0));
   for (int64_t b = 0; b < image.size(0); ++b)
-    io::write_png(paths[size_t(b)], pixels_to_rgb8(image, b), image.size(2), image.size(1));
+    io::write_png(paths[size_t(b)], pixels_to_rgb8(image, b), image.size(2), image.size(1), text);
 }
 
 void write_frame_pngs(const std::string& dir, const Tensor& video) {

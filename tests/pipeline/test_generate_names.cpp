@@ -6,6 +6,8 @@
 #include "support/expect_cli_refused.hpp"
 #include "support/run_cli.hpp"
 
+#include <cpdit/io/png.hpp>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,6 +40,20 @@ TEST(GenerateNames, OutNamedPngIsAPngImage) {
   const std::string other = dir.file("other.png");
   ASSERT_EQ(run_cli(kFlux + " --output " + other).code, 0);
   EXPECT_TRUE(fs::is_regular_file(other));
+}
+
+TEST(GenerateNames, APngCarriesItsSettingsAndInspectPrintsThem) {
+  TempDir dir("generate_names_parameters");
+  const std::string png = dir.file("fox.png");
+  const auto r = run_cli(kFlux + " -p 'a red fox' -n blurry -s 7 --guidance 2.5 -o " + png);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string parameters =
+      "a red fox\nNegative prompt: blurry\nSteps: 1, Sampler: flow-match Euler, Seed: 7, Size: 48x32, Guidance: 2.5, "
+      "Model: preset flux-tiny, Version: cpdit " CPDIT_VERSION;
+  EXPECT_EQ(io::read_png_text(png), (io::PngText{{"parameters", parameters}}));
+  const auto inspect = run_cli("inspect " + png);
+  ASSERT_EQ(inspect.code, 0) << inspect.err;
+  EXPECT_EQ(inspect.out, png + ": PNG, 1 text chunk\nparameters:\n" + parameters + "\n");
 }
 
 TEST(GenerateNames, OutNamedMp4OrAFolderIsTheClip) {

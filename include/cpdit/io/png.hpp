@@ -1,14 +1,24 @@
 #pragma once
 // Writing 8-bit RGB PNG images (previews), atomically like every output of cpdit, and reading one
-// (the image an image-to-video run starts from).
+// (the image an image-to-video run starts from); and the text chunks a PNG carries, such as the
+// "parameters" that generate (like stable-diffusion.cpp and A1111) stores.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cpdit::io {
 
-// `rgb` holds height * width * 3 bytes, row-major, R G B per pixel.
-void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t width, int64_t height);
+// (keyword, text) pairs: tEXt chunks for ASCII text, iTXt (UTF-8) for any other.
+using PngText = std::vector<std::pair<std::string, std::string>>;
+
+// `rgb` holds height * width * 3 bytes, row-major, R G B per pixel; `text` goes before the pixels.
+void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t width, int64_t height,
+               const PngText& text = {});
+
+// The text chunks (tEXt, zTXt, iTXt) before a PNG's pixels, where PNG writers put them, in file order.
+// A file libpng cannot read is a one-line error; a chunk above 1 MiB is refused before it is inflated.
+PngText read_png_text(const std::string& path);
 
 struct RgbImage {
   int64_t width = 0, height = 0;

@@ -94,6 +94,8 @@ class Family {
   virtual bool takes_decode_timestep() const { return false; }  // a timestep-conditioned VAE (LTX-Video)
   // The latents' layout, as the --out file's metadata says it.
   virtual std::string latents_layout() const = 0;
+  // Its scheduler in words, as a picture's parameters name it: "flow-match Euler", "UniPC".
+  virtual std::string scheduler_name() const = 0;
   // The clip's frame rate: the request's fps, else the rate the pipeline makes.
   virtual int64_t frame_rate(const Request& request) const { return request.fps.value_or(kWanFramesPerSecond); }
 

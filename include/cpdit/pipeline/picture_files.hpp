@@ -1,6 +1,9 @@
 #pragma once
-// Decoded pixels (pipeline/vae_decode.hpp's postprocess_pixels) to PNG files, each written atomically.
+// Decoded pixels (pipeline/vae_decode.hpp's postprocess_pixels) to PNG files, each written atomically,
+// carrying the settings that made them.
 #include <cpdit/core/tensor.hpp>
+#include <cpdit/io/png.hpp>
+#include <cpdit/pipeline/request.hpp>
 
 #include <string>
 #include <vector>
@@ -10,8 +13,14 @@ namespace cpdit::pipeline {
 // The files write_image_pngs writes for `batch` images: `path` itself for one; for more, one per item,
 // the item's index before the extension (out.png -> out_0.png, out_1.png).
 std::vector<std::string> image_png_paths(const std::string& path, int64_t batch);
-// image (B, H, W, 3) in [0, 1].
-void write_image_pngs(const std::string& path, const Tensor& image);
+// image (B, H, W, 3) in [0, 1]; every file carries `text`.
+void write_image_pngs(const std::string& path, const Tensor& image, const io::PngText& text = {});
+
+// A run's settings as the PNG text chunk "parameters", laid out as stable-diffusion.cpp and A1111 write
+// it (so the tools that read theirs read cpdit's): the prompt, "Negative prompt: ..." when there is
+// one, then "Steps: 4, Sampler: flow-match Euler, Seed: 7, Size: 256x256, Model: preset flux-mini,
+// Version: cpdit 0.1.0", with "Guidance" and "True CFG scale" when the request gave them.
+io::PngText generation_parameters(const Result& result);
 
 // video (B, F, H, W, 3) in [0, 1] as dir/frame_00000.png, frame_00001.png, ...; a batch of several
 // videos puts item b's frames under dir/b/. The folders are created when absent.

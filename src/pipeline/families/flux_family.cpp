@@ -22,6 +22,7 @@ class FluxFamily final : public Family {
   FamilyDefaults defaults() const override { return {.steps = 28}; }
   bool takes_init_image() const override { return true; }
   bool has_preview() const override { return true; }
+  std::string scheduler_name() const override { return "flow-match Euler"; }
   std::string latents_layout() const override { return "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift"; }
 
   std::vector<std::string> pipeline_classes() const override { return {"FluxPipeline", "FluxImg2ImgPipeline"}; }

@@ -26,6 +26,7 @@ class LtxFamily final : public Family {
     return {.steps = 50, .height = 512, .width = 704, .frames = 161, .preset_frames = 9, .text_tokens = 128};
   }
   bool takes_decode_timestep() const override { return true; }
+  std::string scheduler_name() const override { return "flow-match Euler"; }
   std::string latents_layout() const override {
     return "ltx latents (B, C, F, H/32, W/32), before the VAE's latents_mean/std";
   }

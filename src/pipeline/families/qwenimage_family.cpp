@@ -23,6 +23,7 @@ class QwenImageFamily final : public Family {
   std::string preset_prefix() const override { return "qwen-"; }
   FamilyDefaults defaults() const override { return {.steps = 50}; }
   bool takes_init_image() const override { return true; }
+  std::string scheduler_name() const override { return "flow-match Euler"; }
   std::string latents_layout() const override {
     return "qwenimage latents (B, 16, 1, H/8, W/8), before the VAE's latents_mean/std";
   }

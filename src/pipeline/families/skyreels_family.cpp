@@ -42,6 +42,7 @@ class SkyReelsFamily final : public Family {
     return {.steps = 50, .height = 480, .width = 832, .frames = 81, .preset_frames = 5};
   }
   bool takes_first_image() const override { return true; }
+  std::string scheduler_name() const override { return "UniPC"; }
   std::string latents_layout() const override { return "wan latents (B, 16, F, H/8, W/8)"; }
   int64_t frame_rate(const Request& r) const override {
     return r.fps.value_or(24);  // SkyReelsV2DiffusionForcingPipeline's fps input
