@@ -78,9 +78,39 @@ bool read_text_chunks(TextReader* reader, png_textp* chunks, int* count, png_str
   return true;
 }
 
+// libpng allocates a chunk's claimed length before reading it, and inflates compressed chunks whole,
+// with no limit in this build: a 100-byte file claiming a 2 GB text chunk, or a zTXt bomb, would be
+// allocated. So the chunk headers are walked first (seeking past the data, to IEND) and a chunk
+// other than the pixels' IDAT above 1 MiB, or a compressed one (zTXt, iTXt, iCCP) above 64 KiB
+// (deflate inflates at most ~1032x: 64 MiB), is refused before libpng sees the file.
+void check_chunk_sizes(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "rb");
+  CPDIT_CHECK(file != nullptr, invalid_argument, "cannot open ", path, ": ", std::strerror(errno));
+  unsigned char header[8];
+  std::string refused;
+  if (std::fread(header, 1, 8, file) == 8 && png_sig_cmp(header, 0, 8) == 0) {
+    while (std::fread(header, 1, 8, file) == 8) {
+      const uint64_t length = uint64_t(header[0]) << 24 | uint64_t(header[1]) << 16 | uint64_t(header[2]) << 8 |
+                              uint64_t(header[3]);
+      const std::string type(reinterpret_cast<const char*>(header + 4), 4);
+      if (type == "IEND") break;
+      const bool compressed = type == "zTXt" || type == "iTXt" || type == "iCCP";
+      if (type != "IDAT" && length > (compressed ? uint64_t(64) << 10 : uint64_t(1) << 20)) {
+        refused = detail::concat(path, ": its ", type, " chunk of ", length, " bytes is above the ",
+                                 compressed ? "64 KiB" : "1 MiB", " cpdit reads outside the pixels");
+        break;
+      }
+      if (std::fseek(file, long(length + 4), SEEK_CUR) != 0) break;  // the data and its CRC
+    }
+  }
+  std::fclose(file);  // a file that is no PNG is left for libpng to say so
+  CPDIT_CHECK(refused.empty(), invalid_argument, refused);
+}
+
 }  // namespace
 
 PngText read_png_text(const std::string& path) {
+  check_chunk_sizes(path);
   TextReader reader;
   reader.file = std::fopen(path.c_str(), "rb");
   CPDIT_CHECK(reader.file != nullptr, invalid_argument, "cannot open ", path, ": ", std::strerror(errno));
@@ -129,6 +159,7 @@ void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t
 }
 
 RgbImage read_png(const std::string& path) {
+  check_chunk_sizes(path);
   // The simplified API keeps libpng's longjmp inside libpng: errors come back as a flag and a message.
   png_image image;
   std::memset(&image, 0, sizeof image);

@@ -69,6 +69,25 @@ TEST(PngText, AChunkInflatingPastTheLimitIsRefused) {
   EXPECT_TRUE(read_png_text(path).empty());
 }
 
+TEST(PngText, AChunkClaimingMoreThanTheLimitIsRefusedBeforeLibpngAllocatesIt) {
+  // Found by fuzz/fuzz_png.cpp: a 156-byte file whose iTXt chunk claimed 1.9 GB made libpng allocate it.
+  TempDir dir("png_text_claim");
+  std::string png("\x89PNG\r\n\x1a\n", 8);
+  put_chunk(png, "IHDR", std::string("\0\0\0\1\0\0\0\1\x08\x02\0\0\0", 13));
+  std::string claim = png;
+  claim += std::string("\x77\x35\x94\x00tEXt", 8) + "parameters";  // 2 billion bytes claimed, 10 there
+  const std::string claimed = dir.file("claimed.png");
+  std::ofstream(claimed, std::ios::binary) << claim;
+  for (auto read : {+[](const std::string& p) { read_png(p); }, +[](const std::string& p) { read_png_text(p); }})
+    cpdit::testing::expect_error([&] { read(claimed); }, {"its tEXt chunk of 2000000000 bytes is above the 1 MiB"});
+  // A compressed chunk is held to 64 KiB, what inflates to at most 64 MiB.
+  std::string big = png;
+  put_chunk(big, "zTXt", std::string("k\0\0", 3) + std::string(70000, 'x'));
+  const std::string compressed = dir.file("compressed.png");
+  std::ofstream(compressed, std::ios::binary) << big;
+  cpdit::testing::expect_error([&] { read_png(compressed); }, {"its zTXt chunk of 70003 bytes is above the 64 KiB"});
+}
+
 TEST(PngText, ANonPngIsAOneLineError) {
   TempDir dir("png_text_bad");
   const std::string path = dir.file("bad.png");
