@@ -61,12 +61,13 @@ std::string unknown_flag(const CLI::App& command, int argc, char** argv) {
       }
     // None a few edits away: the (at most three) flags that the typed word of 3 letters or more begins,
     // as "--cfg" begins --cfg-parallel.
-    std::vector<std::string> longer;
-    for (const std::string& name : names)
-      if (best.empty() && typed.size() >= 5 && name.size() > typed.size() && name.rfind(typed, 0) == 0)
-        longer.push_back(name);
-    if (!longer.empty() && longer.size() <= 3)
-      for (const std::string& name : longer) best += (best.empty() ? "" : " or ") + name;
+    if (best.empty() && typed.size() >= 5) {
+      std::vector<std::string> longer;
+      for (const std::string& name : names)
+        if (name.size() > typed.size() && name.rfind(typed, 0) == 0) longer.push_back(name);
+      if (longer.size() <= 3)
+        for (const std::string& name : longer) best += (best.empty() ? "" : " or ") + name;
+    }
     return "unknown flag " + typed + " of '" + command.get_name() + "'" +
            (best.empty() ? "" : "; did you mean " + best + "?");
   }

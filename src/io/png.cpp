@@ -9,6 +9,7 @@
 #include <csetjmp>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 
 namespace cpdit::io {
 
@@ -53,13 +54,14 @@ bool encode(const uint8_t* rgb, png_uint_32 width, png_uint_32 height, std::vect
   return true;
 }
 
-// The text chunks of the PNG before its pixels into `text` (owned copies: made after libpng returns, so
-// no C++ object is live when it longjmps); false with `message` set when libpng cannot read the file.
 struct TextReader {
   FILE* file = nullptr;
   char message[256] = {};
 };
 
+// The text chunks of the PNG before its pixels (libpng's, freed with the read struct it returns);
+// false with the reader's message set when libpng cannot read the file. It holds no C++ object, as
+// libpng may longjmp out of it.
 bool read_text_chunks(TextReader* reader, png_textp* chunks, int* count, png_structp* png_out, png_infop* info_out) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, reader->message, on_error, on_warning);
   if (!png) return false;
@@ -68,7 +70,8 @@ bool read_text_chunks(TextReader* reader, png_textp* chunks, int* count, png_str
     png_destroy_read_struct(&png, &info, nullptr);
     return false;
   }
-  // A text chunk is inflated into memory: a compressed bomb stops at the limit as a libpng error.
+  // A text chunk is inflated into memory: one that would inflate past 1 MiB is dropped (libpng's
+  // benign error, a warning on read).
   png_set_chunk_malloc_max(png, 1 << 20);
   png_init_io(png, reader->file);
   png_read_info(png, info);
@@ -83,11 +86,8 @@ bool read_text_chunks(TextReader* reader, png_textp* chunks, int* count, png_str
 // allocated. So the chunk headers are walked first (seeking past the data, to IEND) and a chunk
 // other than the pixels' IDAT above 1 MiB, or a compressed one (zTXt, iTXt, iCCP) above 64 KiB
 // (deflate inflates at most ~1032x: 64 MiB), is refused before libpng sees the file.
-void check_chunk_sizes(const std::string& path) {
-  FILE* file = std::fopen(path.c_str(), "rb");
-  CPDIT_CHECK(file != nullptr, invalid_argument, "cannot open ", path, ": ", std::strerror(errno));
+void check_chunk_sizes(FILE* file, const std::string& path) {
   unsigned char header[8];
-  std::string refused;
   if (std::fread(header, 1, 8, file) == 8 && png_sig_cmp(header, 0, 8) == 0) {
     while (std::fread(header, 1, 8, file) == 8) {
       const uint64_t length = uint64_t(header[0]) << 24 | uint64_t(header[1]) << 16 | uint64_t(header[2]) << 8 |
@@ -95,25 +95,35 @@ void check_chunk_sizes(const std::string& path) {
       const std::string type(reinterpret_cast<const char*>(header + 4), 4);
       if (type == "IEND") break;
       const bool compressed = type == "zTXt" || type == "iTXt" || type == "iCCP";
-      if (type != "IDAT" && length > (compressed ? uint64_t(64) << 10 : uint64_t(1) << 20)) {
-        refused = detail::concat(path, ": its ", type, " chunk of ", length, " bytes is above the ",
-                                 compressed ? "64 KiB" : "1 MiB", " cpdit reads outside the pixels");
-        break;
-      }
+      CPDIT_CHECK(type == "IDAT" || length <= (compressed ? uint64_t(64) << 10 : uint64_t(1) << 20),
+                  invalid_argument, path, ": its ", type, " chunk of ", length, " bytes is above the ",
+                  compressed ? "64 KiB" : "1 MiB", " cpdit reads outside the pixels");
       if (std::fseek(file, long(length + 4), SEEK_CUR) != 0) break;  // the data and its CRC
     }
   }
-  std::fclose(file);  // a file that is no PNG is left for libpng to say so
-  CPDIT_CHECK(refused.empty(), invalid_argument, refused);
+  // A file that is no PNG is left for libpng to say so.
+}
+
+struct CloseFile {
+  void operator()(FILE* file) const { std::fclose(file); }
+};
+using File = std::unique_ptr<FILE, CloseFile>;
+
+// The file at `path` open at its start, once its chunk sizes passed check_chunk_sizes.
+File open_png(const std::string& path) {
+  File file(std::fopen(path.c_str(), "rb"));
+  CPDIT_CHECK(file != nullptr, invalid_argument, "cannot open ", path, ": ", std::strerror(errno));
+  check_chunk_sizes(file.get(), path);
+  std::rewind(file.get());
+  return file;
 }
 
 }  // namespace
 
 PngText read_png_text(const std::string& path) {
-  check_chunk_sizes(path);
+  const File file = open_png(path);
   TextReader reader;
-  reader.file = std::fopen(path.c_str(), "rb");
-  CPDIT_CHECK(reader.file != nullptr, invalid_argument, "cannot open ", path, ": ", std::strerror(errno));
+  reader.file = file.get();
   png_textp chunks = nullptr;
   int count = 0;
   png_structp png = nullptr;
@@ -128,7 +138,6 @@ PngText read_png_text(const std::string& path) {
     }
     png_destroy_read_struct(&png, &info, nullptr);
   }
-  std::fclose(reader.file);
   CPDIT_CHECK(ok, invalid_argument, "cannot read ", path, " as a PNG: ", reader.message);
   return text;
 }
@@ -159,12 +168,12 @@ void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t
 }
 
 RgbImage read_png(const std::string& path) {
-  check_chunk_sizes(path);
+  const File file = open_png(path);
   // The simplified API keeps libpng's longjmp inside libpng: errors come back as a flag and a message.
   png_image image;
   std::memset(&image, 0, sizeof image);
   image.version = PNG_IMAGE_VERSION;
-  CPDIT_CHECK(png_image_begin_read_from_file(&image, path.c_str()) != 0, invalid_argument, "cannot read ", path,
+  CPDIT_CHECK(png_image_begin_read_from_stdio(&image, file.get()) != 0, invalid_argument, "cannot read ", path,
               " as a PNG: ", image.message);
   const int64_t pixels = int64_t(image.width) * int64_t(image.height);
   if (pixels > (int64_t(1) << 28)) png_image_free(&image);
