@@ -10,6 +10,7 @@
 #include "output_paths.hpp"
 #include "parallel_flags.hpp"
 #include "progress.hpp"
+#include "scheduler_flags.hpp"
 #include "vae_split_option.hpp"
 #include "weight_flags.hpp"
 
@@ -367,6 +368,7 @@ void add_generate(CLI::App& parent) {
                   "scheduler_config.json (default: DIR/scheduler/, else FLUX.1-dev's)");
   add_dtype_flag(*cmd, args->source.dtype);
   cmd->add_option("--steps", args->request.steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for the others)")->check(whole_number<int>());
+  add_scheduler_flags(*cmd, args->request.scheduler);
   cmd->add_option("-H,--height", args->request.height, "height in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 480 for Wan, 512 for LTX-Video)")->check(whole_number<int64_t>());
   cmd->add_option("-W,--width", args->request.width, "width in pixels, a multiple of 16 (LTX-Video: 32) (default: 256 for presets, 1024 for FLUX.1 and Qwen-Image, 832 for Wan, 704 for LTX-Video)")->check(whole_number<int64_t>());
   cmd->add_option("--frames,--num-frames", args->request.frames, "video: frames of the clip, 4k + 1 for Wan (default: 5 for presets, 81 "
@@ -459,7 +461,7 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--prompts", args->prompts,
                   "a batch on one opened pipeline: a .txt file of one prompt a line, or a .jsonl file of one JSON "
                   "object a line (prompt, negative_prompt, seed, steps, width, height, frames, guidance, "
-                  "true_cfg_scale); request i writes each output as NAME_i (or NAME with {index} replaced)");
+                  "true_cfg_scale, scheduler); request i writes each output as NAME_i (or NAME with {index} replaced)");
   cmd->add_flag("--keep-loaded", args->keep_loaded,
                 "keep every model (text encoders, transformer, VAE) loaded from the start to the end (default for "
                 "--prompts when they fit in half of the free memory)");

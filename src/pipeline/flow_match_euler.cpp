@@ -10,7 +10,7 @@ namespace cpdit::pipeline {
 FlowMatchEulerConfig FlowMatchEulerConfig::from_json(const nlohmann::json& config) {
   require_scheduler_class(config, "FlowMatchEulerDiscreteScheduler");
   for (const char* key : {"use_karras_sigmas", "use_exponential_sigmas", "use_beta_sigmas",
-                          "invert_sigmas", "stochastic_sampling"}) {
+                          "invert_sigmas"}) {
     CPDIT_CHECK(!config_flag(config, key, false), unsupported, "FlowMatchEulerDiscreteScheduler: \"",
                 key, "\": true is not supported; set it to false");
   }
@@ -23,6 +23,7 @@ FlowMatchEulerConfig FlowMatchEulerConfig::from_json(const nlohmann::json& confi
   c.base_image_seq_len = config_integer(config, "base_image_seq_len", c.base_image_seq_len);
   c.max_image_seq_len = config_integer(config, "max_image_seq_len", c.max_image_seq_len);
   c.shift_terminal = config_number(config, "shift_terminal", c.shift_terminal);
+  c.stochastic_sampling = config_flag(config, "stochastic_sampling", c.stochastic_sampling);
   const std::string shift_type = config_string(config, "time_shift_type", "exponential");
   if (shift_type == "exponential") {
     c.time_shift_type = TimeShift::exponential;
@@ -74,12 +75,8 @@ FlowMatchEulerConfig dynamic_shift(double base_shift, double max_shift, int64_t 
 FlowMatchEulerConfig FlowMatchEulerConfig::qwenimage() { return dynamic_shift(0.5, 0.9, 256, 8192, 0.02); }
 FlowMatchEulerConfig FlowMatchEulerConfig::ltx_video() { return dynamic_shift(0.95, 2.05, 1024, 4096, 0.1); }
 
-CPDIT_SEPARATE_ROUNDING double FlowMatchEulerConfig::mu(int64_t image_seq_len) const {
-  const double m = (max_shift - base_shift) / double(max_image_seq_len - base_image_seq_len);
-  const double m_base = m * double(base_image_seq_len);
-  const double b = base_shift - m_base;
-  const double m_seq = double(image_seq_len) * m;
-  return m_seq + b;
+double FlowMatchEulerConfig::mu(int64_t image_seq_len) const {
+  return shift_line_mu(base_shift, max_shift, base_image_seq_len, max_image_seq_len, image_seq_len);
 }
 
 FlowMatchEulerScheduler::FlowMatchEulerScheduler(FlowMatchEulerConfig config)
@@ -131,7 +128,9 @@ void FlowMatchEulerScheduler::set_timesteps(int num_inference_steps, std::option
               "FlowMatchEulerScheduler: dynamic shifting needs mu (FlowMatchEulerConfig::mu of the image "
               "token count)");
   const int n = num_inference_steps;
-  const std::vector<double> sigmas_in = numpy_linspace(1.0, 1.0 / n, n);
+  CPDIT_CHECK(config_.sigmas.empty() || config_.sigmas.size() == size_t(n), invalid_argument,
+              "FlowMatchEulerScheduler: ", config_.sigmas.size(), " custom sigmas for ", n, " steps");
+  const std::vector<double> sigmas_in = config_.sigmas.empty() ? numpy_linspace(1.0, 1.0 / n, n) : config_.sigmas;
   const float train_steps = float(config_.num_train_timesteps);
   sigmas_.assign(size_t(n), 0.0f);
   for (int i = 0; i < n; ++i) sigmas_[size_t(i)] = shifted_sigma(config_, mu, float(sigmas_in[size_t(i)]));
@@ -165,6 +164,48 @@ Tensor FlowMatchEulerScheduler::step(const Tensor& model_output, int step_index,
   const Tensor x = sample.to(DType::f32), v = model_output.to(DType::f32);
   Tensor out = Tensor::empty(sample.shape(), DType::f32);
   euler_update(x.data<float>(), v.data<float>(), dt, out.data<float>(), out.numel());
+  return out.to(model_output.dtype());
+}
+
+std::unique_ptr<Scheduler> FlowMatchEulerScheduler::clone() const {
+  return std::make_unique<FlowMatchEulerScheduler>(*this);
+}
+
+void FlowMatchEulerScheduler::schedule(int steps, int64_t image_seq_len) {
+  set_timesteps(steps, config_.use_dynamic_shifting ? std::optional<double>(config_.mu(image_seq_len))
+                                                    : std::nullopt);
+}
+
+namespace {
+
+// x0 = x − σ·v, then (1 − σ_next)·x0 + σ_next·noise, one float32 rounding per operation as diffusers.
+CPDIT_SEPARATE_ROUNDING void ancestral_update(const float* sample, const float* velocity, const float* noise,
+                                              float sigma, float sigma_next, float* out, int64_t n) {
+  const float keep = 1.0f - sigma_next;
+  for (int64_t i = 0; i < n; ++i) {
+    const float scaled = sigma * velocity[i];
+    const float x0 = sample[i] - scaled;
+    const float kept = keep * x0;
+    const float added = sigma_next * noise[i];
+    out[i] = kept + added;
+  }
+}
+
+}  // namespace
+
+Tensor FlowMatchEulerScheduler::step(const Tensor& model_output, int step_index, const Tensor& sample,
+                                     const Tensor& noise) {
+  if (!config_.stochastic_sampling) return step(model_output, step_index, sample);
+  CPDIT_CHECK(step_index >= 0 && step_index < num_inference_steps(), invalid_argument,
+              "FlowMatchEulerScheduler::step: step index ", step_index, " is outside 0..",
+              num_inference_steps() - 1, " (call set_timesteps first)");
+  CPDIT_CHECK(model_output.shape() == sample.shape() && noise.defined() && noise.shape() == sample.shape(),
+              invalid_argument, "FlowMatchEulerScheduler::step: model output ", model_output.describe(),
+              ", sample ", sample.describe(), " and noise ", noise.describe(), " must have the same shape");
+  const Tensor x = sample.to(DType::f32), v = model_output.to(DType::f32), z = noise.to(DType::f32);
+  Tensor out = Tensor::empty(sample.shape(), DType::f32);
+  ancestral_update(x.data<float>(), v.data<float>(), z.data<float>(), sigmas_[size_t(step_index)],
+                   sigmas_[size_t(step_index) + 1], out.data<float>(), out.numel());
   return out.to(model_output.dtype());
 }
 

@@ -63,7 +63,7 @@ parallel::ContextParallelPlan flux_sharded_latents_plan() {
   return plan;
 }
 
-FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& config, FlowMatchEulerScheduler& scheduler,
+FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& config, Scheduler& scheduler,
                                  const FluxConditioning& conditioning, const FluxGenerateOptions& options,
                                  comm::Communicator* group) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
@@ -82,7 +82,7 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
   const int64_t begin = split_offset(tokens, ranks, rank);
   const int64_t count = split_sizes(tokens, ranks)[size_t(rank)];
 
-  scheduler.set_timesteps(options.steps, scheduler.config().mu(tokens));
+  scheduler.schedule(options.steps, tokens);
   const bool from_image = options.image.image_latents.defined();
   const int first = from_image ? skipped_steps(options.steps, options.image.strength) : 0;
   Tensor latents;
@@ -95,7 +95,7 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
   } else {
     latents = flux_packed_noise(shape, options.seed, begin, count);
     if (from_image)
-      latents = noised_image_tokens(options.image, shape, latents, begin, scheduler.sigmas()[size_t(first)]);
+      latents = noised_image_tokens(options.image, shape, latents, begin, scheduler.sigma(first));
   }
   Tensor img_ids = flux_image_ids(shape.height / 2, shape.width / 2).narrow(0, begin, count).contiguous();
   Tensor txt_ids = flux_text_ids(conditioning.prompt_embeds.size(1));
@@ -104,7 +104,7 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
   FluxGenerateResult result;
   run_steps(first, options.steps, [&](int i) {
     // diffusers passes t / 1000 (float32) and the guidance scale as given; the model rescales both.
-    Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)] / 1000.0f));
+    Tensor timestep = Tensor::full({batch}, double(float(scheduler.timestep(i)) / 1000.0f));
     nn::TensorMap inputs{{"hidden_states", latents},
                          {"encoder_hidden_states", conditioning.prompt_embeds},
                          {"pooled_projections", conditioning.pooled_prompt_embeds},
@@ -118,7 +118,10 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
       inputs["pooled_projections"] = conditioning.negative_pooled_prompt_embeds;
       velocity = combine_guidance(velocity, model.forward(inputs).at("sample"), {options.true_cfg_scale});
     }
-    latents = scheduler.step(velocity, i, latents);
+    // The ancestral step's noise: this rank's shard of noise drawn for the whole latents, as the initial noise.
+    const Tensor noise =
+        scheduler.stochastic() ? flux_packed_noise(shape, step_noise_seed(options.seed, i), begin, count) : Tensor();
+    latents = scheduler.step(velocity, i, latents, noise);
   }, options.on_step, options.steps - first, result.step_seconds);
 
   auto start = std::chrono::steady_clock::now();

@@ -95,7 +95,7 @@ bool ltx_runs_guidance(const LtxConditioning& conditioning, float guidance_scale
   return conditioning.negative_prompt_embeds.defined() && guidance_scale > 1.0f;
 }
 
-LtxGenerateResult generate_ltx(const nn::Model& model, const LtxVideoConfig& config, FlowMatchEulerScheduler& scheduler,
+LtxGenerateResult generate_ltx(const nn::Model& model, const LtxVideoConfig& config, Scheduler& scheduler,
                                const LtxConditioning& c, const LtxGenerateOptions& options) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
   const int64_t batch = c.prompt_embeds.size(0);
@@ -121,11 +121,11 @@ LtxGenerateResult generate_ltx(const nn::Model& model, const LtxVideoConfig& con
                            {"width", Tensor::full({1}, double(width), DType::i64)},
                            {"rope_interpolation_scale", Tensor::from_vector(std::vector<float>{float(rope[0]),
                                                                             float(rope[1]), float(rope[2])}, {3})}};
-  scheduler.set_timesteps(options.steps, scheduler.config().mu(tokens));
+  scheduler.schedule(options.steps, tokens);
   LtxGenerateResult result;
   run_steps(0, options.steps, [&](int i) {
     // The pipeline passes the raw timestep (σ·1000 in float32), expanded over the batch.
-    const Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
+    const Tensor timestep = Tensor::full({batch}, double(float(scheduler.timestep(i))));
     auto predict = [&](const Tensor& text, const Tensor& mask) {
       nn::TensorMap inputs = grid;
       inputs["hidden_states"] = latents;
@@ -144,7 +144,8 @@ LtxGenerateResult generate_ltx(const nn::Model& model, const LtxVideoConfig& con
     } else {
       velocity = predict(c.prompt_embeds, c.prompt_attention_mask);
     }
-    latents = scheduler.step(velocity, i, latents);
+    const Tensor noise = scheduler.stochastic() ? ltx_pack(randn(shape, step_noise_seed(options.seed, i))) : Tensor();
+    latents = scheduler.step(velocity, i, latents, noise);
   }, options.on_step, options.steps, result.step_seconds);
   result.latents = ltx_unpack(latents, frames, height, width);
   return result;

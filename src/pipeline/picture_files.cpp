@@ -32,7 +32,8 @@ io::PngText generation_parameters(const Result& result) {
     std::snprintf(number, sizeof number, "%g", double(value));
     return std::string(", ") + name + ": " + number;
   };
-  text += "\nSteps: " + std::to_string(r.steps) + ", Sampler: " + result.family->scheduler_name() +
+  text += "\nSteps: " + std::to_string(r.steps) + ", Sampler: " +
+          (r.scheduler.name.empty() ? result.family->scheduler_name() : scheduler_description(r.scheduler.name)) +
           ", Seed: " + std::to_string(r.seed) + ", Size: " + std::to_string(r.width) + "x" + std::to_string(r.height) +
           scale("Guidance", r.guidance) + scale("True CFG scale", r.true_cfg_scale) + ", Model: " + result.model_name +
           ", Version: cpdit " CPDIT_VERSION;

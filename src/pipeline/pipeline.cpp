@@ -183,7 +183,11 @@ nn::TensorMap text_embeddings(const Request& r, const PipelineParts& parts, cons
 void fill_defaults(Request& r, const Family& family, const Transformer& t) {
   const FamilyDefaults d = family.defaults();
   const bool preset = !t.preset.empty();
-  if (r.steps == 0) r.steps = preset ? 4 : d.steps;
+  const size_t custom_sigmas = r.scheduler.sigmas.size();
+  CPDIT_CHECK(custom_sigmas == 0 || r.steps == 0 || size_t(r.steps) == custom_sigmas, invalid_argument, "--steps ",
+              r.steps, " with ", custom_sigmas, " --sigmas: give one of them (the sigmas' count is the steps)");
+  if (r.steps == 0) r.steps = custom_sigmas ? int(custom_sigmas) : preset ? 4 : d.steps;
+  if (r.scheduler.name.empty()) r.scheduler.name = family.scheduler_choices().front();
   // A strength that leaves no step is refused before the image is encoded.
   if (!r.init_image.empty()) skipped_steps(r.steps, r.strength.value_or(0.6));
   CPDIT_CHECK(r.init_image.empty() || family.takes_init_image(), invalid_argument,
@@ -248,6 +252,7 @@ Result Pipeline::run(Request r, StageLog& stages) const {
   const ScopedMatmulPrecision precision(nn::matmul_precision_for(s.source.dtype));
   if (r.text_tokens == 0) r.text_tokens = family.defaults().text_tokens;
   family.check_request(r, s.folder);
+  check_scheduler_choice(r.scheduler, family.scheduler_choices(), family.name());
   CPDIT_CHECK(r.decode != Decode::yes || s.parts.vae, invalid_argument, "decoding needs the pipeline's VAE: ",
               s.name(), " has no vae/ (give a diffusers pipeline folder or a preset, or ask for the latents)");
   const nn::TensorMap text = text_embeddings(r, s.parts, s.name(), s.load, stages);

@@ -61,7 +61,7 @@ bool qwenimage_runs_true_cfg(const QwenImageConditioning& conditioning, float tr
 }
 
 QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenImageConfig& config,
-                                           FlowMatchEulerScheduler& scheduler, const QwenImageConditioning& c,
+                                           Scheduler& scheduler, const QwenImageConditioning& c,
                                            const QwenImageGenerateOptions& options) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
   CPDIT_CHECK(config.patch_size == 2 && config.in_channels % 4 == 0, invalid_argument,
@@ -70,7 +70,7 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
   const int64_t batch = c.prompt_embeds.size(0);
   const FluxLatentShape shape =
       flux_latent_shape(options.height, options.width, config.in_channels / 4, batch, options.vae_scale_factor);
-  scheduler.set_timesteps(options.steps, scheduler.config().mu(shape.tokens()));
+  scheduler.schedule(options.steps, shape.tokens());
   const bool from_image = options.image.image_latents.defined();
   const int first = from_image ? skipped_steps(options.steps, options.image.strength) : 0;
   Tensor latents;
@@ -82,7 +82,7 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
   } else {
     latents = flux_packed_noise(shape, options.seed, 0, shape.tokens());
     if (from_image)
-      latents = noised_image_tokens(options.image, shape, latents, 0, scheduler.sigmas()[size_t(first)]);
+      latents = noised_image_tokens(options.image, shape, latents, 0, scheduler.sigma(first));
   }
   const bool guided = qwenimage_runs_true_cfg(c, options.true_cfg_scale);
   CPDIT_CHECK(guided || options.cfg == nullptr || options.cfg->size() == 1, invalid_argument,
@@ -99,7 +99,7 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
   QwenImageGenerateResult result;
   run_steps(first, options.steps, [&](int i) {
     // The pipeline passes t / 1000 in float32; the model's sinusoid scales it back.
-    const Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)] / 1000.0f));
+    const Tensor timestep = Tensor::full({batch}, double(float(scheduler.timestep(i)) / 1000.0f));
     auto predict = [&](const Tensor& text, const Tensor& text_mask) {
       nn::TensorMap inputs{{"hidden_states", latents}, {"encoder_hidden_states", text},
                            {"timestep", timestep}, {"img_shapes", img_shapes}};
@@ -115,7 +115,9 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
     } else {
       velocity = predict(c.prompt_embeds, mask);
     }
-    latents = scheduler.step(velocity, i, latents);
+    const Tensor noise =
+        scheduler.stochastic() ? flux_packed_noise(shape, step_noise_seed(options.seed, i), 0, shape.tokens()) : Tensor();
+    latents = scheduler.step(velocity, i, latents, noise);
   }, options.on_step, options.steps - first, result.step_seconds);
   const Tensor unpacked = flux_unpack(latents, shape.height, shape.width);
   result.latents = unpacked.reshape({batch, shape.channels, 1, shape.height, shape.width});

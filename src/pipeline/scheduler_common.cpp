@@ -18,6 +18,15 @@ CPDIT_SEPARATE_ROUNDING std::vector<double> numpy_linspace(double start, double 
   return values;
 }
 
+CPDIT_SEPARATE_ROUNDING double shift_line_mu(double base_shift, double max_shift, int64_t base_len,
+                                              int64_t max_len, int64_t image_seq_len) {
+  const double m = (max_shift - base_shift) / double(max_len - base_len);
+  const double m_base = m * double(base_len);
+  const double b = base_shift - m_base;
+  const double m_seq = double(image_seq_len) * m;
+  return m_seq + b;
+}
+
 namespace {
 
 // The value at `key`, or null when the key is missing; `accepts` says whether its type fits.

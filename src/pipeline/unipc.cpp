@@ -74,8 +74,13 @@ CPDIT_SEPARATE_ROUNDING void UniPCMultistepScheduler::set_timesteps(int num_infe
   const int n = num_inference_steps;
   const double train_steps = double(config_.num_train_timesteps);
   const double shift = config_.flow_shift;
-  std::vector<double> sigmas = numpy_linspace(1.0, 1.0 / train_steps, n + 1);
-  sigmas.pop_back();
+  CPDIT_CHECK(config_.sigmas.empty() || config_.sigmas.size() == size_t(n), invalid_argument,
+              "UniPCMultistepScheduler: ", config_.sigmas.size(), " custom sigmas for ", n, " steps");
+  std::vector<double> sigmas = config_.sigmas;
+  if (sigmas.empty()) {
+    sigmas = numpy_linspace(1.0, 1.0 / train_steps, n + 1);
+    sigmas.pop_back();
+  }
   for (double& s : sigmas) {
     const double scaled = shift * s;
     const double denominator_part = (shift - 1.0) * s;
@@ -205,6 +210,17 @@ Tensor UniPCMultistepScheduler::step_in_place(const Tensor& model_output, const 
   Tensor next = step(model_output, sample);
   if (!corrects) last_sample_ = next.to(DType::f32).clone();
   return next;
+}
+
+std::unique_ptr<Scheduler> UniPCMultistepScheduler::clone() const {
+  return std::make_unique<UniPCMultistepScheduler>(*this);
+}
+
+Tensor UniPCMultistepScheduler::step(const Tensor& model_output, int step_index, const Tensor& sample,
+                                     const Tensor&) {
+  CPDIT_CHECK(step_index == step_index_, invalid_argument, "UniPCMultistepScheduler::step: step ", step_index,
+              " where step ", step_index_, " is next; UniPC runs every step from the first");
+  return step(model_output, sample);
 }
 
 Tensor UniPCMultistepScheduler::step(const Tensor& model_output, const Tensor& sample_in) {

@@ -103,29 +103,29 @@ nn::TensorMap image_inputs(const WanConfig& config, const Shape& shape, const Wa
 }  // namespace
 
 WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanConfig& config,
-                               UniPCMultistepScheduler& scheduler, const Tensor& prompt_embeds,
+                               Scheduler& scheduler, const Tensor& prompt_embeds,
                                const WanGenerateOptions& options) {
   CPDIT_CHECK(options.steps >= 1, invalid_argument, "steps must be at least 1, got ", options.steps);
   const int64_t batch = prompt_embeds.size(0);
   const Shape shape = wan_latent_shape(config, batch, options.frames, options.height, options.width, options.vae);
   Tensor latents = initial_wan_latents(shape, options);
   const nn::TensorMap image = image_inputs(config, shape, options.image);
-  scheduler.set_timesteps(options.steps);
+  scheduler.schedule(options.steps, 0);
   WanGenerateResult result;
   run_steps(0, options.steps, [&](int i) {
     // WanPipeline feeds the integer timestep, expanded over the batch, unscaled.
-    const Tensor timestep = Tensor::full({batch}, double(scheduler.timesteps()[size_t(i)]));
+    const Tensor timestep = Tensor::full({batch}, scheduler.timestep(i));
     const Tensor hidden = image.count("condition") ? cat({latents, image.at("condition")}, 1) : latents;
     nn::TensorMap inputs{{"hidden_states", hidden}, {"timestep", timestep}};
     if (image.count("encoder_hidden_states_image"))
       inputs["encoder_hidden_states_image"] = image.at("encoder_hidden_states_image");
     // Wan 2.2 A14B: the timesteps below the boundary go to the low-noise expert at its own scale.
     const WanGenerateOptions::LowNoiseExpert& expert = options.low_noise;
-    const bool low_noise = expert.model != nullptr && scheduler.timesteps()[size_t(i)] < expert.boundary_timestep;
+    const bool low_noise = expert.model != nullptr && scheduler.timestep(i) < expert.boundary_timestep;
     const Tensor velocity =
         low_noise ? guided_prediction(*expert.model, inputs, prompt_embeds, options, expert.guidance_scale)
                   : guided_prediction(model, inputs, prompt_embeds, options);
-    latents = scheduler.step(velocity, latents);
+    latents = scheduler.step(velocity, i, latents, Tensor());
   }, options.on_step, options.steps, result.step_seconds);
   result.latents = latents;
   return result;

@@ -96,6 +96,8 @@ class Family {
   virtual std::string latents_layout() const = 0;
   // Its scheduler in words, as a picture's parameters name it: "flow-match Euler", "UniPC".
   virtual std::string scheduler_name() const = 0;
+  // The --scheduler names it takes (make_scheduler.hpp), its default first.
+  virtual std::vector<std::string> scheduler_choices() const = 0;
   // The clip's frame rate: the request's fps, else the rate the pipeline makes.
   virtual int64_t frame_rate(const Request& request) const { return request.fps.value_or(kWanFramesPerSecond); }
 

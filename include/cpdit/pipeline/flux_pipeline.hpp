@@ -75,7 +75,7 @@ parallel::ContextParallelPlan flux_sharded_latents_plan();
 // group of one runs unsplit). When the group has more than one rank, `model` must have parallelism
 // enabled over it with flux_sharded_latents_plan(). `model` is a FluxTransformer2DModel of `config`.
 FluxGenerateResult generate_flux(const nn::Model& model, const models::flux::FluxConfig& config,
-                                 FlowMatchEulerScheduler& scheduler, const FluxConditioning& conditioning,
+                                 Scheduler& scheduler, const FluxConditioning& conditioning,
                                  const FluxGenerateOptions& options, comm::Communicator* group);
 
 }  // namespace cpdit::pipeline

@@ -90,7 +90,7 @@ struct LtxGenerateResult {
 // Every rank of the model's context-parallel group calls it (the model gathers its own output); with
 // options.cfg, every rank of both CFG groups. `model` is an LTXVideoTransformer3DModel of `config`.
 LtxGenerateResult generate_ltx(const nn::Model& model, const models::ltx_video::LtxVideoConfig& config,
-                               FlowMatchEulerScheduler& scheduler, const LtxConditioning& conditioning,
+                               Scheduler& scheduler, const LtxConditioning& conditioning,
                                const LtxGenerateOptions& options);
 
 }  // namespace cpdit::pipeline

@@ -75,7 +75,7 @@ bool qwenimage_runs_true_cfg(const QwenImageConditioning& conditioning, float tr
 // options.cfg, every rank of both CFG groups.
 // `model` is a QwenImageTransformer2DModel of `config`.
 QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const models::qwenimage::QwenImageConfig& config,
-                                           FlowMatchEulerScheduler& scheduler,
+                                           Scheduler& scheduler,
                                            const QwenImageConditioning& conditioning,
                                            const QwenImageGenerateOptions& options);
 

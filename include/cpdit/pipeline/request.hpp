@@ -6,6 +6,7 @@
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 #include <cpdit/nn/module.hpp>
 #include <cpdit/parallel/rank_layout.hpp>
+#include <cpdit/pipeline/scheduler.hpp>
 
 #include <atomic>
 #include <cmath>
@@ -29,7 +30,9 @@ struct Request {
   nn::TensorMap embeddings;
   std::string embeddings_source = "the given embeddings";  // names them in errors (e.g. the file)
   Tensor initial_latents;  // the initial noise in the pipeline's layout (diffusers' latents=); undefined: seeded
-  int steps = 0;
+  int steps = 0;  // 0: the family's default, or the count of scheduler.sigmas
+  // The scheduler by name (empty: the family's default, filled in as it ran), --flow-shift, --sigmas.
+  SchedulerChoice scheduler;
   int64_t height = 0, width = 0, frames = 0;
   int64_t text_tokens = 0;  // 0: the pipeline's max_sequence_length
   uint64_t seed = 0;

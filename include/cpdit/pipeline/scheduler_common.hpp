@@ -23,6 +23,10 @@ namespace cpdit::pipeline {
 // step = (stop − start)/(num − 1), the last value exactly `stop`.
 std::vector<double> numpy_linspace(double start, double stop, int num);
 
+// μ of the dynamic shift for `image_seq_len` tokens, on the line from (base_len, base_shift) to
+// (max_len, max_shift), in float64 as the Flux pipeline's calculate_shift computes it.
+double shift_line_mu(double base_shift, double max_shift, int64_t base_len, int64_t max_len, int64_t image_seq_len);
+
 // Values of a scheduler config: a missing or null key gives `fallback`; a value of another type
 // throws a format error naming the key.
 double config_number(const nlohmann::json& config, const std::string& key, double fallback);

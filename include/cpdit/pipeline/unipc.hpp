@@ -7,6 +7,7 @@
 // The scheduler keeps the last two x0 predictions and the last corrected sample. Every operation is
 // token-wise, so each rank runs its own scheduler on its own shard of the latents.
 #include <cpdit/core/tensor.hpp>
+#include <cpdit/pipeline/scheduler.hpp>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -22,6 +23,9 @@ struct UniPCConfig {
   int solver_order = 2;       // 1 or 2
   bool lower_order_final = true;  // the last step at order 1 (order 2 against σ = 0 is not finite)
   std::vector<int> disable_corrector;  // step indices whose following corrector is skipped
+  // Custom σ in place of linspace(1, 1/T, n+1)[:-1] (diffusers' set_timesteps(sigmas=...)), shifted
+  // like those in float64. Empty: the default.
+  std::vector<double> sigmas;
 
   // A diffusers scheduler_config.json dict. Unknown keys are ignored; everything that would take a
   // path not implemented here (another prediction_type, no flow sigmas, predict_x0 false, bh1,
@@ -33,7 +37,7 @@ struct UniPCConfig {
   static UniPCConfig wan21(double flow_shift = 3.0);
 };
 
-class UniPCMultistepScheduler {
+class UniPCMultistepScheduler final : public Scheduler {
  public:
   explicit UniPCMultistepScheduler(UniPCConfig config);
 
@@ -57,6 +61,14 @@ class UniPCMultistepScheduler {
   // into that view. After a step without a corrector (the first) the scheduler kept that view as its
   // last sample, so the next corrector starts from the step's result instead of its input.
   Tensor step_in_place(const Tensor& model_output, const Tensor& sample);
+
+  std::unique_ptr<Scheduler> clone() const override;
+  void schedule(int steps, int64_t) override { set_timesteps(steps); }
+  int steps() const override { return num_inference_steps(); }
+  double timestep(int step) const override { return double(timesteps_.at(size_t(step))); }
+  float sigma(int step) const override { return sigmas_.at(size_t(step)); }
+  // step(model_output, sample) for `step`, which must be step_index(): UniPC starts at step 0.
+  Tensor step(const Tensor& model_output, int step, const Tensor& sample, const Tensor& noise) override;
 
  private:
   bool corrects_now() const;  // whether the next step starts with the UniC corrector

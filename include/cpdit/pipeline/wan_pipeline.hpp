@@ -97,7 +97,7 @@ Tensor guided_prediction(const nn::Model& model, nn::TensorMap inputs, const Ten
 // options.cfg, every rank of both CFG groups.
 // `model` is a WanTransformer3DModel of `config`.
 WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanConfig& config,
-                               UniPCMultistepScheduler& scheduler, const Tensor& prompt_embeds,
+                               Scheduler& scheduler, const Tensor& prompt_embeds,
                                const WanGenerateOptions& options);
 
 }  // namespace cpdit::pipeline

@@ -7,6 +7,7 @@
 #include <cpdit/pipeline/flux_pipeline.hpp>
 #include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/family.hpp>
+#include <cpdit/pipeline/make_scheduler.hpp>
 #include <cpdit/pipeline/presets.hpp>
 
 #include <cmath>
@@ -23,6 +24,7 @@ class FluxFamily final : public Family {
   bool takes_init_image() const override { return true; }
   bool has_preview() const override { return true; }
   std::string scheduler_name() const override { return "flow-match Euler"; }
+  std::vector<std::string> scheduler_choices() const override { return {"euler", "euler_a", "dpm++2m"}; }
   std::string latents_layout() const override { return "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift"; }
 
   std::vector<std::string> pipeline_classes() const override { return {"FluxPipeline", "FluxImg2ImgPipeline"}; }
@@ -74,13 +76,15 @@ class FluxFamily final : public Family {
     base.guidance = !std::isnan(r.guidance) ? r.guidance : r.init_image.empty() ? 3.5f : 7.0f;
     base.true_cfg_scale = std::isnan(r.true_cfg_scale) ? 1.0f : r.true_cfg_scale;  // FluxPipeline's default
     base.vae_scale_factor = t.vae_scale_factor;
-    return [&r, &config, conditioning, start, schedule, base](RankRun& run) {
-      FlowMatchEulerScheduler scheduler(schedule);
+    // Built here, so a scheduler the schedule cannot take is refused before any rank starts.
+    const std::shared_ptr<const Scheduler> prototype = make_scheduler(r.scheduler, schedule);
+    return [&r, &config, conditioning, start, prototype, base](RankRun& run) {
+      const std::unique_ptr<Scheduler> scheduler = prototype->clone();
       FluxGenerateOptions options = base;
       set_loop_options(options, r, run);
       options.image = *start;
       FluxGenerateResult result =
-          generate_flux(*run.model, config, scheduler, *conditioning, options, &run.mesh.flat());
+          generate_flux(*run.model, config, *scheduler, *conditioning, options, &run.mesh.flat());
       return std::make_pair(result.latents,
                             LoopStats{result.step_seconds, true, result.gather_seconds, result.gather_bytes});
     };

@@ -5,8 +5,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 #include <cpdit/pipeline/family.hpp>
-#include <cpdit/pipeline/prompt_encoding.hpp>
-#include <cpdit/pipeline/family.hpp>
+#include <cpdit/pipeline/make_scheduler.hpp>
 #include <cpdit/pipeline/prompt_encoding.hpp>
 
 #include <cmath>
@@ -27,6 +26,7 @@ class LtxFamily final : public Family {
   }
   bool takes_decode_timestep() const override { return true; }
   std::string scheduler_name() const override { return "flow-match Euler"; }
+  std::vector<std::string> scheduler_choices() const override { return {"euler", "euler_a", "dpm++2m"}; }
   std::string latents_layout() const override {
     return "ltx latents (B, C, F, H/32, W/32), before the VAE's latents_mean/std";
   }
@@ -73,15 +73,17 @@ class LtxFamily final : public Family {
     const FlowMatchEulerConfig schedule =
         t.scheduler_file.empty() ? FlowMatchEulerConfig::ltx_video() : FlowMatchEulerConfig::from_file(t.scheduler_file);
     const double rate = double(frame_rate(r));
-    return [&r, &t, &config, conditioning, guidance, schedule, rate](RankRun& run) {
-      FlowMatchEulerScheduler scheduler(schedule);
+    // Built here, so a scheduler the schedule cannot take is refused before any rank starts.
+    const std::shared_ptr<const Scheduler> prototype = make_scheduler(r.scheduler, schedule);
+    return [&r, &t, &config, conditioning, guidance, prototype, rate](RankRun& run) {
+      const std::unique_ptr<Scheduler> scheduler = prototype->clone();
       LtxGenerateOptions options;
       set_loop_options(options, r, run);
       options.frame_rate = rate;
       options.guidance_scale = guidance;
       options.vae = t.ltx_vae;
       options.cfg = &run.mesh.cfg();
-      LtxGenerateResult result = generate_ltx(*run.model, config, scheduler, *conditioning, options);
+      LtxGenerateResult result = generate_ltx(*run.model, config, *scheduler, *conditioning, options);
       return std::make_pair(result.latents, LoopStats{result.step_seconds, false, 0, 0});
     };
   }

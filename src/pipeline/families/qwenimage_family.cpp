@@ -5,6 +5,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 #include <cpdit/pipeline/family.hpp>
+#include <cpdit/pipeline/make_scheduler.hpp>
 #include <cpdit/pipeline/qwenimage_pipeline.hpp>
 
 #include <cmath>
@@ -24,6 +25,7 @@ class QwenImageFamily final : public Family {
   FamilyDefaults defaults() const override { return {.steps = 50}; }
   bool takes_init_image() const override { return true; }
   std::string scheduler_name() const override { return "flow-match Euler"; }
+  std::vector<std::string> scheduler_choices() const override { return {"euler", "euler_a", "dpm++2m"}; }
   std::string latents_layout() const override {
     return "qwenimage latents (B, 16, 1, H/8, W/8), before the VAE's latents_mean/std";
   }
@@ -65,15 +67,17 @@ class QwenImageFamily final : public Family {
     auto start = std::make_shared<ImageStart>(init_image_start(in, config.in_channels / 4));
     const FlowMatchEulerConfig schedule = schedule_of(t.scheduler_file);
     const int64_t vae_scale_factor = t.vae_scale_factor;
-    return [&r, &config, conditioning, start, schedule, true_cfg_scale, vae_scale_factor](RankRun& run) {
-      FlowMatchEulerScheduler scheduler(schedule);
+    // Built here, so a scheduler the schedule cannot take is refused before any rank starts.
+    const std::shared_ptr<const Scheduler> prototype = make_scheduler(r.scheduler, schedule);
+    return [&r, &config, conditioning, start, prototype, true_cfg_scale, vae_scale_factor](RankRun& run) {
+      const std::unique_ptr<Scheduler> scheduler = prototype->clone();
       QwenImageGenerateOptions options;
       set_loop_options(options, r, run);
       options.true_cfg_scale = true_cfg_scale;
       options.cfg = &run.mesh.cfg();
       options.vae_scale_factor = vae_scale_factor;
       options.image = *start;
-      QwenImageGenerateResult result = generate_qwenimage(*run.model, config, scheduler, *conditioning, options);
+      QwenImageGenerateResult result = generate_qwenimage(*run.model, config, *scheduler, *conditioning, options);
       return std::make_pair(result.latents, LoopStats{result.step_seconds, false, 0, 0});
     };
   }

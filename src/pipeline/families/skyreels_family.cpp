@@ -43,6 +43,8 @@ class SkyReelsFamily final : public Family {
   }
   bool takes_first_image() const override { return true; }
   std::string scheduler_name() const override { return "UniPC"; }
+  // Diffusion forcing steps a UniPC per frame, in place, as diffusers does (step_in_place): only UniPC.
+  std::vector<std::string> scheduler_choices() const override { return {"unipc"}; }
   std::string latents_layout() const override { return "wan latents (B, 16, F, H/8, W/8)"; }
   int64_t frame_rate(const Request& r) const override {
     return r.fps.value_or(24);  // SkyReelsV2DiffusionForcingPipeline's fps input
@@ -76,7 +78,7 @@ class SkyReelsFamily final : public Family {
     const nn::TensorMap images = skyreels_image_latents(r, in.parts, in.model);
     auto first = std::make_shared<Tensor>(tensor_or_none(images, "first"));
     auto last = std::make_shared<Tensor>(tensor_or_none(images, "last"));
-    const UniPCConfig schedule = wan_schedule(in.transformer, flow_shift(r, in.transformer));
+    const UniPCConfig schedule = wan_schedule(in.transformer, flow_shift(r, in.transformer), r.scheduler);
     const int64_t fps = frame_rate(r);
     return video_loop(in, config, 6.0f,  // SkyReelsV2DiffusionForcingPipeline's default guidance
                       [&config, &r, schedule, fps, first, last](const nn::Model& model, const Tensor& embeds,

@@ -4,6 +4,7 @@
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
+#include <cpdit/pipeline/make_scheduler.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +36,13 @@ void read_wan_vae(Transformer& t, const PipelineFolder& folder) {
 
 UniPCConfig wan_schedule(const Transformer& t, double flow_shift) {
   return t.scheduler_file.empty() ? UniPCConfig::wan21(flow_shift) : UniPCConfig::from_file(t.scheduler_file);
+}
+
+UniPCConfig wan_schedule(const Transformer& t, double flow_shift, const SchedulerChoice& choice) {
+  UniPCConfig c = wan_schedule(t, flow_shift);
+  if (choice.flow_shift) c.flow_shift = *choice.flow_shift;
+  c.sigmas = choice.sigmas;
+  return c;
 }
 
 void check_first_image_taken(const Request& r, const Transformer& t, const models::wan::WanConfig& config,
@@ -99,14 +107,16 @@ RankLoop wan_loop(const LoopInputs& in, const models::wan::WanConfig& config, do
       wan_takes_image(config) ? wan_image_conditioning(in.request, in.parts, in.model, config,
                                                        in.transformer.wan_vae.temporal)
                               : WanImageConditioning{});
-  const UniPCConfig schedule = wan_schedule(in.transformer, flow_shift);
+  // Built here, so a scheduler the schedule cannot take is refused before any rank starts.
+  const std::shared_ptr<const Scheduler> prototype =
+      make_scheduler(in.request.scheduler, wan_schedule(in.transformer, flow_shift));
   return video_loop(in, config, 5.0f,  // the default guidance of all three pipelines
-                    [&config, schedule, image](const nn::Model& model, const Tensor& embeds,
-                                               const WanGenerateOptions& o) {
-                      UniPCMultistepScheduler scheduler(schedule);
+                    [&config, prototype, image](const nn::Model& model, const Tensor& embeds,
+                                                const WanGenerateOptions& o) {
+                      const std::unique_ptr<Scheduler> scheduler = prototype->clone();
                       WanGenerateOptions options = o;
                       options.image = *image;
-                      return generate_wan(model, config, scheduler, embeds, options);
+                      return generate_wan(model, config, *scheduler, embeds, options);
                     });
 }
 

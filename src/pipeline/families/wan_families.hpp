@@ -19,6 +19,8 @@ void read_wan_vae(Transformer& t, const PipelineFolder& folder);
 
 // The scheduler: the folder's scheduler_config.json, else Wan 2.1's UniPC at `flow_shift`.
 UniPCConfig wan_schedule(const Transformer& t, double flow_shift);
+// The same with the request's --flow-shift and --sigmas applied.
+UniPCConfig wan_schedule(const Transformer& t, double flow_shift, const SchedulerChoice& choice);
 
 // Refuses what image-to-video by conditioning cannot run: a first image is required, a last one only on
 // a first-last-frame model (pos_embed_seq_len set) when it reads CLIP tokens.

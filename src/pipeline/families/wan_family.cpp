@@ -49,6 +49,7 @@ class WanFamily final : public Family {
   }
   bool takes_first_image() const override { return true; }
   std::string scheduler_name() const override { return "UniPC"; }
+  std::vector<std::string> scheduler_choices() const override { return {"unipc", "dpm++2m"}; }
   std::string latents_layout() const override { return "wan latents (B, 16, F, H/8, W/8)"; }
 
   std::vector<std::string> pipeline_classes() const override { return {"WanPipeline", "WanImageToVideoPipeline"}; }
