@@ -31,10 +31,13 @@ from ._pipelines import (
     WanImageToVideoPipeline,
     WanPipeline,
 )
+from .schedulers import DPMSolverMultistepScheduler, FlowMatchEulerDiscreteScheduler, UniPCMultistepScheduler
 from ._cpdit import __version__
 
 __all__ = [
     "ContextParallelConfig",
+    "DPMSolverMultistepScheduler",
+    "FlowMatchEulerDiscreteScheduler",
     "FluxImg2ImgPipeline",
     "FluxPipeline",
     "ImagePipelineOutput",
@@ -44,6 +47,7 @@ __all__ = [
     "SkyReelsV2DiffusionForcingPipeline",
     "SkyReelsV2ImageToVideoPipeline",
     "Transformer",
+    "UniPCMultistepScheduler",
     "VideoPipelineOutput",
     "WanImageToVideoPipeline",
     "WanPipeline",

@@ -59,6 +59,9 @@ class Request:
     guidance: float
     guidance_2: float
     true_cfg_scale: float
+    scheduler: str
+    flow_shift: Optional[float]
+    sigmas: List[float]
     decode: bool
     parallel: RankRequest
 

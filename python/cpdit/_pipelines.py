@@ -25,6 +25,7 @@ from . import _cpdit
 from ._arrays import engine_array
 from ._checks import checked
 from ._parallel import Transformer
+from . import schedulers as _schedulers
 
 __all__ = [
     "FluxImg2ImgPipeline",
@@ -152,6 +153,7 @@ class _Pipeline:
     _keywords: tuple = ()  # the call's keywords beside _SHARED_KEYWORDS
     _latents = staticmethod(_latents_as_they_are)  # the engine's final latents as diffusers returns them
     _images: dict = {}  # the keywords that give an image: the Request field (a PNG path) each one sets
+    scheduler = _schedulers.PipelineScheduler()  # diffusers' pipe.scheduler (schedulers.py)
 
     def __init__(self, model="", preset="", dtype="auto"):
         self.model = model
@@ -297,6 +299,7 @@ class _Pipeline:
             else:  # prompt masks as diffusers makes them (int64 0/1), embeddings float32; read in place when they are
                 embeddings[name] = engine_array(value, name, np.int64 if name.endswith("_mask") else np.float32)
         self._set_parallel(args.parallel, ranks, threads)
+        _schedulers.apply(self, args)
         result = engine.run(args, embeddings, None if latents is None else engine_array(latents, "latents"),
                             sigint_stops=threading.current_thread() is threading.main_thread())
         if result is None:  # a process other than rank 0 of an mpirun launch

@@ -58,6 +58,16 @@ void bind_request(py::module_& m) {
       .def_property(
           "decode", [](const Request& r) { return r.decode == pipeline::Decode::yes; },
           [](Request& r, bool decode) { r.decode = decode ? pipeline::Decode::yes : pipeline::Decode::no; })
+      // The request's SchedulerChoice, flat: --scheduler, --flow-shift, --sigmas.
+      .def_property(
+          "scheduler", [](const Request& r) { return r.scheduler.name; },
+          [](Request& r, const std::string& name) { r.scheduler.name = name; })
+      .def_property(
+          "flow_shift", [](const Request& r) { return r.scheduler.flow_shift; },
+          [](Request& r, std::optional<double> shift) { r.scheduler.flow_shift = shift; })
+      .def_property(
+          "sigmas", [](const Request& r) { return r.scheduler.sigmas; },
+          [](Request& r, const std::vector<double>& sigmas) { r.scheduler.sigmas = sigmas; })
       .def_readwrite("parallel", &Request::parallel);
 }
 
