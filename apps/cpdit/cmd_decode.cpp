@@ -102,9 +102,9 @@ void add_decode(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand("decode",
                                         "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, "
                                         "Qwen-Image, LTX-Video) to a PNG, an MP4 or safetensors.");
-  cmd->add_option("--model", o->model, "diffusers pipeline folder (its vae/ is used) or a VAE folder")->required();
+  cmd->add_option("-m,--model", o->model, "diffusers pipeline folder (its vae/ is used) or a VAE folder")->required();
   cmd->add_option("--latents", o->latents, "safetensors holding `latents`, as generate writes them")->required();
-  cmd->add_option("--out", o->out,
+  cmd->add_option("-o,--out,--output", o->out,
                   "image.png (one file per batch item; one frame) or out.safetensors (`sample` in [-1, 1])");
   cmd->add_option("--video", o->video, "clip.mp4: a Wan or LTX-Video video as H.264 at --fps");
   cmd->add_option("--fps", o->fps, "--video's frame rate (default: Wan 16, LTX-Video 25)")->check(whole_number<int>());
@@ -114,7 +114,7 @@ void add_decode(CLI::App& parent) {
   cmd->add_option("--decode-noise-scale", o->ltx.noise_scale,
                   "LTX-Video's timestep-conditioned VAE: the weight of the noise (default: the decode timestep)")
       ->check(finite_number());
-  cmd->add_option("--seed", o->ltx.seed, "LTX-Video's decode noise: generate's --seed (default 0)")
+  cmd->add_option("-s,--seed", o->ltx.seed, "LTX-Video's decode noise: generate's --seed (default 0)")
       ->check(whole_number<uint64_t>(0));
   cmd->add_option("--ranks", o->ranks, "local thread ranks splitting the rows (ignored under mpirun)")
       ->capture_default_str()

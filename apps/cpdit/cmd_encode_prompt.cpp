@@ -43,18 +43,18 @@ void add_encode_prompt(CLI::App& parent) {
       "encode-prompt", "Encode a prompt as the diffusers pipeline's encode_prompt does (FLUX.1: T5 prompt_embeds + "
                        "CLIP pooled_prompt_embeds; Wan: UMT5 prompt_embeds and negative_prompt_embeds)");
   CLI::Option_group* source = cmd->add_option_group("Model");
-  source->add_option("--model", o->model, "diffusers pipeline folder (model_index.json, tokenizer*/, text_encoder*/)");
+  source->add_option("-m,--model", o->model, "diffusers pipeline folder (model_index.json, tokenizer*/, text_encoder*/)");
   source->add_option("--preset", o->preset,
                      "a preset's built-in text encoders (flux-*, wan-*, skyreels-*, ltx-*)");
   source->require_option(1);
-  cmd->add_option("--prompt", o->prompt, "the prompt")->required();
-  cmd->add_option("--negative-prompt", o->negative_prompt, "negative prompt (FLUX.1 true CFG; Wan default \"\")");
+  cmd->add_option("-p,--prompt", o->prompt, "the prompt")->required();
+  cmd->add_option("-n,--negative-prompt", o->negative_prompt, "negative prompt (FLUX.1 true CFG; Wan default \"\")");
   cmd->add_option("--max-sequence-length", o->max_sequence_length,
                   "T5/UMT5 tokens (FLUX.1-dev and Wan 512, FLUX.1-schnell 256)")
       ->capture_default_str()
       ->check(whole_number<int64_t>());
   add_dtype_flag(*cmd, o->dtype);
-  cmd->add_option("--out", o->out, "safetensors to write (atomically)")->required();
+  cmd->add_option("-o,--out,--output", o->out, "safetensors to write (atomically)")->required();
   cmd->callback([o] { run_encode_prompt(*o); });
 }
 

@@ -87,13 +87,13 @@ void add_forward(CLI::App& parent) {
                             "writes its outputs (`sample`; a VAE's `latent` from an input `sample`; a text encoder's "
                             "`last_hidden_state` [, `pooler_output`]) to a safetensors file.");
   cmd->add_option(
-         "--model", o->model,
+         "-m,--model", o->model,
          "model folder (config.json + weights, single or sharded), diffusers pipeline folder (its transformer/), "
          "index json, or one .safetensors file (diffusers layout, or the original FLUX.1 one; its config is "
          "--config, else a config.json beside it, else told from the tensors)")
       ->required();
   cmd->add_option("--inputs", o->inputs, "safetensors with the forward's arguments by diffusers name")->required();
-  cmd->add_option("--output", o->output, "safetensors to write the outputs to (atomically)")->required();
+  cmd->add_option("-o,--out,--output", o->output, "safetensors to write the outputs to (atomically)")->required();
   cmd->add_option("--config", o->config, "config.json overriding the model's (or the inferred) config");
   cmd->add_option("--ring", o->ring, "ring degree")->capture_default_str()->check(whole_number<int>());
   cmd->add_option("--ulysses", o->ulysses, "Ulysses degree")->capture_default_str()->check(whole_number<int>());

@@ -46,7 +46,7 @@ struct GenerateFlags {
   Outputs outputs;
   std::string prompts;  // a batch: one request per line
   int64_t seed = 0;     // -1: drawn at random
-  bool keep_loaded = false, staged = false, json = false;
+  bool keep_loaded = false, staged = false, json = false, verbose = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -103,6 +103,16 @@ void route_out(Outputs& o, const Family& family) {
   o.out.clear();
 }
 
+// Where a run given no output writes (as stable-diffusion.cpp's output.png): output.png for an image,
+// output.mp4 for a clip, output.safetensors (the latents) for a model without a VAE; a name already
+// taken gets the first free _1, _2, ... so no earlier picture is replaced.
+std::string default_output(const pipeline::Pipeline& pipe) {
+  const std::string extension = !pipe.has_vae() ? ".safetensors" : pipe.family().video() ? ".mp4" : ".png";
+  std::string name = "output" + extension;
+  for (int i = 1; fs::exists(fs::symlink_status(name)); ++i) name = "output_" + std::to_string(i) + extension;
+  return name;
+}
+
 // The outputs the family can make, refused by name otherwise.
 void check_outputs_fit(const Outputs& o, const pipeline::Pipeline& pipe) {
   const Family& family = pipe.family();
@@ -132,8 +142,12 @@ void refuse_overwriting_inputs(const GenerateFlags& g, const Request& r, const O
   refuse_overwrite({{"--out", o.out}, {"--preview", o.preview}, {"--image", o.image}, {"--video", o.video}}, inputs);
 }
 
-// The closing summary: what ran (model, sizes, ranks), each stage's time and memory, the loop's step
-// times, and the files written; printed as JSON with --json, else as the lines print_summary makes.
+// A guidance scale as JSON: null when the run had none (FLUX.1-schnell's guidance, a video's true CFG).
+nlohmann::json scale_or_null(float scale) { return std::isnan(scale) ? nlohmann::json() : nlohmann::json(scale); }
+
+// The closing summary: what was asked (prompt, sizes, steps, scheduler, guidance, seed), what ran
+// (model, ranks), each stage's time and memory, the loop's step times, and the files written; printed
+// as JSON with --json, else as the lines print_summary makes.
 nlohmann::json summary(const pipeline::Result& run, const Outputs& o, const std::string& dtype,
                        const std::vector<pipeline::StageStats>& stages, double wall_seconds) {
   const parallel::RankLayout& layout = run.layout;
@@ -158,9 +172,15 @@ nlohmann::json summary(const pipeline::Result& run, const Outputs& o, const std:
   }
   const int steps = int(result.step_seconds.size());
   nlohmann::json j = {{"model", run.model_name},
+                      {"prompt", r.prompt ? nlohmann::json(*r.prompt) : nlohmann::json()},
+                      {"negative_prompt", r.negative_prompt ? nlohmann::json(*r.negative_prompt) : nlohmann::json()},
+                      {"text", r.prompt ? "prompt" : !r.embeddings.empty() ? r.embeddings_source : "random embeddings"},
                       {"height", r.height},
                       {"width", r.width},
                       {"steps", steps},
+                      {"scheduler", run.family->scheduler_name()},
+                      {"guidance", scale_or_null(r.guidance)},
+                      {"true_cfg_scale", scale_or_null(r.true_cfg_scale)},
                       {"seed", r.seed},
                       {"dtype", dtype},
                       {"ranks", layout.ranks},
@@ -196,30 +216,47 @@ nlohmann::json summary(const pipeline::Result& run, const Outputs& o, const std:
   return j;
 }
 
-void print_summary(const nlohmann::json& s) {
+// What the user asked and got first; the engine's detail (ranks, stages, memory) with --verbose.
+void print_summary(const nlohmann::json& s, bool verbose) {
   auto mib = [](int64_t bytes) { return double(bytes) / (1 << 20); };
+  if (s["prompt"].is_string()) std::printf("prompt       %s\n", s["prompt"].get<std::string>().c_str());
+  else std::printf("text         %s\n", s["text"].get<std::string>().c_str());
+  if (s["negative_prompt"].is_string() && !s["negative_prompt"].get<std::string>().empty())
+    std::printf("negative     %s\n", s["negative_prompt"].get<std::string>().c_str());
   std::string frames = s.contains("frames") ? " x " + std::to_string(int(s["frames"])) + " frames" : "";
-  std::printf("model        %s, %lldx%lld%s, %d steps, seed %llu\n", s["model"].get<std::string>().c_str(),
-              (long long)s["height"], (long long)s["width"], frames.c_str(), int(s["steps"]),
-              (unsigned long long)s["seed"]);
-  std::printf("parallelism  %d %s ranks, %sring %d x ulysses %d (%s), %d threads per rank\n", int(s["ranks"]),
-              s["engine"].get<std::string>().c_str(),
-              int(s["cfg"]) > 1 ? ("cfg " + std::to_string(int(s["cfg"])) + " x ").c_str() : "", int(s["ring"]),
-              int(s["ulysses"]),
-              s["rotate"].get<std::string>().c_str(), int(s["threads_per_rank"]));
-  std::printf("time         %s wall, %.3f s per step (fastest %.3f s)\n",
-              format_duration(s["wall_seconds"]).c_str(), double(s["seconds_per_step"]),
-              double(s["fastest_step_seconds"]));
-  for (const nlohmann::json& st : s["stages"])
-    std::printf("stage        %-8s %s, weights %.2f MiB, activations %.2f MiB\n", st["name"].get<std::string>().c_str(),
-                format_duration(st["seconds"]).c_str(), mib(st["weight_bytes"]), mib(st["activation_bytes"]));
-  print_weights_line(s["weight_bytes_resident"], s["dtype"]);
-  std::printf("memory       peak activations per rank:");
-  for (int64_t peak : s["peak_activation_bytes_per_rank"]) std::printf(" %.1f MiB", mib(peak));
-  std::printf("\n");
-  if (s["latents_sharded_between_steps"])
-    std::printf("latents      split between steps, gathered once at the end (%.2f MiB, %.4f s): %d per-step gathers avoided\n",
-                mib(s["latents_gather_bytes"]), double(s["latents_gather_seconds"]), int(s["gathers_avoided"]));
+  std::string guidance;
+  char number[64];
+  for (const char* scale : {"guidance", "true_cfg_scale"})
+    if (s[scale].is_number()) {
+      std::snprintf(number, sizeof number, ", %s %g", scale == std::string("guidance") ? "guidance" : "true CFG",
+                    double(s[scale]));
+      guidance += number;
+    }
+  std::printf("made         %lldx%lld%s, %d steps of %s%s, seed %llu\n", (long long)s["width"],
+              (long long)s["height"], frames.c_str(), int(s["steps"]), s["scheduler"].get<std::string>().c_str(),
+              guidance.c_str(), (unsigned long long)s["seed"]);
+  std::printf("model        %s (%s)\n", s["model"].get<std::string>().c_str(), s["dtype"].get<std::string>().c_str());
+  std::printf("time         %s wall, %.3f s per step on %d %s rank%s\n", format_duration(s["wall_seconds"]).c_str(),
+              double(s["seconds_per_step"]), int(s["ranks"]), s["engine"].get<std::string>().c_str(),
+              int(s["ranks"]) == 1 ? "" : "s");
+  if (verbose) {
+    std::printf("parallelism  %d %s ranks, %sring %d x ulysses %d (%s), %d threads per rank\n", int(s["ranks"]),
+                s["engine"].get<std::string>().c_str(),
+                int(s["cfg"]) > 1 ? ("cfg " + std::to_string(int(s["cfg"])) + " x ").c_str() : "", int(s["ring"]),
+                int(s["ulysses"]), s["rotate"].get<std::string>().c_str(), int(s["threads_per_rank"]));
+    std::printf("steps        fastest %.3f s, %.3f s in the loop\n", double(s["fastest_step_seconds"]),
+                double(s["loop_seconds"]));
+    for (const nlohmann::json& st : s["stages"])
+      std::printf("stage        %-8s %s, weights %.2f MiB, activations %.2f MiB\n", st["name"].get<std::string>().c_str(),
+                  format_duration(st["seconds"]).c_str(), mib(st["weight_bytes"]), mib(st["activation_bytes"]));
+    print_weights_line(s["weight_bytes_resident"], s["dtype"]);
+    std::printf("memory       peak activations per rank:");
+    for (int64_t peak : s["peak_activation_bytes_per_rank"]) std::printf(" %.1f MiB", mib(peak));
+    std::printf("\n");
+    if (s["latents_sharded_between_steps"])
+      std::printf("latents      split between steps, gathered once at the end (%.2f MiB, %.4f s): %d per-step gathers avoided\n",
+                  mib(s["latents_gather_bytes"]), double(s["latents_gather_seconds"]), int(s["gathers_avoided"]));
+  }
   if (s.contains("out")) std::printf("wrote        %s\n", s["out"].get<std::string>().c_str());
   for (const char* file : {"preview", "image", "frames_dir", "video"})
     if (s.contains(file)) std::printf("wrote        %s\n", s[file].get<std::string>().c_str());
@@ -300,6 +337,7 @@ void run(GenerateFlags g) {
   pipeline::StageLog load;
   report_stages(load, g.json || !lead);
   const pipeline::Pipeline pipe = pipeline::Pipeline::open(g.source, policy, &load);
+  if (batch.size() == 1 && !batch[0].outputs.any()) batch[0].outputs.out = default_output(pipe);
   for (BatchItem& item : batch) {
     route_out(item.outputs, pipe.family());
     check_outputs_fit(item.outputs, pipe);
@@ -327,7 +365,7 @@ void run(GenerateFlags g) {
     stage_stats.insert(stage_stats.end(), stages.stages().begin(), stages.stages().end());
     nlohmann::json s = summary(result, batch[i].outputs, g.source.dtype, stage_stats, wall);
     if (g.json) std::printf("%s\n", s.dump().c_str());
-    else print_summary(s);
+    else print_summary(s, g.verbose);
   }
   if (lead && batch.size() > 1)
     print_batch_line(int(batch.size()), load.stages(), pipe.resident(), load_seconds, seconds_since(start), g.json);
@@ -347,8 +385,8 @@ void add_generate(CLI::App& parent) {
       "whole loop and gathers them once at the end), decode (the VAE, its rows split over the same ranks). "
       "The summary prints each stage's time and memory.\n"
       "Runs on local ranks (threads of this process) or, when launched by mpirun, on the MPI processes. "
-      "Text comes from --prompt, from --embeddings (the tensors encode-prompt writes, see --embeddings) or, with "
-      "neither, deterministic random embeddings.\n"
+      "Text comes from --prompt or from --embeddings (the tensors encode-prompt writes, see --embeddings); presets "
+      "without either (and models given --random-embeddings) run on deterministic random embeddings.\n"
       "Examples:\n"
       "  cpdit generate --preset flux-mini --prompt \"a red fox in the snow\" --image fox.png\n"
       "  cpdit generate --preset flux-mini --steps 4 --out latents.safetensors --preview preview.png\n"
@@ -382,6 +420,11 @@ void add_generate(CLI::App& parent) {
                   "--init-image), Wan's classifier-free "
                   "guidance (default 5.0; SkyReels-V2 6.0; LTX-Video 3.0; runs when there are negative_prompt_embeds)")
       ->check(finite_number());
+  cmd->add_option("--cfg-scale", args->request.cfg_scale,
+                  "classifier-free guidance on the negative prompt, whatever the model calls it (as "
+                  "stable-diffusion.cpp's): --guidance for Wan, SkyReels-V2 and LTX-Video, --true-cfg-scale for "
+                  "FLUX.1 and Qwen-Image")
+      ->check(finite_number());
   cmd->add_option("--guidance-2", args->request.guidance_2,
                   "Wan 2.2 A14B (a pipeline folder with transformer_2/): guidance_scale_2, the low-noise expert's "
                   "classifier-free guidance (default: --guidance's)")
@@ -400,6 +443,9 @@ void add_generate(CLI::App& parent) {
                   "and negative_pooled_prompt_embeds for true CFG; Wan: and negative_prompt_embeds for guidance; "
                   "Qwen-Image: and prompt_embeds_mask (B, L), negative_prompt_embeds [and its _mask] for true CFG; LTX-Video: and "
                   "prompt_attention_mask (B, L), negative_prompt_embeds [and negative_prompt_attention_mask] for guidance]");
+  cmd->add_flag("--random-embeddings", args->request.random_embeddings,
+                "run a model without --prompt or --embeddings on deterministic random text embeddings, seeded by "
+                "--seed (a test of the engine: the picture means nothing; presets do it unasked)");
   cmd->add_option("--latents", args->latents,
                   "safetensors whose `latents` is the initial noise in the pipeline's layout (FLUX.1 and LTX-Video: packed "
                   "(B, tokens, in_channels); Wan: (B, C, F', h, w)), as diffusers' latents= argument; may be the --embeddings file");
@@ -439,7 +485,7 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--text-tokens", args->request.text_tokens,
                   "text length: the T5/UMT5 max_sequence_length of --prompt (FLUX.1-dev and Wan: 512, schnell: 256, "
                   "LTX-Video: 128), "
-                  "or of the random embeddings without --prompt and --embeddings")
+                  "or of --random-embeddings")
       ->check(whole_number<int64_t>());
   cmd->add_option("--decode-timestep", args->request.decode_timestep,
                   "LTX-Video's timestep-conditioned VAE: the decode timestep (default 0, as LTXPipeline; 0.05 for "
@@ -451,7 +497,8 @@ void add_generate(CLI::App& parent) {
       ->check(finite_number());
   add_vae_split_option(cmd, args->request.vae_split);
   cmd->add_option("-o,--out,--output", args->outputs.out,
-                  "the output, its format by its name: NAME.png the decoded image (several: NAME_0.png, ...), NAME.mp4 "
+                  "the output, its format by its name (default: output.png, output.mp4, or output.safetensors for a model "
+                  "without a VAE, in the current folder; a name taken gets _1, _2, ...): NAME.png the decoded image (several: NAME_0.png, ...), NAME.mp4 "
                   "the decoded clip, FOLDER/ the clip's frames as PNGs, NAME.safetensors the final latents (and, "
                   "with a VAE, the decoded `image` (B, H, W, 3) or `video` (B, F, H, W, 3), f32 in [0, 1])");
   cmd->add_option("--image", args->outputs.image, "FLUX.1, Qwen-Image: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
@@ -461,7 +508,7 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--prompts", args->prompts,
                   "a batch on one opened pipeline: a .txt file of one prompt a line, or a .jsonl file of one JSON "
                   "object a line (prompt, negative_prompt, seed, steps, width, height, frames, guidance, "
-                  "true_cfg_scale, scheduler); request i writes each output as NAME_i (or NAME with {index} replaced)");
+                  "true_cfg_scale, cfg_scale, scheduler); request i writes each output as NAME_i (or NAME with {index} replaced)");
   cmd->add_flag("--keep-loaded", args->keep_loaded,
                 "keep every model (text encoders, transformer, VAE) loaded from the start to the end (default for "
                 "--prompts when they fit in half of the free memory)");
@@ -469,6 +516,9 @@ void add_generate(CLI::App& parent) {
                 "load each stage's models when it starts and free them when it ends, every request (default for "
                 "one request: the peak is the largest stage)");
   cmd->add_flag("--json", args->json, "print the closing summary as one JSON object and no progress");
+  cmd->add_flag("-v,--verbose", args->verbose,
+                "add the engine's detail to the summary: ranks and their split, each stage's time and memory, "
+                "the resident weights, activation peaks");
   cmd->add_flag("--check-finite", args->request.check_finite,
                 "check every module's outputs for NaN/Inf and name the first module that made them (slower; "
                 "the transformer's output is always checked once per step)");

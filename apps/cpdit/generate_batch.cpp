@@ -49,10 +49,12 @@ void apply_fields(const nlohmann::json& line, const std::string& where, pipeline
     else if (key == "frames") r.frames = whole<int64_t>(value, where, k, 1);
     else if (key == "guidance") r.guidance = finite(value, where, k);
     else if (key == "true_cfg_scale") r.true_cfg_scale = finite(value, where, k);
+    else if (key == "cfg_scale") r.cfg_scale = finite(value, where, k);
     else if (key == "scheduler") pipeline::check_scheduler_name(r.scheduler.name = text(value, where, k));
     else
       fail(ErrorKind::invalid_argument, where, ": unknown field '", key,
-           "' (fields: prompt, negative_prompt, seed, steps, width, height, frames, guidance, true_cfg_scale, scheduler)");
+           "' (fields: prompt, negative_prompt, seed, steps, width, height, frames, guidance, true_cfg_scale, cfg_scale, "
+           "scheduler)");
   }
   CPDIT_CHECK(r.prompt, invalid_argument, where, ": a line needs a prompt");
 }

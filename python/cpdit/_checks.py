@@ -10,11 +10,15 @@ __all__ = ["checked"]
 
 def checked(name, value, kind):
     """``value`` of keyword ``name`` as the engine's field takes it, or ValueError saying what ``name``
-    takes: ``kind`` ``str``, a string; ``float``, a finite number; ``int``, a whole number; a number,
+    takes: ``kind`` ``str``, a string; ``bool``, True or False; ``float``, a finite number; ``int``, a whole number; a number,
     a whole number from it."""
     if kind is str:
         if not isinstance(value, str):
             raise ValueError(f"{name} must be a string, got {value!r}")
+        return value
+    if kind is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
         return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):  # True is no count or scale
         raise ValueError(f"{name} must be a {'finite' if kind is float else 'whole'} number, got {value!r}")

@@ -39,6 +39,7 @@ class Request:
 
     prompt: Optional[str]
     negative_prompt: Optional[str]
+    random_embeddings: bool
     steps: int
     height: int
     width: int

@@ -63,6 +63,7 @@ class VideoPipelineOutput:
 # number from 0 or 1).
 _SETTINGS = {
     "negative_prompt": ("negative_prompt", str),
+    "random_embeddings": ("random_embeddings", bool),  # a model run without prompt or prompt_embeds
     "height": ("height", 1),
     "width": ("width", 1),
     "num_frames": ("frames", 1),
@@ -87,7 +88,8 @@ _SETTINGS = {
 # the prompt embeddings and masks, by the names of diffusers' pipelines (and of the --embeddings file).
 _SHARED_KEYWORDS = ("negative_prompt", "height", "width", "num_inference_steps", "guidance_scale", "generator",
                     "generator_seed", "latents", "prompt_embeds", "negative_prompt_embeds", "max_sequence_length",
-                    "output_type", "return_dict", "num_images_per_prompt", "ranks", "threads", "dtype")
+                    "output_type", "return_dict", "num_images_per_prompt", "random_embeddings", "ranks", "threads",
+                    "dtype")
 
 # The weights' dtypes in memory (cpdit generate --dtype; nn/load.hpp), and torch's dtypes as those, by
 # their names: torch itself is not needed to run cpdit, so a dtype is known by str(dtype).
@@ -199,7 +201,8 @@ class _Pipeline:
             f"Generate, with the arguments of diffusers' {cls._pipeline_classes[0]}.__call__ (see the class "
             "docstring); None: the pipeline's default. ``generator`` (an int, a torch.Generator by its initial_seed(), "
             "a numpy.random.Generator) or ``generator_seed`` seeds the engine's noise, ``return_dict=False`` "
-            "returns a tuple, ``ranks`` and "
+            "returns a tuple, ``random_embeddings=True`` runs a model given neither prompt nor prompt_embeds on "
+            "random text embeddings (a test; presets do it unasked), ``ranks`` and "
             "``threads`` set the local ranks and each one's compute threads, ``dtype`` the transformer's weights in "
             "memory ('auto', 'f32', 'bf16', 'q8_0', 'q4_k': cpdit generate --dtype). Returns None on a process "
             "other than rank 0 of an mpirun launch.")

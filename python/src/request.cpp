@@ -35,6 +35,7 @@ void bind_request(py::module_& m) {
       .def(py::init<>())
       .def_readwrite("prompt", &Request::prompt)
       .def_readwrite("negative_prompt", &Request::negative_prompt)
+      .def_readwrite("random_embeddings", &Request::random_embeddings)
       .def_readwrite("steps", &Request::steps)
       .def_readwrite("height", &Request::height)
       .def_readwrite("width", &Request::width)

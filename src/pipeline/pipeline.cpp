@@ -181,12 +181,11 @@ nn::TensorMap text_embeddings(const Request& r, const PipelineParts& parts, cons
 
 // The sizes, frames and steps the request left open, as the family's pipeline defaults them.
 void fill_defaults(Request& r, const Family& family, const Transformer& t) {
-  const FamilyDefaults d = family.defaults();
-  const bool preset = !t.preset.empty();
+  const FamilyDefaults d = t.preset.empty() ? family.defaults() : family.defaults().of_preset();
   const size_t custom_sigmas = r.scheduler.sigmas.size();
   CPDIT_CHECK(custom_sigmas == 0 || r.steps == 0 || size_t(r.steps) == custom_sigmas, invalid_argument, "--steps ",
               r.steps, " with ", custom_sigmas, " --sigmas: give one of them (the sigmas' count is the steps)");
-  if (r.steps == 0) r.steps = custom_sigmas ? int(custom_sigmas) : preset ? 4 : d.steps;
+  if (r.steps == 0) r.steps = custom_sigmas ? int(custom_sigmas) : d.steps;
   if (r.scheduler.name.empty()) r.scheduler.name = family.scheduler_choices().front();
   // A strength that leaves no step is refused before the image is encoded.
   if (!r.init_image.empty()) skipped_steps(r.steps, r.strength.value_or(0.6));
@@ -199,9 +198,20 @@ void fill_defaults(Request& r, const Family& family, const Transformer& t) {
     if (r.height == 0) r.height = png.height / unit * unit;
     if (r.width == 0) r.width = png.width / unit * unit;
   }
-  if (r.height == 0) r.height = preset ? 256 : d.height;
-  if (r.width == 0) r.width = preset ? 256 : d.width;
-  if (r.frames == 0 && family.video()) r.frames = preset ? d.preset_frames : d.frames;
+  if (r.height == 0) r.height = d.height;
+  if (r.width == 0) r.width = d.width;
+  if (r.frames == 0 && family.video()) r.frames = d.frames;
+  family.fill_guidance(r, t);
+}
+
+// --cfg-scale as the family's classifier-free guidance: the video families' guidance, the image
+// families' true CFG (before anything is encoded, so a clash costs nothing).
+void apply_cfg_scale(Request& r, const Family& family, const std::string& name) {
+  if (std::isnan(r.cfg_scale)) return;
+  float& scale = family.video() ? r.guidance : r.true_cfg_scale;
+  CPDIT_CHECK(std::isnan(scale), invalid_argument, "--cfg-scale is ", name, "'s ",
+              family.video() ? "--guidance" : "--true-cfg-scale", ": give one of them");
+  scale = r.cfg_scale;
 }
 
 // What every family refuses alike: options it has no use for.
@@ -251,10 +261,14 @@ Result Pipeline::run(Request r, StageLog& stages) const {
   const bool lead = lead_process();
   const ScopedMatmulPrecision precision(nn::matmul_precision_for(s.source.dtype));
   if (r.text_tokens == 0) r.text_tokens = family.defaults().text_tokens;
+  apply_cfg_scale(r, family, s.name());
   family.check_request(r, s.folder);
   check_scheduler_choice(r.scheduler, family.scheduler_choices(), family.name());
   CPDIT_CHECK(r.decode != Decode::yes || s.parts.vae, invalid_argument, "decoding needs the pipeline's VAE: ",
               s.name(), " has no vae/ (give a diffusers pipeline folder or a preset, or ask for the latents)");
+  CPDIT_CHECK(r.prompt || !r.embeddings.empty() || r.random_embeddings || !s.source.preset.empty(), invalid_argument,
+              "no prompt: give --prompt (or --embeddings from encode-prompt); --random-embeddings runs ", s.name(),
+              " on random text embeddings, for testing");
   const nn::TensorMap text = text_embeddings(r, s.parts, s.name(), s.load, stages);
 
   Result result;

@@ -96,6 +96,55 @@ models::wan::WanConfig wan_preset_config(const std::string& name) {
   return c;
 }
 
+namespace {
+
+int64_t declared_parameters(nn::Module& model) {
+  int64_t count = 0;
+  for (const auto& [name, parameter] : model.named_parameters()) count += shape_numel(parameter->shape);
+  return count;
+}
+
+models::qwenimage::QwenImageConfig qwenimage_preset_config(const std::string& name) {
+  CPDIT_CHECK(name == "qwen-mini", invalid_argument, "'", name, "' is not a Qwen-Image preset (presets: ",
+              known_presets(), ")");
+  models::qwenimage::QwenImageConfig config;  // the class defaults are the released widths
+  config.num_layers = 2;
+  config.validate();
+  return config;
+}
+
+models::skyreels_v2::SkyReelsV2Config skyreels_preset_config(const std::string& name) {
+  CPDIT_CHECK(name == "skyreels-tiny" || name == "skyreels-mini", invalid_argument, "'", name,
+              "' is not a SkyReels-V2 preset (presets: ", known_presets(), ")");
+  models::skyreels_v2::SkyReelsV2Config config;
+  static_cast<models::wan::WanConfig&>(config) = wan_preset_config(name);
+  return config;
+}
+
+}  // namespace
+
+int64_t preset_parameters(const std::string& name) {
+  check_preset(name);
+  if (name.rfind("flux-", 0) == 0) {
+    models::flux::FluxTransformer2DModel model(flux_preset_config(name));
+    return declared_parameters(model);
+  }
+  if (name.rfind("ltx-", 0) == 0) {
+    models::ltx_video::LTXVideoTransformer3DModel model(ltx_preset_config(name));
+    return declared_parameters(model);
+  }
+  if (name.rfind("wan-", 0) == 0) {
+    models::wan::WanTransformer3DModel model(wan_preset_config(name));
+    return declared_parameters(model);
+  }
+  if (name.rfind("skyreels-", 0) == 0) {
+    models::skyreels_v2::SkyReelsV2Transformer3DModel model(skyreels_preset_config(name));
+    return declared_parameters(model);
+  }
+  models::qwenimage::QwenImageTransformer2DModel model(qwenimage_preset_config(name));
+  return declared_parameters(model);
+}
+
 models::wan::WanCheckpoint wan_preset(const std::string& name, uint64_t seed) {
   models::wan::WanConfig config = wan_preset_config(name);
   models::wan::WanTransformer3DModel shape_only(config);
@@ -103,20 +152,13 @@ models::wan::WanCheckpoint wan_preset(const std::string& name, uint64_t seed) {
 }
 
 models::qwenimage::QwenImageCheckpoint qwenimage_preset(const std::string& name, uint64_t seed) {
-  CPDIT_CHECK(name == "qwen-mini", invalid_argument, "'", name, "' is not a Qwen-Image preset (presets: ",
-              known_presets(), ")");
-  models::qwenimage::QwenImageConfig config;  // the class defaults are the released widths
-  config.num_layers = 2;
-  config.validate();
+  const models::qwenimage::QwenImageConfig config = qwenimage_preset_config(name);
   models::qwenimage::QwenImageTransformer2DModel shape_only(config);
   return {config, random_state_dict(shape_only, seed)};
 }
 
 models::skyreels_v2::SkyReelsV2Checkpoint skyreels_preset(const std::string& name, uint64_t seed) {
-  CPDIT_CHECK(name == "skyreels-tiny" || name == "skyreels-mini", invalid_argument, "'", name,
-              "' is not a SkyReels-V2 preset (presets: ", known_presets(), ")");
-  models::skyreels_v2::SkyReelsV2Config config;
-  static_cast<models::wan::WanConfig&>(config) = wan_preset_config(name);
+  const models::skyreels_v2::SkyReelsV2Config config = skyreels_preset_config(name);
   models::skyreels_v2::SkyReelsV2Transformer3DModel shape_only(config);
   return {config, random_state_dict(shape_only, seed)};
 }

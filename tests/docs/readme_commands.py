@@ -1,13 +1,14 @@
-"""Runs every command of README.md's sh blocks, in order, in a scratch folder that sees the checkout's
-tests/ and the build's binary as README.md names them (tests/..., build/bin/cpdit), so the README's
-commands cannot rot:
+"""Runs every command of the sh blocks of README.md and docs/*.md, file by file and in order, each file's
+in a scratch folder that sees the checkout's tests/ and the build's binary as the pages name them
+(tests/..., build/bin/cpdit), so the documented commands cannot rot:
 - a command exits 0;
 - one that names a file to download (a path under /path/to/) exits 2 with a one-line error: its flags
   parsed, and only a file was missing (the download, or what a command on it would have written);
 - the two set-up commands (scripts/run.sh, scripts/test.sh) are left to the clean-clone checks (this test
-  is part of the second), a benchmark runs as `--help` (they take minutes), python lines (torch, not in CI)
-  and an mpirun across other hosts (--host) are not run; each is counted and printed.
-Usage: readme_commands.py README BUILD_DIR"""
+  is part of the second), a benchmark runs as `--help` (they take minutes), python lines (the python
+  blocks run in python/tests/test_readme.py, where the package is installed) and an mpirun across other
+  hosts (--host) are not run; each is counted and printed.
+Usage: readme_commands.py PAGE.md [PAGE.md ...] BUILD_DIR"""
 
 import os
 import pathlib
@@ -45,10 +46,25 @@ def sh_blocks(text):
     return blocks
 
 
-def main(readme, build):
-    root = pathlib.Path(readme).resolve().parent
-    commands = [c for block in sh_blocks(pathlib.Path(readme).read_text()) for c in logical_lines(block)]
-    assert commands, f"{readme} has no sh commands"
+def main(pages, build):
+    counts = [run_page(page, build) for page in pages]
+    passed, failed = sum(c[0] for c in counts), sum(c[1] for c in counts)
+    print(f"{len(pages)} pages: {passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def checkout_root(page):
+    """The repository root above a page (README.md is in it, docs/*.md one folder down)."""
+    folder = pathlib.Path(page).resolve().parent
+    return folder if (folder / "tests").is_dir() else folder.parent
+
+
+def run_page(page, build):
+    """Runs one page's commands; returns (passed, failed)."""
+    root = checkout_root(page)
+    print(f"== {page}", flush=True)
+    commands = [c for block in sh_blocks(pathlib.Path(page).read_text()) for c in logical_lines(block)]
+    assert commands, f"{page} has no sh commands"
     passed = failed = 0
     left = {"set-up command": 0, "benchmark (--help only)": 0, "python": 0, "mpirun on other hosts": 0}
     with tempfile.TemporaryDirectory(prefix="cpdit_readme_") as scratch:
@@ -90,8 +106,8 @@ def main(readme, build):
                 print(run.stderr[-2000:], flush=True)
     print("not run whole: " + ", ".join(f"{n} {what}" for what, n in left.items() if n))
     print(f"{passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return passed, failed
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2]))
+    sys.exit(main(sys.argv[1:-1], sys.argv[-1]))

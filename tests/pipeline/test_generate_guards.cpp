@@ -30,9 +30,10 @@ std::string slurp(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Exit code 2, one line on stderr holding `message`, nothing written to `out`.
+// Exit code 2, one line on stderr holding `message`, nothing written to `out`. The models here have
+// no text encoders: random embeddings stand for the text.
 void expect_refused(const std::string& args, const std::string& message, const std::string& out) {
-  const auto r = cpdit::testing::expect_cli_refused("generate " + args, message, out);
+  const auto r = cpdit::testing::expect_cli_refused("generate --random-embeddings " + args, message, out);
   // CLI11's own range check printed the largest double as 309 digits.
   EXPECT_LT(r.err.size(), 300u) << args << "\n" << r.err;
 }

@@ -106,13 +106,25 @@ TEST(GenerateStages, EachStageFreesItsWeightsAndTheSummaryTimesEach) {
 
 TEST(GenerateStages, ProgressAndSummaryNameEachStage) {
   TempDir dir("generate_stage_progress");
-  const auto r = run_cli(kFlux + " --prompt 'a red fox' --threads 1 --image " + dir.file("fox.png"));
+  const auto r = run_cli(kFlux + " --prompt 'a red fox' --threads 1 --verbose --image " + dir.file("fox.png"));
   ASSERT_EQ(r.code, 0) << r.err;
   // stderr is not a terminal here: one progress line per event.
   for (const char* line : {"encode done in", "denoise step 1/2", "denoise step 2/2", "decode done in"})
     EXPECT_NE(r.err.find(line), std::string::npos) << line << " in:\n" << r.err;
   for (const char* line : {"stage        encode ", "stage        denoise ", "stage        decode "})
     EXPECT_NE(r.out.find(line), std::string::npos) << line << " in:\n" << r.out;
+}
+
+// The summary leads with what was asked; the engine's detail waits for --verbose.
+TEST(GenerateStages, SummaryLeadsWithTheRequest) {
+  TempDir dir("generate_summary");
+  const auto r = run_cli(kFlux + " --prompt 'a red fox' -n 'blurry' --threads 1 -o " + dir.file("fox.png"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const char* line : {"prompt       a red fox\n", "negative     blurry\n", "seed 5\n", "steps of flow-match Euler",
+                           "wrote        " })
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << " in:\n" << r.out;
+  EXPECT_EQ(r.out.find("stage   "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("parallelism"), std::string::npos) << r.out;
 }
 
 // Every split of the prompt-to-pixels run decodes what one rank decodes: the latents differ by

@@ -18,7 +18,8 @@ Writes tests/data/fixtures/schedulers/:
   flux_dpm.safetensors     latents (1, 4, 16, 16): FluxPipeline on tests/data/fixtures/flux_pipeline_tiny (its
                            inputs.safetensors, 3 steps, guidance 3.5) with its scheduler replaced by
                            DPMSolverMultistepScheduler.from_config(pipe.scheduler.config, use_flow_sigmas=True,
-                           prediction_type="flow_prediction"), the final latents unpacked
+                           prediction_type="flow_prediction"), the final latents unpacked; its timesteps (int64)
+                           and sigmas (float32)
 
     OMP_NUM_THREADS=1 /work/refvenv/bin/python tools/reference/schedulers.py   # torch 2.x, diffusers 0.42.1 (PyPI)
 """
@@ -157,8 +158,8 @@ def main():
                       latents=inputs["latents"], height=case["height"], width=case["width"],
                       num_inference_steps=case["steps"], guidance_scale=case["guidance"], output_type="latent").images
     final = FluxPipeline._unpack_latents(packed, case["height"], case["width"], pipe.vae_scale_factor)
-    save_file({"latents": final.contiguous(), "timesteps": pipe.scheduler.timesteps.double(),
-               "sigmas": pipe.scheduler.sigmas.double()}, OUT / "flux_dpm.safetensors")
+    save_file({"latents": final.contiguous(), "timesteps": pipe.scheduler.timesteps.to(torch.int64).contiguous(),
+               "sigmas": pipe.scheduler.sigmas.to(torch.float32).contiguous()}, OUT / "flux_dpm.safetensors")
     print(len(cases), "cases;", len(tensors), "tensors; flux dpm latents", tuple(final.shape),
           float(final.abs().max()), "timesteps", pipe.scheduler.timesteps.tolist())
 

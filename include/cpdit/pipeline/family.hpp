@@ -76,6 +76,9 @@ struct FamilyDefaults {
   int64_t height = 1024, width = 1024, frames = 0;  // frames 0: an image family
   int64_t preset_frames = 0;                        // a video preset's
   int64_t text_tokens = 512;                        // max_sequence_length
+
+  // A preset's (random weights, so small and quick): 4 steps at 256x256, the preset's clip length.
+  FamilyDefaults of_preset() const { return {4, 256, 256, preset_frames, preset_frames, text_tokens}; }
 };
 
 class Family {
@@ -113,6 +116,9 @@ class Family {
   virtual void check_request(const Request&, const PipelineFolder&) const {}
   // Refuses what the family cannot run (its own flags, its image inputs), after the defaults are filled.
   virtual void check(const Request&, const Transformer&) const {}
+  // The guidance scales the request left unset (NaN), as the family's diffusers pipeline defaults them,
+  // so the loop and the Result (a picture's parameters, the summary) read what ran.
+  virtual void fill_guidance(Request&, const Transformer&) const {}
   // Refuses a run that cannot fit in memory (check_generate_fits), before any rank starts.
   virtual void check_fits(const Request& request, const Transformer& t) const = 0;
   // The plan the ranks enable on their replicas (null: the model's own).

@@ -33,6 +33,9 @@ namespace cpdit::pipeline {
 inline constexpr uint64_t kPresetWeightsSeed = 0;
 
 std::vector<std::string> preset_names();
+// The preset's transformer parameters, counted from the shapes its model declares (nothing is allocated
+// or drawn), for `cpdit presets`.
+int64_t preset_parameters(const std::string& name);
 // Refuses a name that is not a preset, with the list of presets.
 void check_preset(const std::string& name);
 

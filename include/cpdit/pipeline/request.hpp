@@ -25,9 +25,12 @@ enum class Decode { no, if_vae, yes };
 
 struct Request {
   // The text: a prompt through the pipeline's text encoders, or `embeddings` (the tensors encode-prompt
-  // writes, named as there), or neither (deterministic random embeddings at the model's widths).
+  // writes, named as there), or neither (deterministic random embeddings at the model's widths). A real
+  // model runs on random embeddings only when asked to (`random_embeddings`): a picture of no prompt is
+  // a test, not hours of work to throw away. Presets, whose weights are random too, take them unasked.
   std::optional<std::string> prompt, negative_prompt;
   nn::TensorMap embeddings;
+  bool random_embeddings = false;
   std::string embeddings_source = "the given embeddings";  // names them in errors (e.g. the file)
   Tensor initial_latents;  // the initial noise in the pipeline's layout (diffusers' latents=); undefined: seeded
   int steps = 0;  // 0: the family's default, or the count of scheduler.sigmas
@@ -39,6 +42,9 @@ struct Request {
   float guidance = std::nanf("");        // unset: the pipeline's default
   float guidance_2 = std::nanf("");      // Wan 2.2's low-noise expert (guidance_scale_2); unset: guidance
   float true_cfg_scale = std::nanf("");  // unset: FLUX.1 1.0 (off), Qwen-Image 4.0
+  // Classifier-free guidance whatever the family calls it (stable-diffusion.cpp's --cfg-scale): the
+  // video families' guidance, FLUX.1's and Qwen-Image's true_cfg_scale. Unset: those fields decide.
+  float cfg_scale = std::nanf("");
   // Input images (PNG files): image-to-video's first and last frame, image-to-image's start.
   std::string first_image, last_image, init_image;
   std::optional<double> strength;  // image-to-image: the share of the schedule run (default 0.6)

@@ -57,6 +57,20 @@ class FluxFamily final : public Family {
     check_image_fits(r, t, config_of<models::flux::FluxConfig>(t.model).inner_dim());
   }
 
+  void check(const Request& r, const Transformer& t) const override {
+    CPDIT_CHECK(std::isnan(r.guidance) || config_of<models::flux::FluxConfig>(t.model).guidance_embeds,
+                invalid_argument, "--guidance is FLUX.1-dev's guidance embedding, and ", t.name,
+                " has none (as FLUX.1-schnell): leave it out, or guide with --true-cfg-scale and --negative-prompt");
+  }
+
+  // FluxPipeline's guidance 3.5, FluxImg2ImgPipeline's 7.0 (for a model with a guidance embedding);
+  // true CFG 1.0: off.
+  void fill_guidance(Request& r, const Transformer& t) const override {
+    if (std::isnan(r.guidance) && config_of<models::flux::FluxConfig>(t.model).guidance_embeds)
+      r.guidance = r.init_image.empty() ? 3.5f : 7.0f;
+    if (std::isnan(r.true_cfg_scale)) r.true_cfg_scale = 1.0f;
+  }
+
   std::optional<parallel::ContextParallelPlan> plan() const override { return flux_sharded_latents_plan(); }
 
   RankLoop loop(const LoopInputs& in) const override {
@@ -72,9 +86,8 @@ class FluxFamily final : public Family {
                                           : !t.scheduler_file.empty() ? FlowMatchEulerConfig::from_file(t.scheduler_file)
                                                                       : FlowMatchEulerConfig::flux_dev();
     FluxGenerateOptions base;
-    // FluxPipeline's default, FluxImg2ImgPipeline's from an image.
-    base.guidance = !std::isnan(r.guidance) ? r.guidance : r.init_image.empty() ? 3.5f : 7.0f;
-    base.true_cfg_scale = std::isnan(r.true_cfg_scale) ? 1.0f : r.true_cfg_scale;  // FluxPipeline's default
+    base.guidance = std::isnan(r.guidance) ? 0.0f : r.guidance;  // unset: the model has no guidance embedding
+    base.true_cfg_scale = r.true_cfg_scale;
     base.vae_scale_factor = t.vae_scale_factor;
     // Built here, so a scheduler the schedule cannot take is refused before any rank starts.
     const std::shared_ptr<const Scheduler> prototype = make_scheduler(r.scheduler, schedule);

@@ -60,6 +60,10 @@ class LtxFamily final : public Family {
     check_generate_fits(elements, elements / double(latent[1]) + double(r.text_tokens), double(config.inner_dim()));
   }
 
+  void fill_guidance(Request& r, const Transformer&) const override {
+    if (std::isnan(r.guidance)) r.guidance = 3.0f;  // LTXPipeline's
+  }
+
   RankLoop loop(const LoopInputs& in) const override {
     const Request& r = in.request;
     const Transformer& t = in.transformer;
@@ -67,7 +71,7 @@ class LtxFamily final : public Family {
     auto conditioning = std::make_shared<LtxConditioning>(
         in.text.empty() ? random_ltx_conditioning(config, 1, r.text_tokens, r.seed)
                         : ltx_conditioning(in.text, text_source(r), config));
-    const float guidance = std::isnan(r.guidance) ? 3.0f : r.guidance;  // LTXPipeline's default
+    const float guidance = r.guidance;
     parallel::validate_cfg(in.layout.config, ltx_runs_guidance(*conditioning, guidance),
                            no_guidance_reason(conditioning->negative_prompt_embeds.defined(), "--guidance is at most 1"));
     const FlowMatchEulerConfig schedule =

@@ -49,6 +49,10 @@ class QwenImageFamily final : public Family {
                 "--guidance is for guidance-distilled models; Qwen-Image's classifier-free guidance is --true-cfg-scale");
   }
 
+  void fill_guidance(Request& r, const Transformer&) const override {
+    if (std::isnan(r.true_cfg_scale)) r.true_cfg_scale = 4.0f;  // QwenImagePipeline's
+  }
+
   void check_fits(const Request& r, const Transformer& t) const override {
     check_image_fits(r, t, config_of<models::qwenimage::QwenImageConfig>(t.model).inner_dim());
   }
@@ -60,7 +64,7 @@ class QwenImageFamily final : public Family {
     auto conditioning = std::make_shared<QwenImageConditioning>(
         in.text.empty() ? random_qwenimage_conditioning(config, 1, r.text_tokens, r.seed)
                         : qwenimage_conditioning(in.text, text_source(r), config));
-    const float true_cfg_scale = std::isnan(r.true_cfg_scale) ? 4.0f : r.true_cfg_scale;  // QwenImagePipeline's
+    const float true_cfg_scale = r.true_cfg_scale;
     parallel::validate_cfg(in.layout.config, qwenimage_runs_true_cfg(*conditioning, true_cfg_scale),
                            no_guidance_reason(conditioning->negative_prompt_embeds.defined(),
                                               "--true-cfg-scale is at most 1"));

@@ -71,6 +71,11 @@ class SkyReelsFamily final : public Family {
                      r.overlap_history ? (r.base_num_frames - 1) / t.wan_vae.temporal + 1 : 0);
   }
 
+  // SkyReelsV2ImageToVideoPipeline's 5.0, SkyReelsV2DiffusionForcingPipeline's 6.0.
+  void fill_guidance(Request& r, const Transformer& t) const override {
+    fill_wan_guidance(r, t, wan_takes_image(skyreels_config(t)) ? 5.0f : 6.0f);
+  }
+
   RankLoop loop(const LoopInputs& in) const override {
     const Request& r = in.request;
     const SkyReelsV2Config& config = skyreels_config(in.transformer);
@@ -80,7 +85,7 @@ class SkyReelsFamily final : public Family {
     auto last = std::make_shared<Tensor>(tensor_or_none(images, "last"));
     const UniPCConfig schedule = wan_schedule(in.transformer, flow_shift(r, in.transformer), r.scheduler);
     const int64_t fps = frame_rate(r);
-    return video_loop(in, config, 6.0f,  // SkyReelsV2DiffusionForcingPipeline's default guidance
+    return video_loop(in, config,
                       [&config, &r, schedule, fps, first, last](const nn::Model& model, const Tensor& embeds,
                                                                const WanGenerateOptions& o) {
                         SkyReelsGenerateOptions options;

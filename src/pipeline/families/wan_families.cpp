@@ -74,8 +74,12 @@ void check_video_fits(const Request& r, const Transformer& t, const models::wan:
                       double(config.inner_dim()));
 }
 
-RankLoop video_loop(const LoopInputs& in, const models::wan::WanConfig& config, float default_guidance,
-                    VideoGenerate generate) {
+void fill_wan_guidance(Request& r, const Transformer& t, float guidance) {
+  if (std::isnan(r.guidance)) r.guidance = guidance;
+  if (std::isnan(r.guidance_2) && t.low_noise) r.guidance_2 = r.guidance;
+}
+
+RankLoop video_loop(const LoopInputs& in, const models::wan::WanConfig& config, VideoGenerate generate) {
   const Request& r = in.request;
   const Transformer& t = in.transformer;
   auto embeds = std::make_shared<Tensor>(in.text.empty()
@@ -85,10 +89,10 @@ RankLoop video_loop(const LoopInputs& in, const models::wan::WanConfig& config, 
   auto negative = std::make_shared<Tensor>();
   if (in.text.count("negative_prompt_embeds"))
     *negative = wan_prompt_embeds(in.text, text_source(r), config, "negative_prompt_embeds");
-  const float guidance = std::isnan(r.guidance) ? default_guidance : r.guidance;
+  const float guidance = r.guidance;
   parallel::validate_cfg(in.layout.config, wan_runs_guidance(*negative, guidance),
                          no_guidance_reason(negative->defined(), "--guidance is at most 1"));
-  const float guidance_2 = std::isnan(r.guidance_2) ? guidance : r.guidance_2;
+  const float guidance_2 = r.guidance_2;
   return [&r, &t, guidance, guidance_2, generate, embeds, negative](RankRun& run) {
     WanGenerateOptions options;
     set_loop_options(options, r, run);
@@ -110,7 +114,7 @@ RankLoop wan_loop(const LoopInputs& in, const models::wan::WanConfig& config, do
   // Built here, so a scheduler the schedule cannot take is refused before any rank starts.
   const std::shared_ptr<const Scheduler> prototype =
       make_scheduler(in.request.scheduler, wan_schedule(in.transformer, flow_shift));
-  return video_loop(in, config, 5.0f,  // the default guidance of all three pipelines
+  return video_loop(in, config,
                     [&config, prototype, image](const nn::Model& model, const Tensor& embeds,
                                                 const WanGenerateOptions& o) {
                       const std::unique_ptr<Scheduler> scheduler = prototype->clone();

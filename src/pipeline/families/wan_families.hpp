@@ -39,10 +39,13 @@ void check_video_fits(const Request& r, const Transformer& t, const models::wan:
 using VideoGenerate =
     std::function<WanGenerateResult(const nn::Model&, const Tensor& prompt_embeds, const WanGenerateOptions&)>;
 
-// The loop of a Wan-network family: the prompt (and negative prompt) embeddings, guidance at
-// `default_guidance`, Wan 2.2's second expert, then `generate` on every rank.
-RankLoop video_loop(const LoopInputs& in, const models::wan::WanConfig& config, float default_guidance,
-                    VideoGenerate generate);
+// A Wan-network family's guidance when the request leaves it unset: `guidance` (the pipeline's default),
+// and for Wan 2.2's low-noise expert the same unless given.
+void fill_wan_guidance(Request& r, const Transformer& t, float guidance);
+
+// The loop of a Wan-network family: the prompt (and negative prompt) embeddings, guidance, Wan 2.2's
+// second expert, then `generate` on every rank.
+RankLoop video_loop(const LoopInputs& in, const models::wan::WanConfig& config, VideoGenerate generate);
 
 // WanPipeline's loop, and with an image-to-video model WanImageToVideoPipeline's and
 // SkyReelsV2ImageToVideoPipeline's (the images encoded here, before the ranks start).

@@ -70,6 +70,9 @@ class WanFamily final : public Family {
 
   void check_fits(const Request& r, const Transformer& t) const override { check_video_fits(r, t, wan_config(t)); }
 
+  // The default of WanPipeline and WanImageToVideoPipeline.
+  void fill_guidance(Request& r, const Transformer& t) const override { fill_wan_guidance(r, t, 5.0f); }
+
   RankLoop loop(const LoopInputs& in) const override { return wan_loop(in, wan_config(in.transformer), 3.0); }
 };
 
