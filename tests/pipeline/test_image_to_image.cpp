@@ -236,7 +236,8 @@ TEST(ImageToImageCli, RefusesWhatItCannotUse) {
   refused(cli_args(kFlux, "--strength 0"), "leaves no step to run");
   refused(cli_args(kQwen, "--strength 1.5"), "strength must be in [0, 1]");
   const std::string wan = (kFixtures / "wan_pipeline_tiny" / "pipeline").string();
-  refused("generate --model " + wan + " --frames 5 --height 48 --width 32 --steps 1 --init-image " + kImage.string(),
+  refused("generate --model " + wan + " --frames 5 --height 48 --width 32 --steps 1 --random-embeddings --init-image " +
+              kImage.string(),
           "--init-image is for FLUX.1 and Qwen-Image image-to-image");
   refused("generate --model " + kFlux.pipeline.string() + " --height 32 --width 32 --steps 1 --strength 0.5",
           "--strength goes with --init-image");
