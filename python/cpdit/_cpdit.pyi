@@ -89,5 +89,5 @@ class Pipeline:
         latents: Optional[np.ndarray] = None,
         sigint_stops: bool = True,
         on_step: Optional[Callable[[int, int], None]] = None,
-        on_step_latents: Optional[Callable[[int, float, np.ndarray], Optional[np.ndarray]]] = None,
+        on_step_latents: Optional[Callable[[int, float, np.ndarray], Any]] = None,
     ) -> Optional[Dict[str, Any]]: ...

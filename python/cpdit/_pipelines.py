@@ -164,8 +164,14 @@ class _Pipeline:
         self._engine = None  # the opened pipeline, kept between calls
         self._engine_dtype = None
         self._progress_bar_config = {}
+        self._interrupt = False  # diffusers': set by a step callback, the call's loop ends after that step
         self._single_file = ""  # from_single_file: the transformer's weights file (self.model, or beside a folder)
         self._config = ""  # from_single_file's config=: a transformer config.json overriding the file's
+
+    @property
+    def interrupt(self):
+        """diffusers' ``pipe.interrupt``: whether a step callback of this call set ``pipe._interrupt``."""
+        return self._interrupt
 
     def set_progress_bar_config(self, **kwargs):
         """diffusers' progress bar settings: the keywords of the tqdm bar each generation shows over its steps
@@ -212,7 +218,8 @@ class _Pipeline:
             "returns a tuple. ``callback_on_step_end(pipe, step, timestep, callback_kwargs)`` is called after each "
             "step's scheduler step with callback_kwargs {'latents': the whole latents as diffusers holds them then, a "
             "read-only numpy array}; a 'latents' it returns (numpy or torch, their shape) replaces them on every rank "
-            "(``callback_on_step_end_tensor_inputs``: ['latents'], the only one); each generation of a list of prompts or "
+            "(``callback_on_step_end_tensor_inputs``: ['latents'], the only one), and ``pipe._interrupt = True`` in it "
+            "ends the loop after that step, its latents the result; each generation of a list of prompts or "
             "of num_images_per_prompt calls it with its own batch of one. ``ranks`` and "
             "``threads`` set the local ranks and each one's compute threads, ``dtype`` the transformer's weights in "
             "memory ('auto', 'f32', 'bf16', 'q8_0', 'q4_k': cpdit generate --dtype). Returns None on a process "
@@ -300,6 +307,7 @@ class _Pipeline:
                                    or not all(isinstance(p, str) for p in prompts)):
             raise ValueError(f"prompt must be a string or a non-empty list of strings, got {prompt!r}")
         callback = step_callback(self, call.pop("callback_on_step_end"), call.pop("callback_on_step_end_tensor_inputs"))
+        self._interrupt = False  # as diffusers' call starts
         if output_type != "latent" and self._single_file and self._single_file == self.model:
             raise ValueError(f"from_single_file without a pipeline folder has no VAE to decode with: call with "
                              f"output_type='latent', or give config= a diffusers pipeline folder")

@@ -15,10 +15,15 @@ class _StepCallback:
     """diffusers' ``callback_on_step_end(pipe, step, timestep, callback_kwargs)`` as the engine's
     on_step_latents(step, timestep, latents): the latents in callback_kwargs, and a "latents" in the dict it
     returns (numpy or torch, their shape) for the engine to put in their place. ``raised`` keeps what the
-    callback raised, so that the call re-raises it as it is."""
+    callback raised, so that the call re-raises it as it is.
+
+    ``pipe._interrupt`` set by the callback ends the loop after that step, its latents the result, as
+    diffusers skips the steps left; the call's later generations (a list of prompts, num_images_per_prompt:
+    diffusers' one batch) end after the same step."""
 
     def __init__(self, pipe, callback):
         self.pipe, self.callback, self.raised = pipe, callback, None
+        self.interrupted_at = None  # the step after which the callback set pipe._interrupt
 
     def __call__(self, step, timestep, latents):
         try:
@@ -26,6 +31,16 @@ class _StepCallback:
         except BaseException as error:
             self.raised = error
             raise
+        if self.interrupted_at is None and self.pipe._interrupt:
+            self.interrupted_at = step
+        new = self._latents(returned, step, latents)
+        if self.interrupted_at is not None and step >= self.interrupted_at:
+            return new, True
+        return new
+
+    @staticmethod
+    def _latents(returned, step, latents):
+        """The latents the callback returned in place of ``latents``, or None when it kept them."""
         if returned is None:
             return None
         if not isinstance(returned, dict):

@@ -173,3 +173,43 @@ def test_under_mpirun_rank_0_calls_the_callback_and_every_process_takes_its_late
     assert (tmp_path / "rank1").read_text() == "[]"
     want = read_safetensors(CASE / "callback.safetensors")["latents"]
     np.testing.assert_allclose(np.load(tmp_path / "latents.npy"), want, rtol=0, atol=CALLBACK_TOLERANCE)
+
+
+@pytest.mark.parametrize("ring", [1, 2])
+def test_pipe_interrupt_set_by_the_callback_ends_the_loop_with_that_steps_latents(ring):
+    pipe = cpdit.FluxPipeline.from_pretrained(CASE / "pipeline")
+    if ring > 1:
+        pipe.transformer.enable_parallelism(cpdit.ContextParallelConfig(ring_degree=ring))
+    seen = []
+
+    def interrupt_after_step_1(pipe_, step, timestep, callback_kwargs):
+        seen.append(step)
+        callback_kwargs = halve_after_step_1(pipe_, step, timestep, callback_kwargs)
+        if step == 1:
+            pipe_._interrupt = True  # diffusers' pipeline then skips the steps left
+            kept.append(np.array(callback_kwargs["latents"]))
+        return callback_kwargs
+
+    kept = []
+    latents = flux_call(pipe, callback_on_step_end=interrupt_after_step_1)
+    assert seen == [0, 1] and pipe.interrupt
+    np.testing.assert_array_equal(latents, kept[0])  # step 1's latents as the callback left them
+    # The next call starts afresh, as diffusers' resets _interrupt; the same pipeline runs all 3 steps.
+    seen.clear()
+    flux_call(pipe, callback_on_step_end=lambda p, s, t, k: seen.append(s) or k)
+    assert seen == [0, 1, 2] and not pipe.interrupt
+
+
+def test_an_interrupt_ends_every_generation_of_the_call_after_the_same_step():
+    pipe = cpdit.FluxPipeline.from_preset("flux-tiny")
+    seen = []
+
+    def interrupt_at_1(pipe_, step, timestep, callback_kwargs):
+        seen.append(step)
+        if step == 1:
+            pipe_._interrupt = True
+        return callback_kwargs
+
+    pipe(height=32, width=32, num_inference_steps=4, max_sequence_length=8, num_images_per_prompt=2,
+         output_type="latent", threads=1, callback_on_step_end=interrupt_at_1)
+    assert seen == [0, 1, 0, 1]

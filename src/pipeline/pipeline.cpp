@@ -305,9 +305,11 @@ Result Pipeline::run(Request r, StageLog& stages) const {
             finite.step_done();
             if (edits) edit_step_latents(first ? r.on_step_latents : nullptr, step, latents, world);
             if (r.on_step && first) r.on_step(step, total, seconds);
-            int64_t stop = r.cancel != nullptr && r.cancel->load(std::memory_order_relaxed);
-            if (world.size() > 1) world.all_reduce(&stop, 1, DType::i64, comm::ReduceOp::max);
-            if (stop) throw Cancelled{step + 1};
+            int64_t stop[2] = {r.cancel != nullptr && r.cancel->load(std::memory_order_relaxed),
+                               r.finish != nullptr && r.finish->load(std::memory_order_relaxed)};
+            if (world.size() > 1) world.all_reduce(stop, 2, DType::i64, comm::ReduceOp::max);
+            if (stop[0]) throw Cancelled{step + 1};
+            return stop[1] == 0 || latents.latents == nullptr;
           };
           std::pair<Tensor, LoopStats> mine;
           try {
@@ -346,6 +348,7 @@ Result Pipeline::run(Request r, StageLog& stages) const {
   result.request.on_step = nullptr;
   result.request.on_step_latents = nullptr;
   result.request.cancel = nullptr;
+  result.request.finish = nullptr;
   return result;
 }
 

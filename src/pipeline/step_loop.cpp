@@ -16,7 +16,7 @@ void run_steps(int first, int end, const std::function<void(int)>& step, const S
     if (!hook) continue;
     const StepLatents after{latents.latents, latents.split_dim, latents.group,
                             latents.timestep ? latents.timestep(i) : 0.0};
-    hook(int(seconds.size()) - 1, total, seconds.back(), after);
+    if (!hook(int(seconds.size()) - 1, total, seconds.back(), after)) return;
   }
 }
 

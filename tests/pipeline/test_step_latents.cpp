@@ -1,7 +1,8 @@
 // Request::on_step_latents (diffusers' callback_on_step_end): rank 0 sees the whole latents after each
 // step in the loop's layout, gathered when the ranks hold them split (FLUX.1), and latents it returns
 // replace every rank's before the next step — so a split run with the callback is the one-rank run with it;
-// a callback that throws ends the run with its error and leaves the pipeline usable.
+// a callback that throws ends the run with its error and leaves the pipeline usable; Request::finish set
+// by it ends the loop after that step (diffusers' pipe._interrupt).
 #include "support/expect_error.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -9,6 +10,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <span>
 #include <stdexcept>
 
@@ -96,6 +98,34 @@ TEST(StepLatents, LatentsOfAnotherShapeAndACallbackThatThrowsEndTheRunAndThePipe
                  std::runtime_error);
   }
   EXPECT_EQ(run_with("flux-tiny", 2, halve_after_step_1).second.steps.size(), 3u);
+}
+
+TEST(StepLatents, FinishSetByTheCallbackEndsTheLoopWithThatStepsLatents) {
+  // Wan's result is in the loop's layout: the latents the callback saw after step 1 are the result.
+  PipelineSource source;
+  source.preset = "wan-tiny";
+  const Pipeline pipe = Pipeline::open(source, LoadPolicy::resident);
+  for (int ranks : {1, 2}) {
+    std::atomic<bool> finish{false};
+    Request r;
+    r.steps = 4;
+    r.height = r.width = 32;
+    r.parallel.ranks = ranks;
+    r.parallel.threads = 1;
+    r.finish = &finish;
+    std::vector<int> steps;
+    Tensor at_step_1;
+    r.on_step_latents = [&](int step, double, const Tensor& latents) -> std::optional<Tensor> {
+      steps.push_back(step);
+      if (step == 1) at_step_1 = latents.clone(), finish = true;
+      return std::nullopt;
+    };
+    StageLog log;
+    const Result result = pipe.run(r, log);
+    EXPECT_EQ(steps, (std::vector<int>{0, 1})) << ranks << " ranks";
+    EXPECT_EQ(result.loop.step_seconds.size(), 2u);
+    EXPECT_EQ(max_abs_diff(result.latents, at_step_1), 0.0) << ranks << " ranks";
+  }
 }
 
 TEST(StepLatents, SkyReelsDiffusionForcingRefusesTheCallback) {

@@ -61,6 +61,10 @@ struct Request {
   // them on every rank before the next step; nullopt keeps them. Null: nothing is gathered or sent.
   // SkyReels-V2 diffusion forcing, whose frames step apart, refuses it.
   std::function<std::optional<Tensor>(int step, double timestep, const Tensor& latents)> on_step_latents;
+  // Set (from any thread; the step callback's) to end the denoising loop after the current step, its
+  // latents the result, decoded as usual: diffusers' pipe._interrupt. The ranks agree on it as on
+  // `cancel`. SkyReels-V2 diffusion forcing, whose chunks each run a loop, does not end early.
+  const std::atomic<bool>* finish = nullptr;
   // Set (from any thread, or a signal handler: it is lock-free) to stop the run. Every rank reads it
   // after each step and the ranks agree on it, so all of them stop after the same step and the pipeline
   // stays usable for the next request. Null: not cancellable.

@@ -30,12 +30,14 @@ struct StepLatents {
 };
 
 // Called on every rank after each step: (the step's place among the loop's steps, 0-based; the loop's
-// steps in all; the step's seconds; the step's latents). It may throw to end the loop.
-using StepHook = std::function<void(int step, int total, double seconds, const StepLatents& latents)>;
+// steps in all; the step's seconds; the step's latents). Returns whether the loop goes on (false: the
+// loop ends there and its latents are its result, as after diffusers' pipe._interrupt); it may throw to
+// end the run.
+using StepHook = std::function<bool(int step, int total, double seconds, const StepLatents& latents)>;
 
-// step(i) for i in [first, end), each one's seconds appended to `seconds`; the hook numbers a step by
-// how many `seconds` held before it (so one loop may run in several calls, as SkyReels-V2's chunks do)
-// out of `total`, and sees `latents` after it.
+// step(i) for i in [first, end), each one's seconds appended to `seconds`, until the hook says to stop;
+// the hook numbers a step by how many `seconds` held before it (so one loop may run in several calls, as
+// SkyReels-V2's chunks do) out of `total`, and sees `latents` after it.
 void run_steps(int first, int end, const std::function<void(int)>& step, const StepHook& hook, int total,
                std::vector<double>& seconds, const LoopLatents& latents = {});
 
