@@ -309,8 +309,8 @@ class _Pipeline:
         callback = step_callback(self, call.pop("callback_on_step_end"), call.pop("callback_on_step_end_tensor_inputs"))
         self._interrupt = False  # as diffusers' call starts
         if output_type != "latent" and self._single_file and self._single_file == self.model:
-            raise ValueError(f"from_single_file without a pipeline folder has no VAE to decode with: call with "
-                             f"output_type='latent', or give config= a diffusers pipeline folder")
+            raise ValueError("from_single_file without a pipeline folder has no VAE to decode with: call with "
+                             "output_type='latent', or give config= a diffusers pipeline folder")
         engine = self._opened(self.dtype if dtype is None else _dtype_of(dtype, "dtype"))
         seed = call["generator_seed"]
         seed = 0 if seed is None else checked("generator_seed", seed, 0)
