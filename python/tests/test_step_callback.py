@@ -84,11 +84,10 @@ def test_the_wan_callback_sees_each_step_with_its_timestep_and_shape():
     call = dict(height=32, width=32, num_frames=5, num_inference_steps=4, output_type="latent", threads=1)
     latents = pipe(**call, callback_on_step_end=record).frames
     assert [s for s, _, _, _ in seen] == [0, 1, 2, 3]
-    # UniPC's timesteps with Wan 2.1's flow shift 3 over 4 steps, falling from 999 (what WanPipeline feeds
-    # its transformer and hands its callback).
-    timesteps = [t for _, t, _, _ in seen]
-    assert timesteps[0] == 999 and all(a > b for a, b in zip(timesteps, timesteps[1:]))
-    assert all(t == int(t) for t in timesteps)
+    # UniPC's timesteps with Wan 2.1's flow shift 3 over 4 steps, what WanPipeline feeds its transformer and
+    # hands its callback: diffusers 0.42.1's UniPCMultistepScheduler on wan_pipeline_tiny's scheduler config
+    # gives tensor([999, 900, 750, 500]) for set_timesteps(4).
+    assert [t for _, t, _, _ in seen] == [999, 900, 750, 500]
     assert {shape for _, _, shape, _ in seen} == {latents.shape} and latents.shape[:3] == (1, 16, 2)
     assert {dtype for _, _, _, dtype in seen} == {np.dtype(np.float32)}
     # Latents zeroed after the last step are the result.
