@@ -119,7 +119,8 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
       velocity = combine_guidance(velocity, model.forward(inputs).at("sample"), {options.true_cfg_scale});
     }
     latents = scheduler.step(velocity, i, latents);
-  }, options.on_step, options.steps - first, result.step_seconds);
+  }, options.on_step, options.steps - first, result.step_seconds,
+     {&latents, 1, group, [&](int i) { return double(scheduler.timesteps()[size_t(i)]); }});
 
   auto start = std::chrono::steady_clock::now();
   Tensor packed = ranks > 1 ? parallel::gather(latents, 1, *group) : latents;

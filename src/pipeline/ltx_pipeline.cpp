@@ -145,7 +145,8 @@ LtxGenerateResult generate_ltx(const nn::Model& model, const LtxVideoConfig& con
       velocity = predict(c.prompt_embeds, c.prompt_attention_mask);
     }
     latents = scheduler.step(velocity, i, latents);
-  }, options.on_step, options.steps, result.step_seconds);
+  }, options.on_step, options.steps, result.step_seconds,
+     {&latents, -1, nullptr, [&](int i) { return double(scheduler.timesteps()[size_t(i)]); }});
   result.latents = ltx_unpack(latents, frames, height, width);
   return result;
 }

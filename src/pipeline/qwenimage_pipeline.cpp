@@ -116,7 +116,8 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
       velocity = predict(c.prompt_embeds, mask);
     }
     latents = scheduler.step(velocity, i, latents);
-  }, options.on_step, options.steps - first, result.step_seconds);
+  }, options.on_step, options.steps - first, result.step_seconds,
+     {&latents, -1, nullptr, [&](int i) { return double(scheduler.timesteps()[size_t(i)]); }});
   const Tensor unpacked = flux_unpack(latents, shape.height, shape.width);
   result.latents = unpacked.reshape({batch, shape.channels, 1, shape.height, shape.width});
   return result;

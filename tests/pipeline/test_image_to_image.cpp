@@ -157,7 +157,10 @@ TEST(ImageToImage, LoopOverTheKeptStepsEqualsDiffusers) {
     EXPECT_LT(max_abs_diff(generate_flux_on(f, ranks), flux.at("latents")), kLatentsTolerance) << ranks << " ranks";
   // The progress counts the steps run: 3 of 3, not steps 2 to 4 of 5.
   std::vector<std::pair<int, int>> steps_seen;
-  f.on_step = [&](int i, int n, double) { steps_seen.emplace_back(i, n); };
+  f.on_step = [&](int i, int n, double, const StepLatents&) {
+    steps_seen.emplace_back(i, n);
+    return true;
+  };
   generate_flux_on(f, 1);
   EXPECT_EQ(steps_seen, (std::vector<std::pair<int, int>>{{0, 3}, {1, 3}, {2, 3}}));
 
