@@ -10,7 +10,7 @@
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
 #include <cpdit/io/model_files.hpp>
-#include <cpdit/io/png.hpp>
+#include <cpdit/io/image.hpp>
 #include <cpdit/pipeline/image_start.hpp>
 #include <cpdit/pipeline/pipeline.hpp>
 #include <cpdit/pipeline/preset_pipelines.hpp>
@@ -201,10 +201,10 @@ void fill_defaults(Request& r, const Family& family, const Transformer& t) {
               "--init-image is for FLUX.1 and Qwen-Image image-to-image; ", t.name, " is a ", t.model.class_name);
   if (!r.init_image.empty() && (r.height == 0 || r.width == 0)) {
     // FluxImg2ImgPipeline's default size: the image's, down to whole packed latents.
-    const io::RgbImage png = io::read_png(r.init_image);
+    const io::RgbImage image = io::read_image(r.init_image);
     const int64_t unit = 2 * t.vae_scale_factor;
-    if (r.height == 0) r.height = png.height / unit * unit;
-    if (r.width == 0) r.width = png.width / unit * unit;
+    if (r.height == 0) r.height = image.height / unit * unit;
+    if (r.width == 0) r.width = image.width / unit * unit;
   }
   if (r.height == 0) r.height = d.height;
   if (r.width == 0) r.width = d.width;

@@ -42,7 +42,8 @@ struct Request {
   // Classifier-free guidance whatever the family calls it (stable-diffusion.cpp's --cfg-scale): the
   // video families' guidance, FLUX.1's and Qwen-Image's true_cfg_scale. Unset: those fields decide.
   float cfg_scale = std::nanf("");
-  // Input images (PNG files): image-to-video's first and last frame, image-to-image's start.
+  // Input images (PNG, JPEG or WebP files, read by io::read_image): image-to-video's first and last
+  // frame, image-to-image's start.
   std::string first_image, last_image, init_image;
   std::optional<double> strength;  // image-to-image: the share of the schedule run (default 0.6)
   int64_t ar_step = 0;             // SkyReels-V2 diffusion forcing
