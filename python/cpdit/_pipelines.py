@@ -155,7 +155,7 @@ class _Pipeline:
     _output_type = "pil"
     _keywords: tuple = ()  # the call's keywords beside _SHARED_KEYWORDS
     _latents = staticmethod(_latents_as_they_are)  # the engine's final latents as diffusers returns them
-    _images: dict = {}  # the keywords that give an image: the Request field (a PNG path) each one sets
+    _images: dict = {}  # the keywords that give an image: the Request field (a picture path) each one sets
 
     def __init__(self, model="", preset="", dtype="auto"):
         self.model = model
@@ -405,12 +405,12 @@ def _joined(outputs):
     return type(outputs[0])(joined)
 
 def _png_path(image, name, folder):
-    """A PNG file the engine reads for ``image``: the path itself when it is one, else the PIL image written
-    losslessly as RGB into ``folder``."""
+    """A picture file (PNG, JPEG or WebP) the engine reads for ``image``: the path itself when it is one,
+    else the PIL image written losslessly as RGB into ``folder``."""
     if isinstance(image, (str, os.PathLike)):
         return os.fspath(image)
     if not hasattr(image, "convert") or not hasattr(image, "save"):
-        raise ValueError(f"{name} must be a PIL image or a PNG path, got {type(image).__name__}")
+        raise ValueError(f"{name} must be a PIL image or a PNG, JPEG or WebP path, got {type(image).__name__}")
     path = os.path.join(folder, f"{name}.png")
     image.convert("RGB").save(path, format="PNG")
     return path
@@ -438,7 +438,7 @@ class FluxPipeline(_Pipeline):
 
 
 class FluxImg2ImgPipeline(FluxPipeline):
-    """FLUX.1 image to image (diffusers' FluxImg2ImgPipeline): ``image`` (a PIL image or a PNG path) through
+    """FLUX.1 image to image (diffusers' FluxImg2ImgPipeline): ``image`` (a PIL image or a picture path) through
     the folder's VAE, the schedule's first steps skipped by ``strength`` (default 0.6) and the loop started
     from the image's latents noised to the first step kept; otherwise as FluxPipeline. Loads FluxPipeline
     folders too, as diffusers does."""
@@ -461,7 +461,7 @@ class QwenImagePipeline(_Pipeline):
 
 
 class QwenImageImg2ImgPipeline(QwenImagePipeline):
-    """Qwen-Image image to image (diffusers' QwenImageImg2ImgPipeline): ``image`` (a PIL image or a PNG path)
+    """Qwen-Image image to image (diffusers' QwenImageImg2ImgPipeline): ``image`` (a PIL image or a picture path)
     through the folder's VAE, the schedule's first steps skipped by ``strength`` (default 0.6) and the loop
     started from the image's latents noised to the first step kept; otherwise as QwenImagePipeline. Loads
     QwenImagePipeline folders too, as diffusers does."""
@@ -484,7 +484,7 @@ class WanPipeline(_Pipeline):
 
 
 class WanImageToVideoPipeline(_Pipeline):
-    """Wan 2.1 image to video (diffusers' WanImageToVideoPipeline): ``image`` (a PIL image or a PNG path)
+    """Wan 2.1 image to video (diffusers' WanImageToVideoPipeline): ``image`` (a PIL image or a picture path)
     is the clip's first frame, and for a first-last-frame model ``last_image`` its last; both go through
     the folder's VAE at the video's size and, for models that read them, its CLIP image encoder. UniPC,
     guidance and Wan 2.2's two experts as WanPipeline. Latents (B, 16, F', H/8, W/8)."""

@@ -48,7 +48,7 @@ def test_image_to_video_images_are_checked():
     call = dict(prompt_embeds=embeds, height=48, width=32, num_frames=9, num_inference_steps=1, output_type="latent")
     with pytest.raises(ValueError, match="give the clip's first frame with image=$"):
         pipe(**call)
-    with pytest.raises(ValueError, match="image must be a PIL image or a PNG path, got ndarray"):
+    with pytest.raises(ValueError, match="image must be a PIL image or a PNG, JPEG or WebP path, got ndarray"):
         pipe(image=embeds, **call)
     with pytest.raises(ValueError, match="has no presets"):
         cpdit.WanImageToVideoPipeline.from_preset("wan-tiny")
