@@ -43,8 +43,8 @@ RgbImage decode_webp(const std::vector<uint8_t>& bytes, const std::string& path,
   CPDIT_CHECK(WebPInitDecoderConfig(&config), internal, "libwebp's decoder does not match its headers");
   // The header alone: the size a VP8X chunk claims is known before anything is decoded. Its canvas
   // (24 bits a side) is read here first, as libwebp calls one of 2^32 pixels or more "corrupt".
-  const uint8_t* vp8x = bytes.data() + 12;
-  if (bytes.size() >= 30 && std::memcmp(vp8x, "VP8X", 4) == 0) {
+  if (bytes.size() >= 30 && std::memcmp(bytes.data() + 12, "VP8X", 4) == 0) {
+    const uint8_t* vp8x = bytes.data() + 12;
     auto side = [](const uint8_t* p) { return 1 + (int64_t(p[0]) | int64_t(p[1]) << 8 | int64_t(p[2]) << 16); };
     check_pixel_count(path, side(vp8x + 12), side(vp8x + 15), max_pixels);
   }
@@ -56,7 +56,7 @@ RgbImage decode_webp(const std::vector<uint8_t>& bytes, const std::string& path,
               " is an animated WebP: cpdit reads still pictures (take one frame first)");
   // RGB straight from the decoder, with libwebp's default (fancy) upsampling as Pillow's decode: alpha is
   // not composited, so the colour under a transparent pixel stays as convert("RGB") keeps it. libwebp
-  // allocates the pixels as it decodes, so a file cut short costs no more than what it holds.
+  // mallocs the output and writes it row by row, so a file cut short touches only the rows it holds.
   config.output.colorspace = MODE_RGB;
   const DecodedBuffer decoded{&config.output};
   const VP8StatusCode status = WebPDecode(bytes.data(), bytes.size(), &config);
