@@ -23,7 +23,8 @@ inline constexpr int64_t kMaxImageFileBytes = int64_t(1) << 30;
 // (the accurate integer IDCT, fancy upsampling), gray copied to R, G and B, and alpha dropped (the
 // colour under a transparent pixel kept as it is). A path that is not a regular file, a file over
 // kMaxImageFileBytes, claiming more than `max_pixels`, CMYK, animated, truncated or corrupt is a
-// one-line error that names the file (Error invalid_argument). (A fuzzer lowers `max_pixels`, to stay fast.)
+// one-line error that names the file (Error invalid_argument); so is a JPEG whose pixel data is damaged,
+// which Pillow would fill out with gray. (A fuzzer lowers `max_pixels`, to stay fast.)
 RgbImage read_image(const std::string& path, int64_t max_pixels = kMaxImagePixels);
 
 // `rgb` as write_png takes it, as a baseline JPEG of quality 90 (4:2:0, libjpeg's defaults) or a lossy
