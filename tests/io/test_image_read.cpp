@@ -20,6 +20,8 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include <jpeglib.h>
+
 namespace cpdit::io {
 namespace {
 
@@ -121,6 +123,49 @@ TEST(ImageRead, WhatIsNoPictureIsRefusedInOneLine) {
   write_bytes(huge, slurp(kFixtures + "gray.jpg"));
   std::filesystem::resize_file(huge, (uintmax_t(1) << 30) + 1);
   expect_error([&] { read_image(huge); }, {huge, " is 1073741825 bytes: cpdit reads pictures of at most 1 GiB"});
+}
+
+// A valid progressive JPEG of 1 + 3 x 63 scans (the DC of all components, then each AC coefficient of
+// each component alone), written by libjpeg from a scan script.
+std::string many_scans_jpeg() {
+  jpeg_compress_struct c;
+  jpeg_error_mgr errors;
+  c.err = jpeg_std_error(&errors);
+  jpeg_create_compress(&c);
+  unsigned char* bytes = nullptr;
+  unsigned long size = 0;
+  jpeg_mem_dest(&c, &bytes, &size);
+  c.image_width = 16;
+  c.image_height = 16;
+  c.input_components = 3;
+  c.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&c);
+  std::vector<jpeg_scan_info> scans(1 + 3 * 63);
+  scans[0] = {3, {0, 1, 2, 0}, 0, 0, 0, 0};
+  for (int k = 1; k <= 63; ++k)
+    for (int ci = 0; ci < 3; ++ci) scans[size_t(3 * (k - 1) + ci + 1)] = {1, {ci, 0, 0, 0}, k, k, 0, 0};
+  c.scan_info = scans.data();
+  c.num_scans = int(scans.size());
+  jpeg_start_compress(&c, TRUE);
+  std::vector<unsigned char> row(16 * 3, 128);
+  while (c.next_scanline < 16) {
+    JSAMPROW rows[1] = {row.data()};
+    jpeg_write_scanlines(&c, rows, 1);
+  }
+  jpeg_finish_compress(&c);
+  jpeg_destroy_compress(&c);
+  std::string out(reinterpret_cast<const char*>(bytes), size);
+  std::free(bytes);
+  return out;
+}
+
+TEST(ImageRead, AProgressiveJpegOfMoreThan100ScansIsRefused) {
+  // Each scan is a pass over the whole image: a small file of thousands would keep a reader busy for
+  // minutes. Real encoders write about ten.
+  TempDir dir("image_read_scans");
+  const std::string path = dir.file("scans.jpg");
+  write_bytes(path, many_scans_jpeg());
+  expect_error([&] { read_image(path); }, {path, " as a JPEG: more than 100 progressive scans"});
 }
 
 // The bombs: headers claiming 100000 x 100000 (JPEG: 60000 x 60000, as its header holds at most 65535
