@@ -10,7 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev
-  libpng-dev
+  libpng-dev libjpeg62-turbo-dev libwebp-dev
   libsentencepiece-dev libicu-dev
   libavcodec-dev libavformat-dev libswscale-dev
   python3-dev python3-venv pybind11-dev

@@ -43,11 +43,11 @@ std::string vae_folder(const std::string& model) {
   return fs::exists(sub / "config.json") ? sub.string() : model;
 }
 
-// (B, 3, H, W), or a video of one frame (B, 3, 1, H, W), as PNGs (one per batch item).
+// (B, 3, H, W), or a video of one frame (B, 3, 1, H, W), as pictures (one per batch item).
 void write_image(const std::string& path, const Tensor& sample) {
   CPDIT_CHECK(sample.dim() == 4 || (sample.dim() == 5 && sample.size(2) == 1), invalid_argument, "a decoded ",
-              sample.describe(), " has several frames; write it to a .safetensors file instead of a PNG");
-  pipeline::write_image_pngs(path, pipeline::postprocess_pixels(sample.dim() == 4 ? sample : sample.select(2, 0)));
+              sample.describe(), " has several frames; write it to a .safetensors file instead of a picture");
+  pipeline::write_pictures(path, pipeline::postprocess_pixels(sample.dim() == 4 ? sample : sample.select(2, 0)));
 }
 
 // A video sample (1, 3, F, H, W) as an H.264 MP4 at `fps`, else the pipeline's frame rate.
@@ -63,10 +63,10 @@ void write_video(const std::string& path, const models::LoadedModel& vae, const 
 }
 
 void run_decode(const DecodeOptions& o) {
-  const bool png = o.out.ends_with(".png");
+  const bool picture = pipeline::is_picture_name(o.out);
   CPDIT_CHECK(!o.out.empty() || !o.video.empty(), invalid_argument, "give --out, --video or both");
-  CPDIT_CHECK(o.out.empty() || png || o.out.ends_with(".safetensors"), invalid_argument,
-              "--out must end in .png or .safetensors, got '", o.out, "'");
+  CPDIT_CHECK(o.out.empty() || picture || o.out.ends_with(".safetensors"), invalid_argument,
+              "--out must end in .png, .jpg, .jpeg, .webp or .safetensors, got '", o.out, "'");
   CPDIT_CHECK(o.video.empty() || o.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
               o.video, "'");
   CPDIT_CHECK(o.ranks >= 1, invalid_argument, "--ranks must be at least 1, got ", o.ranks);
@@ -87,7 +87,7 @@ void run_decode(const DecodeOptions& o) {
     if (world.rank() != 0) return;
     io::OutputBatch outputs;  // --video and --out appear together, or neither does
     if (!o.video.empty()) write_video(o.video, vae, sample, o.fps);
-    if (png) {
+    if (picture) {
       write_image(o.out, sample);
     } else if (!o.out.empty()) {
       io::save_safetensors(o.out, {{"sample", sample}});
@@ -101,11 +101,13 @@ void add_decode(CLI::App& parent) {
   auto o = std::make_shared<DecodeOptions>();
   CLI::App* cmd = parent.add_subcommand("decode",
                                         "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, "
-                                        "Qwen-Image, LTX-Video) to a PNG, an MP4 or safetensors.");
+                                        "Qwen-Image, LTX-Video) to a PNG, JPEG or WebP picture, an MP4 or "
+                                        "safetensors.");
   cmd->add_option("-m,--model", o->model, "diffusers pipeline folder (its vae/ is used) or a VAE folder")->required();
   cmd->add_option("--latents", o->latents, "safetensors holding `latents`, as generate writes them")->required();
   cmd->add_option("-o,--out,--output", o->out,
-                  "image.png (one file per batch item; one frame) or out.safetensors (`sample` in [-1, 1])");
+                  "image.png, .jpg or .webp (JPEG and WebP at quality 90; one file per batch item; one frame) or "
+                  "out.safetensors (`sample` in [-1, 1])");
   cmd->add_option("--video", o->video, "clip.mp4: a Wan or LTX-Video video as H.264 at --fps");
   cmd->add_option("--fps", o->fps, "--video's frame rate (default: Wan 16, LTX-Video 25)")->check(whole_number<int>());
   cmd->add_option("--decode-timestep", o->ltx.timestep,

@@ -16,6 +16,7 @@
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/atomic_file.hpp>
+#include <cpdit/io/image.hpp>
 #include <cpdit/io/png.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/io/video.hpp>
@@ -76,25 +77,25 @@ void check_outputs(const Outputs& o) {
               o.video, "'");
 }
 
-// --out by its name's form: a .png is --image, a .mp4 --video, a folder (a trailing slash, or one that
-// exists) --frames-dir, a .safetensors the latents; another name, or a picture for a video model (or a
-// clip for an image model), is refused naming what would fit.
+// --out by its name's form: a picture (.png, .jpg, .jpeg, .webp) is --image, a .mp4 --video, a folder
+// (a trailing slash, or one that exists) --frames-dir, a .safetensors the latents; another name, or a
+// picture for a video model (or a clip for an image model), is refused naming what would fit.
 void route_out(Outputs& o, const Family& family) {
   if (o.out.empty() || o.out.ends_with(".safetensors")) return;
   std::string* routed = nullptr;
   std::error_code error;
   const bool folder = o.out.ends_with("/") || fs::is_directory(o.out, error);
-  if (o.out.ends_with(".png")) {
+  if (pipeline::is_picture_name(o.out)) {
     CPDIT_CHECK(!family.video(), invalid_argument, "--out ", o.out, " is a picture, but this model makes video: name "
                 "a .mp4, a folder/ for its frames, or a .safetensors for its latents");
     routed = &o.image;
   } else if (o.out.ends_with(".mp4") || folder) {
     CPDIT_CHECK(family.video(), invalid_argument, "--out ", o.out, " is ", folder ? "a folder of frames" : "a clip",
-                ", but this model makes images: name a .png, or a .safetensors for its latents");
+                ", but this model makes images: name a .png, .jpg or .webp, or a .safetensors for its latents");
     routed = folder ? &o.frames_dir : &o.video;
   } else {
-    fail(ErrorKind::invalid_argument, "--out ", o.out, ": the name says no format cpdit writes (.png, .mp4, a "
-         "folder/ for frames, .safetensors for latents)");
+    fail(ErrorKind::invalid_argument, "--out ", o.out, ": the name says no format cpdit writes (.png, .jpg, .webp, "
+         ".mp4, a folder/ for frames, .safetensors for latents)");
   }
   const char* flag = routed == &o.image ? "--image" : routed == &o.video ? "--video" : "--frames-dir";
   CPDIT_CHECK(routed->empty(), invalid_argument, "--out ", o.out, " and ", flag, " ", *routed, " both name the ",
@@ -289,7 +290,7 @@ void write_outputs(const pipeline::Result& result, const Outputs& o) {
                           {"steps", std::to_string(r.steps)}});
   }
   if (!o.preview.empty()) io::write_png(o.preview, pipeline::flux_latent_preview(result.latents), r.width, r.height);
-  if (!o.image.empty()) pipeline::write_image_pngs(o.image, pixels, pipeline::generation_parameters(result));
+  if (!o.image.empty()) pipeline::write_pictures(o.image, pixels, pipeline::generation_parameters(result));
   if (!o.frames_dir.empty()) pipeline::write_frame_pngs(o.frames_dir, pixels);
   // generate's video loops make one clip: item 0 of the (1, F, H, W, 3) video.
   if (!o.video.empty()) io::write_mp4(o.video, pixels.select(0, 0), int(result.family->frame_rate(r)));
@@ -326,7 +327,7 @@ void run(GenerateFlags g) {
               "--prompts gives each request's prompt: drop --prompt and --embeddings");
   // A missing or unreadable image is refused before any model loads.
   for (const std::string& image : {r.first_image, r.last_image, r.init_image})
-    if (!image.empty()) io::read_png(image);
+    if (!image.empty()) io::read_image(image);
   std::vector<BatchItem> batch = g.prompts.empty() ? std::vector<BatchItem>{{r, g.outputs}}
                                                    : read_batch(g.prompts, r, g.outputs);
   const bool lead = pipeline::lead_process();
@@ -455,18 +456,20 @@ void add_generate(CLI::App& parent) {
       ->check(whole_number<int64_t>(0));
   cmd->add_option("--first-image", args->request.first_image,
                   "image-to-video (Wan 2.1 / 2.2 and SkyReels-V2 I2V, Wan FLF2V, SkyReels-V2 diffusion forcing) from "
-                  "this PNG, the clip's first frame (resized to --height x --width as the pipeline does, encoded by "
-                  "the pipeline's Wan VAE, and by its image_encoder/ for models with image_dim)");
+                  "this picture (PNG, JPEG or WebP), the clip's first frame (resized to --height x --width as the "
+                  "pipeline does, encoded by the pipeline's Wan VAE, and by its image_encoder/ for models with "
+                  "image_dim)");
   cmd->add_option("--init-image", args->request.init_image,
-                  "FLUX.1 and Qwen-Image image-to-image (FluxImg2ImgPipeline, QwenImageImg2ImgPipeline) from this PNG, "
-                  "resized to --height x --width (default: its own size, down to whole packed latents: a multiple of "
-                  "16 for their VAEs) and encoded by the pipeline's VAE");
+                  "FLUX.1 and Qwen-Image image-to-image (FluxImg2ImgPipeline, QwenImageImg2ImgPipeline) from this "
+                  "picture (PNG, JPEG or WebP), resized to --height x --width (default: its own size, down to whole "
+                  "packed latents: a multiple of 16 for their VAEs) and encoded by the pipeline's VAE");
   cmd->add_option("--strength", args->request.strength,
                   "with --init-image: the share of the schedule run from the noised image, in [0, 1] (default 0.6; "
                   "1 starts from noise alone)")
       ->check(finite_number());
   cmd->add_option("--last-image", args->request.last_image,
-                  "with --first-image: the PNG the clip ends at (Wan 2.1 FLF2V, SkyReels-V2 diffusion forcing)");
+                  "with --first-image: the picture (PNG, JPEG or WebP) the clip ends at (Wan 2.1 FLF2V, SkyReels-V2 "
+                  "diffusion forcing)");
   cmd->add_option("--fps", args->request.fps,
                   "the clip's frame rate: --video plays at it (default: SkyReels-V2 24, LTX-Video 25, Wan 16), SkyReels-V2 "
                   "models with an fps embedding are told it (16 or other), LTX-Video scales its RoPE time by it")
@@ -498,10 +501,13 @@ void add_generate(CLI::App& parent) {
   add_vae_split_option(cmd, args->request.vae_split);
   cmd->add_option("-o,--out,--output", args->outputs.out,
                   "the output, its format by its name (default: output.png, output.mp4, or output.safetensors for a model "
-                  "without a VAE, in the current folder; a name taken gets _1, _2, ...): NAME.png the decoded image (several: NAME_0.png, ...), NAME.mp4 "
+                  "without a VAE, in the current folder; a name taken gets _1, _2, ...): NAME.png, NAME.jpg or "
+                  "NAME.webp the decoded image (JPEG and WebP at quality 90; several: NAME_0.png, ...), NAME.mp4 "
                   "the decoded clip, FOLDER/ the clip's frames as PNGs, NAME.safetensors the final latents (and, "
                   "with a VAE, the decoded `image` (B, H, W, 3) or `video` (B, F, H, W, 3), f32 in [0, 1])");
-  cmd->add_option("--image", args->outputs.image, "FLUX.1, Qwen-Image: write the decoded image here as PNG (several: FILE_0.png, FILE_1.png, ...)");
+  cmd->add_option("--image", args->outputs.image,
+                  "FLUX.1, Qwen-Image: write the decoded image here, as JPEG for a .jpg or .jpeg name, WebP for "
+                  ".webp (both quality 90), else PNG (several: FILE_0.png, FILE_1.png, ...)");
   cmd->add_option("--frames-dir", args->outputs.frames_dir, "video: write the decoded frames into this folder as frame_00000.png, ...");
   cmd->add_option("--video", args->outputs.video, "video: write the decoded clip here as H.264 MP4 at --fps frames per second");
   cmd->add_option("--preview", args->outputs.preview, "FLUX.1: write a PNG preview of the latents here (linear latent-to-RGB projection)");

@@ -1,6 +1,6 @@
 """Type stubs of cpdit's native module (python/src/). Use it through the cpdit package."""
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -28,10 +28,14 @@ class RankRequest:
     threads: int
 
 class PipelineSource:
-    """What a pipeline opens: a model path or a preset, and the weights' dtype in memory."""
+    """What a pipeline opens: a model path or a preset, and the weights' dtype in memory; a transformer
+    config.json overriding the checkpoint's, and a transformer weights file run instead of a pipeline
+    folder's transformer/."""
 
     model: str
     preset: str
+    config: str
+    transformer: str
     dtype: str
 
 class Request:
@@ -88,4 +92,6 @@ class Pipeline:
         embeddings: Dict[str, np.ndarray] = ...,
         latents: Optional[np.ndarray] = None,
         sigint_stops: bool = True,
+        on_step: Optional[Callable[[int, int], None]] = None,
+        on_step_latents: Optional[Callable[[int, float, np.ndarray], Any]] = None,
     ) -> Optional[Dict[str, Any]]: ...

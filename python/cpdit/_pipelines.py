@@ -24,8 +24,10 @@ import numpy as np
 from . import _cpdit
 from ._arrays import engine_array
 from ._checks import checked
+from ._keywords import with_keywords
 from ._parallel import Transformer
 from . import schedulers as _schedulers
+from ._steps import StepBar, step_callback
 
 __all__ = [
     "FluxImg2ImgPipeline",
@@ -88,8 +90,8 @@ _SETTINGS = {
 # the prompt embeddings and masks, by the names of diffusers' pipelines (and of the --embeddings file).
 _SHARED_KEYWORDS = ("negative_prompt", "height", "width", "num_inference_steps", "guidance_scale", "generator",
                     "generator_seed", "latents", "prompt_embeds", "negative_prompt_embeds", "max_sequence_length",
-                    "output_type", "return_dict", "num_images_per_prompt", "random_embeddings", "ranks", "threads",
-                    "dtype")
+                    "output_type", "return_dict", "num_images_per_prompt", "callback_on_step_end",
+                    "callback_on_step_end_tensor_inputs", "random_embeddings", "ranks", "threads", "dtype")
 
 # The weights' dtypes in memory (cpdit generate --dtype; nn/load.hpp), and torch's dtypes as those, by
 # their names: torch itself is not needed to run cpdit, so a dtype is known by str(dtype).
@@ -154,7 +156,7 @@ class _Pipeline:
     _output_type = "pil"
     _keywords: tuple = ()  # the call's keywords beside _SHARED_KEYWORDS
     _latents = staticmethod(_latents_as_they_are)  # the engine's final latents as diffusers returns them
-    _images: dict = {}  # the keywords that give an image: the Request field (a PNG path) each one sets
+    _images: dict = {}  # the keywords that give an image: the Request field (a picture path) each one sets
     scheduler = _schedulers.PipelineScheduler()  # diffusers' pipe.scheduler (schedulers.py)
 
     def __init__(self, model="", preset="", dtype="auto"):
@@ -164,6 +166,21 @@ class _Pipeline:
         self.transformer = Transformer()
         self._engine = None  # the opened pipeline, kept between calls
         self._engine_dtype = None
+        self._progress_bar_config = {}
+        self._interrupt = False  # diffusers': set by a step callback, the call's loop ends after that step
+        self._single_file = ""  # from_single_file: the transformer's weights file (self.model, or beside a folder)
+        self._config = ""  # from_single_file's config=: a transformer config.json overriding the file's
+
+    @property
+    def interrupt(self):
+        """diffusers' ``pipe.interrupt``: whether a step callback of this call set ``pipe._interrupt``."""
+        return self._interrupt
+
+    def set_progress_bar_config(self, **kwargs):
+        """diffusers' progress bar settings: the keywords of the tqdm bar each generation shows over its steps
+        on stderr (``disable=True``: no bar; ``desc``, ``leave``, ``position``, ``file``, ...). Without tqdm
+        installed there is no bar."""
+        self._progress_bar_config = kwargs
 
     def to(self, *args, device=None, dtype=None):
         """diffusers' ``pipe.to("cpu")`` or ``pipe.to(torch.bfloat16)`` (or both): cpdit runs on CPUs, so a
@@ -202,7 +219,13 @@ class _Pipeline:
             "docstring); None: the pipeline's default. ``generator`` (an int, a torch.Generator by its initial_seed(), "
             "a numpy.random.Generator) or ``generator_seed`` seeds the engine's noise, ``return_dict=False`` "
             "returns a tuple, ``random_embeddings=True`` runs a model given neither prompt nor prompt_embeds on "
-            "random text embeddings (a test; presets do it unasked), ``ranks`` and "
+            "random text embeddings (a test; presets do it unasked). ``callback_on_step_end(pipe, step, timestep, "
+            "callback_kwargs)`` is called after each "
+            "step's scheduler step with callback_kwargs {'latents': the whole latents as diffusers holds them then, a "
+            "read-only numpy array}; a 'latents' it returns (numpy or torch, their shape) replaces them on every rank "
+            "(``callback_on_step_end_tensor_inputs``: ['latents'], the only one), and ``pipe._interrupt = True`` in it "
+            "ends the loop after that step, its latents the result; each generation of a list of prompts or "
+            "of num_images_per_prompt calls it with its own batch of one. ``ranks`` and "
             "``threads`` set the local ranks and each one's compute threads, ``dtype`` the transformer's weights in "
             "memory ('auto', 'f32', 'bf16', 'q8_0', 'q4_k': cpdit generate --dtype). Returns None on a process "
             "other than rank 0 of an mpirun launch.")
@@ -233,6 +256,33 @@ class _Pipeline:
         return cls(model=path, dtype="auto" if torch_dtype is None else _dtype_of(torch_dtype, "torch_dtype"))
 
     @classmethod
+    def from_single_file(cls, path, config=None, torch_dtype=None, **unused):
+        """diffusers' from_single_file: a transformer checkpoint in one file (.safetensors, in diffusers' or the
+        original layout, or .gguf), its class and sizes read from the file, as ``cpdit generate --model FILE``
+        opens it. ``config``: a diffusers pipeline folder whose text encoders, scheduler and VAE run around the
+        file's weights (read with the folder's transformer/config.json), or a transformer config.json (or its
+        folder) overriding what the file tells. Without a pipeline folder there are no text encoders or VAE: call
+        with ``prompt_embeds`` and ``output_type="latent"``. ``torch_dtype`` as from_pretrained."""
+        path = os.fspath(path)
+        if not os.path.isfile(path):
+            raise ValueError(f"{cls.__name__}.from_single_file: path {path} is not a file (a folder loads with "
+                             "from_pretrained)")
+        if not path.endswith((".safetensors", ".gguf")):
+            raise ValueError(f"{cls.__name__}.from_single_file: path {path} is neither .safetensors nor .gguf")
+        config = None if config is None else os.fspath(config)
+        if config is not None and not os.path.exists(config):
+            raise ValueError(f"{cls.__name__}.from_single_file: config={config} does not exist")
+        if config is not None and os.path.isdir(config) and os.path.isfile(os.path.join(config, "model_index.json")):
+            pipe = cls.from_pretrained(config, torch_dtype=torch_dtype)  # the folder's class checked there
+        else:
+            if config is not None and os.path.isdir(config):
+                config = os.path.join(config, "config.json")
+            pipe = cls(model=path, dtype="auto" if torch_dtype is None else _dtype_of(torch_dtype, "torch_dtype"))
+            pipe._config = config or ""
+        pipe._single_file = path
+        return pipe
+
+    @classmethod
     def from_preset(cls, name):
         """A built-in pipeline with seeded random weights (``cpdit generate --preset``), e.g. "flux-tiny"."""
         if not name.startswith(cls._preset_prefix):
@@ -261,6 +311,11 @@ class _Pipeline:
         if prompt is not None and (not isinstance(prompts, (list, tuple)) or not prompts
                                    or not all(isinstance(p, str) for p in prompts)):
             raise ValueError(f"prompt must be a string or a non-empty list of strings, got {prompt!r}")
+        callback = step_callback(self, call.pop("callback_on_step_end"), call.pop("callback_on_step_end_tensor_inputs"))
+        self._interrupt = False  # as diffusers' call starts
+        if output_type != "latent" and self._single_file and self._single_file == self.model:
+            raise ValueError("from_single_file without a pipeline folder has no VAE to decode with: call with "
+                             "output_type='latent', or give config= a diffusers pipeline folder")
         engine = self._opened(self.dtype if dtype is None else _dtype_of(dtype, "dtype"))
         seed = call["generator_seed"]
         seed = 0 if seed is None else checked("generator_seed", seed, 0)
@@ -275,7 +330,7 @@ class _Pipeline:
                     for name, path in images.items():
                         setattr(args, self._images[name], path)
                     outputs.append(self._generate(engine, args, dict(call, generator_seed=seed + image), latents,
-                                                  output_type, ranks, threads))
+                                                  output_type, ranks, threads, callback))
         if outputs[0] is None:  # a process other than rank 0 of an mpirun launch
             return None
         output = outputs[0] if len(outputs) == 1 else _joined(outputs)
@@ -287,11 +342,17 @@ class _Pipeline:
         if self._engine is None or self._engine_dtype != dtype:
             source = _cpdit.PipelineSource()
             source.model, source.preset, source.dtype = self.model, self.preset, dtype
+            if self._single_file:
+                source.transformer = "" if self._single_file == self.model else self._single_file
+                source.config = self._config
             self._engine, self._engine_dtype = None, None  # the old one is freed before the new one loads
-            self._engine, self._engine_dtype = _cpdit.Pipeline.open(source), dtype
+            try:
+                self._engine, self._engine_dtype = _cpdit.Pipeline.open(source), dtype
+            except (ValueError, RuntimeError) as error:
+                raise with_keywords(error) from None
         return self._engine
 
-    def _generate(self, engine, args, call, latents, output_type, ranks, threads):
+    def _generate(self, engine, args, call, latents, output_type, ranks, threads, callback):
         embeddings = {}
         for name, value in call.items():
             if value is None:  # the engine's default, which is the pipeline's
@@ -303,8 +364,17 @@ class _Pipeline:
                 embeddings[name] = engine_array(value, name, np.int64 if name.endswith("_mask") else np.float32)
         self._set_parallel(args.parallel, ranks, threads)
         _schedulers.apply(self, args)
-        result = engine.run(args, embeddings, None if latents is None else engine_array(latents, "latents"),
-                            sigint_stops=threading.current_thread() is threading.main_thread())
+        bar = StepBar(self._progress_bar_config)
+        try:
+            result = engine.run(args, embeddings, None if latents is None else engine_array(latents, "latents"),
+                                sigint_stops=threading.current_thread() is threading.main_thread(),
+                                on_step=bar.on_step, on_step_latents=callback)
+        except (ValueError, RuntimeError) as error:
+            if callback is not None and error is callback.raised:  # the caller's own exception, as it raised it
+                raise
+            raise with_keywords(error) from None
+        finally:
+            bar.close()
         if result is None:  # a process other than rank 0 of an mpirun launch
             return None
         if output_type == "latent":
@@ -338,12 +408,12 @@ def _joined(outputs):
     return type(outputs[0])(joined)
 
 def _png_path(image, name, folder):
-    """A PNG file the engine reads for ``image``: the path itself when it is one, else the PIL image written
-    losslessly as RGB into ``folder``."""
+    """A picture file (PNG, JPEG or WebP) the engine reads for ``image``: the path itself when it is one,
+    else the PIL image written losslessly as RGB into ``folder``."""
     if isinstance(image, (str, os.PathLike)):
         return os.fspath(image)
     if not hasattr(image, "convert") or not hasattr(image, "save"):
-        raise ValueError(f"{name} must be a PIL image or a PNG path, got {type(image).__name__}")
+        raise ValueError(f"{name} must be a PIL image or a PNG, JPEG or WebP path, got {type(image).__name__}")
     path = os.path.join(folder, f"{name}.png")
     image.convert("RGB").save(path, format="PNG")
     return path
@@ -371,7 +441,7 @@ class FluxPipeline(_Pipeline):
 
 
 class FluxImg2ImgPipeline(FluxPipeline):
-    """FLUX.1 image to image (diffusers' FluxImg2ImgPipeline): ``image`` (a PIL image or a PNG path) through
+    """FLUX.1 image to image (diffusers' FluxImg2ImgPipeline): ``image`` (a PIL image or a picture path) through
     the folder's VAE, the schedule's first steps skipped by ``strength`` (default 0.6) and the loop started
     from the image's latents noised to the first step kept; otherwise as FluxPipeline. Loads FluxPipeline
     folders too, as diffusers does."""
@@ -394,7 +464,7 @@ class QwenImagePipeline(_Pipeline):
 
 
 class QwenImageImg2ImgPipeline(QwenImagePipeline):
-    """Qwen-Image image to image (diffusers' QwenImageImg2ImgPipeline): ``image`` (a PIL image or a PNG path)
+    """Qwen-Image image to image (diffusers' QwenImageImg2ImgPipeline): ``image`` (a PIL image or a picture path)
     through the folder's VAE, the schedule's first steps skipped by ``strength`` (default 0.6) and the loop
     started from the image's latents noised to the first step kept; otherwise as QwenImagePipeline. Loads
     QwenImagePipeline folders too, as diffusers does."""
@@ -417,7 +487,7 @@ class WanPipeline(_Pipeline):
 
 
 class WanImageToVideoPipeline(_Pipeline):
-    """Wan 2.1 image to video (diffusers' WanImageToVideoPipeline): ``image`` (a PIL image or a PNG path)
+    """Wan 2.1 image to video (diffusers' WanImageToVideoPipeline): ``image`` (a PIL image or a picture path)
     is the clip's first frame, and for a first-last-frame model ``last_image`` its last; both go through
     the folder's VAE at the video's size and, for models that read them, its CLIP image encoder. UniPC,
     guidance and Wan 2.2's two experts as WanPipeline. Latents (B, 16, F', H/8, W/8)."""

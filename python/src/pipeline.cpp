@@ -50,13 +50,47 @@ class SigintStops {
 // Rank 0's result as a dict (latents, pixels or None, and what the run chose: steps, sizes, pipeline,
 // ranks); None on the other processes of an mpirun launch, as the command line writes only on rank 0.
 // `request` is the caller's, copied: the arrays borrowed here must not outlive this call.
+// The Python callbacks of a run, called on rank 0's thread with the GIL taken there. They hold the
+// caller's objects by address (the call outlives the run), so the Request's copies touch no Python
+// reference counts without the GIL; an exception raised in one ends the run as that exception.
+// on_step_latents returns None, latents, or (latents or None, whether the loop ends after this step).
+void set_callbacks(pipeline::Request& request, const py::object& on_step, const py::object& on_step_latents,
+                   std::atomic<bool>& finish) {
+  if (!on_step.is_none())
+    request.on_step = [fn = &on_step](int step, int total, double) {
+      py::gil_scoped_acquire gil;
+      (*fn)(step, total);
+    };
+  if (!on_step_latents.is_none())
+    request.on_step_latents = [fn = &on_step_latents, finish = &finish](
+                                  int step, double timestep, const Tensor& latents) -> std::optional<Tensor> {
+      py::gil_scoped_acquire gil;
+      py::array view = to_array(latents);
+      view.attr("setflags")(py::arg("write") = false);  // the loop's own: replaced by returning new ones
+      py::object out = (*fn)(step, timestep, view);
+      if (py::isinstance<py::tuple>(out)) {
+        const py::tuple pair = out;
+        CPDIT_CHECK(pair.size() == 2, invalid_argument, "on_step_latents returned a tuple of ", pair.size(),
+                    ", not (latents or None, finish)");
+        if (pair[1].cast<bool>()) finish->store(true);
+        out = pair[0];
+      }
+      if (out.is_none()) return std::nullopt;
+      return borrow_array(py::cast<py::array>(out), "the step callback's latents").clone();  // owned past the call
+    };
+  request.finish = &finish;
+}
+
 py::object run(const pipeline::Pipeline& pipe, pipeline::Request request, const py::dict& embeddings,
-               const std::optional<py::array>& latents, bool sigint_stops) {
+               const std::optional<py::array>& latents, bool sigint_stops, const py::object& on_step,
+               const py::object& on_step_latents) {
   for (const auto& [name, array] : embeddings) {
     const std::string key = py::cast<std::string>(name);
     request.embeddings[key] = borrow_array(py::cast<py::array>(array), key.c_str());
   }
   if (latents) request.initial_latents = borrow_array(*latents, "latents");
+  std::atomic<bool> finish{false};
+  set_callbacks(request, on_step, on_step_latents, finish);
 
   pipeline::Result result;
   bool interrupted = false;
@@ -119,10 +153,14 @@ void bind_pipeline(py::module_& m) {
           },
           py::arg("source"), py::arg("policy") = pipeline::LoadPolicy::automatic)
       .def("run", &run, py::arg("request"), py::arg("embeddings") = py::dict(), py::arg("latents") = py::none(),
-           py::arg("sigint_stops") = true,
+           py::arg("sigint_stops") = true, py::arg("on_step") = py::none(), py::arg("on_step_latents") = py::none(),
            "one generation: embeddings by their --embeddings names, latents as --latents; arrays are read in place. "
-           "Returns rank 0's result as a dict, None on the other processes of an mpirun launch. Raises "
-           "KeyboardInterrupt when SIGINT cancelled it.")
+           "on_step(step, total) is called after each step, on_step_latents(step, timestep, latents) after each "
+           "step's scheduler step with the whole latents (a read-only float32 array in the loop's layout), and an "
+           "array it returns (their shape) replaces them on every rank; returning (latents or None, True) also ends "
+           "the loop after this step, its latents the result (diffusers' pipe._interrupt). Returns rank 0's result as a dict, None on "
+           "the other processes of an mpirun launch. Raises KeyboardInterrupt when SIGINT cancelled it, and what a "
+           "callback raised.")
       .def_property_readonly("family", [](const pipeline::Pipeline& p) { return p.family().name(); })
       .def_property_readonly("resident", &pipeline::Pipeline::resident);
   m.def("models_opened", &models::models_opened, "how many models this process has opened from files");

@@ -30,6 +30,8 @@ void bind_request(py::module_& m) {
       .def(py::init<>())
       .def_readwrite("model", &PipelineSource::model)
       .def_readwrite("preset", &PipelineSource::preset)
+      .def_readwrite("config", &PipelineSource::config)
+      .def_readwrite("transformer", &PipelineSource::transformer)
       .def_readwrite("dtype", &PipelineSource::dtype);
   py::class_<Request>(m, "Request", "one generation's options (include/cpdit/pipeline/request.hpp)")
       .def(py::init<>())

@@ -11,7 +11,8 @@ import cpdit
 from conftest import FIXTURES
 
 FLUX = FIXTURES / "flux_pipeline_tiny" / "pipeline"
-CALL = dict(height=32, width=32, num_inference_steps=2, max_sequence_length=8, threads=1, output_type="latent")
+CALL = dict(height=32, width=32, num_inference_steps=2, max_sequence_length=8, threads=1, output_type="latent",
+            random_embeddings=True)  # the fixture folder has no text encoders
 
 
 class TorchDtype:
@@ -73,3 +74,12 @@ def test_return_dict_false_is_a_tuple_of_the_output():
     output = pipe(return_dict=False, **CALL)
     assert isinstance(output, tuple) and len(output) == 1
     np.testing.assert_array_equal(output[0], images)
+
+
+def test_a_model_without_text_is_refused_unless_asked_for_random_embeddings():
+    call = dict(CALL, random_embeddings=None)
+    with pytest.raises(ValueError, match="no prompt"):
+        cpdit.FluxPipeline.from_pretrained(FLUX)(**call)
+    assert cpdit.FluxPipeline.from_pretrained(FLUX)(**CALL).images.shape[0] == 1
+    with pytest.raises(ValueError, match="random_embeddings must be True or False"):
+        cpdit.FluxPipeline.from_pretrained(FLUX)(**dict(CALL, random_embeddings=1))

@@ -25,7 +25,9 @@ def test_a_folder_of_another_pipeline_is_refused():
 
 def test_a_prompt_without_text_encoders_raises_the_engines_message():
     pipe = cpdit.FluxPipeline.from_pretrained(CASE / "pipeline")  # saved without tokenizers or text encoders
-    with pytest.raises(ValueError, match=r"^--prompt needs the pipeline's text encoders: .* has no tokenizer/"):
+    # The engine names the keywords of the call, not the flags of the command line.
+    with pytest.raises(ValueError, match=r"^prompt= needs the pipeline's text encoders: .* has no tokenizer/ .*"
+                                         r"\(give prompt_embeds= instead\)$"):
         pipe("a red fox", height=32, width=32, num_inference_steps=1, output_type="latent")
 
 
@@ -44,9 +46,9 @@ def test_image_to_video_images_are_checked():
     pipe = cpdit.WanImageToVideoPipeline.from_pretrained(FIXTURES / "wan_i2v_pipeline" / "first" / "pipeline")
     embeds = read_safetensors(FIXTURES / "wan_i2v_pipeline" / "inputs.safetensors")["prompt_embeds"]
     call = dict(prompt_embeds=embeds, height=48, width=32, num_frames=9, num_inference_steps=1, output_type="latent")
-    with pytest.raises(ValueError, match="give the clip's first frame with --first-image"):
+    with pytest.raises(ValueError, match="give the clip's first frame with image=$"):
         pipe(**call)
-    with pytest.raises(ValueError, match="image must be a PIL image or a PNG path, got ndarray"):
+    with pytest.raises(ValueError, match="image must be a PIL image or a PNG, JPEG or WebP path, got ndarray"):
         pipe(image=embeds, **call)
     with pytest.raises(ValueError, match="has no presets"):
         cpdit.WanImageToVideoPipeline.from_preset("wan-tiny")
@@ -94,3 +96,39 @@ def test_a_truncated_checkpoint_raises_runtime_error(tmp_path):
         pipe(prompt_embeds=inputs["prompt_embeds"], pooled_prompt_embeds=inputs["pooled_prompt_embeds"], height=32,
              width=32, num_inference_steps=1, output_type="latent")
     assert "diffusion_pytorch_model.safetensors" in str(error.value) and "\n" not in str(error.value)
+
+
+# The engine names what it refuses by the flags of `cpdit generate`; a pipeline's call reads them as its
+# own keywords (cpdit/_keywords.py).
+@pytest.mark.parametrize("pipeline,preset,options,message", [
+    (cpdit.WanPipeline, "wan-tiny", dict(guidance_scale_2=2.0, num_frames=5),
+     r"^guidance_scale_2= is for Wan 2.2's low-noise expert \(a pipeline folder with transformer_2/\); preset "
+     r"wan-tiny has one transformer$"),
+    (cpdit.FluxPipeline, "flux-tiny", dict(height=2**20, width=2**20),
+     r"^this run needs at least .* of memory is available; lower height=/width=/num_frames=$"),
+])
+def test_engine_errors_name_the_calls_keywords(pipeline, preset, options, message):
+    pipe = pipeline.from_preset(preset)
+    call = dict(height=32, width=32, num_inference_steps=2, output_type="latent", threads=1)
+    with pytest.raises(ValueError, match=message):
+        pipe(**dict(call, **options))
+
+
+def test_an_image_to_video_error_names_image_keywords():
+    folder = FIXTURES / "wan_i2v_pipeline"
+    pipe = cpdit.WanImageToVideoPipeline.from_pretrained(folder / "first" / "pipeline")
+    embeds = read_safetensors(folder / "inputs.safetensors")["prompt_embeds"]
+    with pytest.raises(ValueError, match=r" conditions on one image's CLIP tokens: last_image= needs a first-last-frame "
+                                         r"model$"):
+        pipe(image=folder / "first.png", last_image=folder / "last.png", prompt_embeds=embeds, height=48, width=32,
+             num_frames=9, num_inference_steps=1, output_type="latent")
+
+
+def test_a_flag_beside_its_keyword_is_named_once():
+    from cpdit._keywords import keyword_message
+
+    assert keyword_message("give the prompt's embeddings (--embeddings, prompt_embeds=)") == \
+        "give the prompt's embeddings (prompt_embeds=)"
+    assert keyword_message("raise --strength or --steps; --preview stays") == \
+        "raise strength= or num_inference_steps=; --preview stays"  # a flag without a keyword stays
+    assert keyword_message("--cfg-parallel 3 must be 1 or 2") == "cfg_degree=3 must be 1 or 2"

@@ -45,7 +45,7 @@ def test_public_names_have_docstrings():
         assert inspect.getdoc(function)
     pipelines = [getattr(cpdit, name) for name in cpdit.__all__ if name.endswith("Pipeline")]
     for pipeline in pipelines:
-        for method in ("__call__", "from_pretrained", "from_preset"):
+        for method in ("__call__", "from_pretrained", "from_single_file", "from_preset", "set_progress_bar_config"):
             assert inspect.getdoc(getattr(pipeline, method)), f"{pipeline.__name__}.{method}"
         assert pipeline.__name__ in inspect.getdoc(pipeline.__call__)
 

@@ -2,6 +2,8 @@
 #include <cpdit/io/atomic_file.hpp>
 #include <cpdit/io/png.hpp>
 
+#include "io/image_formats.hpp"
+
 #include <png.h>
 
 #include <algorithm>
@@ -167,7 +169,7 @@ void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t
   file.commit();
 }
 
-RgbImage read_png(const std::string& path) {
+RgbImage read_png(const std::string& path, int64_t max_pixels) {
   const File file = open_png(path);
   // The simplified API keeps libpng's longjmp inside libpng: errors come back as a flag and a message.
   png_image image;
@@ -176,9 +178,8 @@ RgbImage read_png(const std::string& path) {
   CPDIT_CHECK(png_image_begin_read_from_stdio(&image, file.get()) != 0, invalid_argument, "cannot read ", path,
               " as a PNG: ", image.message);
   const int64_t pixels = int64_t(image.width) * int64_t(image.height);
-  if (pixels > (int64_t(1) << 28)) png_image_free(&image);
-  CPDIT_CHECK(pixels <= (int64_t(1) << 28), invalid_argument, path, " is ", image.width, "x", image.height,
-              ": more than 2^28 pixels");
+  if (pixels > max_pixels) png_image_free(&image);
+  check_pixel_count(path, image.width, image.height, max_pixels);
   // Read with alpha, then drop it: PIL's RGB conversion keeps the colour of a transparent pixel as it is
   // (libpng would composite it onto a background without the alpha channel).
   image.format = PNG_FORMAT_RGBA;

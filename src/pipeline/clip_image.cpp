@@ -1,6 +1,6 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
-#include <cpdit/io/png.hpp>
+#include <cpdit/io/image.hpp>
 #include <cpdit/pipeline/clip_image.hpp>
 
 #include "pipeline/pil_resample.hpp"
@@ -41,8 +41,8 @@ ClipImageProcessing ClipImageProcessing::from_file(const std::string& path) {
   return p;
 }
 
-Tensor clip_image_pixels(const std::string& png_path, const ClipImageProcessing& p) {
-  const io::RgbImage image = io::read_png(png_path);
+Tensor clip_image_pixels(const std::string& path, const ClipImageProcessing& p) {
+  const io::RgbImage image = io::read_image(path);
   // The shortest edge to `shortest_edge`, the longer one scaled alike and truncated, as transformers'
   // get_resize_output_image_size computes it (in double).
   const bool wide = image.width > image.height;

@@ -122,7 +122,8 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
     const Tensor noise =
         scheduler.stochastic() ? flux_packed_noise(shape, step_noise_seed(options.seed, i), begin, count) : Tensor();
     latents = scheduler.step(velocity, i, latents, noise);
-  }, options.on_step, options.steps - first, result.step_seconds);
+  }, options.on_step, options.steps - first, result.step_seconds,
+     {&latents, 1, group, [&](int i) { return scheduler.timestep(i); }});
 
   auto start = std::chrono::steady_clock::now();
   Tensor packed = ranks > 1 ? parallel::gather(latents, 1, *group) : latents;

@@ -1,6 +1,6 @@
 #pragma once
 // What a generation makes of its input images before the ranks start (image-to-image, image-to-video):
-// each PNG through the pipeline's VAE (and CLIP) as the diffusers pipeline makes it, every model loaded
+// each picture through the pipeline's VAE (and CLIP) as the diffusers pipeline makes it, every model loaded
 // and freed here, on this thread with the run's compute threads; under mpirun on world rank 0 alone, the
 // other processes receiving the tensors (pipeline::made_on_rank0).
 #include <cpdit/comm/communicator.hpp>
@@ -18,12 +18,12 @@ namespace cpdit::pipeline {
 std::shared_ptr<comm::Communicator> launched_processes();
 
 // `model` in each: the --model path or "preset NAME", for errors.
-// SkyReels-V2 image-to-video by diffusion forcing: the --first-image (and --last-image) PNGs at the
+// SkyReels-V2 image-to-video by diffusion forcing: the --first-image (and --last-image) pictures at the
 // video's size through the pipeline's Wan VAE, as its prepare_latents makes them (`first`, `last`);
 // none without --first-image.
 nn::TensorMap skyreels_image_latents(const Request& r, const PipelineParts& parts, const std::string& model);
 
-// Image-to-video by conditioning (Wan 2.1 / 2.2, SkyReels-V2): the --first-image (and --last-image) PNGs
+// Image-to-video by conditioning (Wan 2.1 / 2.2, SkyReels-V2): the --first-image (and --last-image) pictures
 // as WanImageToVideoPipeline conditions on them: at the video's size through the pipeline's Wan VAE
 // beside the frame mask (`temporal` frames per latent frame), and, for a model with image_dim, as its
 // CLIPImageProcessor makes them through its image encoder.

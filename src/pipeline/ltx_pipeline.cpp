@@ -146,7 +146,8 @@ LtxGenerateResult generate_ltx(const nn::Model& model, const LtxVideoConfig& con
     }
     const Tensor noise = scheduler.stochastic() ? ltx_pack(randn(shape, step_noise_seed(options.seed, i))) : Tensor();
     latents = scheduler.step(velocity, i, latents, noise);
-  }, options.on_step, options.steps, result.step_seconds);
+  }, options.on_step, options.steps, result.step_seconds,
+     {&latents, -1, nullptr, [&](int i) { return scheduler.timestep(i); }});
   result.latents = ltx_unpack(latents, frames, height, width);
   return result;
 }

@@ -1,4 +1,5 @@
 #include <cpdit/core/error.hpp>
+#include <cpdit/io/image.hpp>
 #include <cpdit/io/png.hpp>
 #include <cpdit/pipeline/picture_files.hpp>
 #include <cpdit/pipeline/family.hpp>
@@ -12,7 +13,11 @@ namespace cpdit::pipeline {
 
 namespace fs = std::filesystem;
 
-std::vector<std::string> image_png_paths(const std::string& path, int64_t batch) {
+bool is_picture_name(const std::string& path) {
+  return path.ends_with(".png") || path.ends_with(".jpg") || path.ends_with(".jpeg") || path.ends_with(".webp");
+}
+
+std::vector<std::string> picture_paths(const std::string& path, int64_t batch) {
   if (batch == 1) return {path};
   const fs::path p(path);
   std::vector<std::string> paths;
@@ -40,12 +45,21 @@ io::PngText generation_parameters(const Result& result) {
   return {{"parameters", text}};
 }
 
-void write_image_pngs(const std::string& path, const Tensor& image, const io::PngText& text) {
-  CPDIT_CHECK(image.dim() == 4 && image.size(3) == 3, invalid_argument, "PNG images need pixels (B, H, W, 3), got ",
+void write_pictures(const std::string& path, const Tensor& image, const io::PngText& text) {
+  CPDIT_CHECK(image.dim() == 4 && image.size(3) == 3, invalid_argument, "pictures need pixels (B, H, W, 3), got ",
               image.describe());
-  const std::vector<std::string> paths = image_png_paths(path, image.size(0));
-  for (int64_t b = 0; b < image.size(0); ++b)
-    io::write_png(paths[size_t(b)], pixels_to_rgb8(image, b), image.size(2), image.size(1), text);
+  const bool jpeg = path.ends_with(".jpg") || path.ends_with(".jpeg"), webp = path.ends_with(".webp");
+  std::string parameters;
+  for (const auto& [key, value] : text)
+    if (key == "parameters") parameters = value;
+  const std::vector<std::string> paths = picture_paths(path, image.size(0));
+  for (int64_t b = 0; b < image.size(0); ++b) {
+    const std::vector<uint8_t> rgb = pixels_to_rgb8(image, b);
+    const std::string& file = paths[size_t(b)];
+    if (jpeg) io::write_jpeg(file, rgb, image.size(2), image.size(1), parameters);
+    else if (webp) io::write_webp(file, rgb, image.size(2), image.size(1), parameters);
+    else io::write_png(file, rgb, image.size(2), image.size(1), text);
+  }
 }
 
 void write_frame_pngs(const std::string& dir, const Tensor& video) {

@@ -3,7 +3,7 @@
 // (diffusers' VaeImageProcessor resizes with Lanczos, CLIPImageProcessor with bicubic): separable
 // filters on the whole input box, the two passes in Pillow's order, coefficients in fixed point with
 // 22 fractional bits, each pass rounded and clamped to 8 bits.
-#include <cpdit/io/png.hpp>
+#include <cpdit/io/image.hpp>
 
 #include <cstdint>
 

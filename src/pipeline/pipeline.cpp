@@ -10,7 +10,7 @@
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
 #include <cpdit/io/model_files.hpp>
-#include <cpdit/io/png.hpp>
+#include <cpdit/io/image.hpp>
 #include <cpdit/pipeline/image_start.hpp>
 #include <cpdit/pipeline/pipeline.hpp>
 #include <cpdit/pipeline/preset_pipelines.hpp>
@@ -87,11 +87,21 @@ struct Pipeline::State {
 
   std::string name() const { return source.preset.empty() ? source.model : "preset " + source.preset; }
 
+  // Where the transformer's weights are, and the config.json that overrides theirs (none: their own).
+  std::string transformer_path() const { return source.transformer.empty() ? source.model : source.transformer; }
+  std::optional<std::string> transformer_config() const {
+    if (!source.config.empty() || source.transformer.empty()) return optional_path(source.config);
+    const std::optional<std::string> folder = io::pipeline_component(source.model, "transformer");
+    CPDIT_CHECK(folder && fs::is_regular_file(fs::path(*folder) / "config.json"), invalid_argument, source.model,
+                " has no transformer/config.json to read ", source.transformer, " with (give the transformer's config)");
+    return (fs::path(*folder) / "config.json").string();
+  }
+
   Transformer open_transformer() const {
     Transformer t;
     t.name = name();
     t.preset = source.preset;
-    t.model = source.preset.empty() ? models::open_model(source.model, optional_path(source.config), load)
+    t.model = source.preset.empty() ? models::open_model(transformer_path(), transformer_config(), load)
                                     : preset_model(source.preset, kPresetWeightsSeed ^ 0x5eedull, load);
     CPDIT_CHECK(t.model.class_name == family->transformer_class(), internal, t.name, " opened as ",
                 t.model.class_name, ", not its family's ", family->transformer_class());
@@ -113,12 +123,14 @@ Pipeline Pipeline::open(const PipelineSource& source, LoadPolicy policy, StageLo
     s->family = &family_for_preset(source.preset);
     s->parts = PipelineParts::of_preset(source.preset);
   } else {
-    check_same_model_across_ranks({source.model, source.config, source.scheduler_config});
+    check_same_model_across_ranks({source.model, source.config, source.scheduler_config, source.transformer});
     CPDIT_CHECK(fs::exists(source.model), invalid_argument, "--model ", source.model, " does not exist");
+    CPDIT_CHECK(source.transformer.empty() || fs::is_regular_file(source.transformer), invalid_argument,
+                "the transformer file ", source.transformer, " does not exist");
     // A pipeline folder names its pipeline: one cpdit does not run is refused before anything is read.
     const bool folder = fs::is_regular_file(fs::path(source.model) / "model_index.json");
     const Family* named = folder ? &family_for_pipeline(pipeline_class_of(source.model)) : nullptr;
-    const std::string transformer_class = models::model_class(source.model, optional_path(source.config));
+    const std::string transformer_class = models::model_class(s->transformer_path(), s->transformer_config());
     s->family = &family_for_class(transformer_class);
     CPDIT_CHECK(named == nullptr || named == s->family, invalid_argument, source.model, " holds a ",
                 pipeline_class_of(source.model), " whose transformer is a ", transformer_class, ", which the ",
@@ -193,10 +205,10 @@ void fill_defaults(Request& r, const Family& family, const Transformer& t) {
               "--init-image is for FLUX.1 and Qwen-Image image-to-image; ", t.name, " is a ", t.model.class_name);
   if (!r.init_image.empty() && (r.height == 0 || r.width == 0)) {
     // FluxImg2ImgPipeline's default size: the image's, down to whole packed latents.
-    const io::RgbImage png = io::read_png(r.init_image);
+    const io::RgbImage image = io::read_image(r.init_image);
     const int64_t unit = 2 * t.vae_scale_factor;
-    if (r.height == 0) r.height = png.height / unit * unit;
-    if (r.width == 0) r.width = png.width / unit * unit;
+    if (r.height == 0) r.height = image.height / unit * unit;
+    if (r.width == 0) r.width = image.width / unit * unit;
   }
   if (r.height == 0) r.height = d.height;
   if (r.width == 0) r.width = d.width;
@@ -300,14 +312,23 @@ Result Pipeline::run(Request r, StageLog& stages) const {
           memory::reset_peak();
           RankRun run = rank_run(world, r, family, t, result.layout);
           FiniteWatch finite({run.model.get(), run.low_noise.get()}, "denoise", r.check_finite);
-          // The one step hook: the NaN watch, progress, then whether any rank was asked to stop (every
-          // rank takes the same answer, so all stop after the same step and none waits on another).
-          run.on_step = [&](int step, int total, double seconds) {
+          // The step callback runs on rank 0; whether there is one, the ranks agree once (under mpirun each
+          // process has its own request), so that all or none of them take part in it after each step.
+          const bool first = world.rank() == 0 && lead;
+          int64_t edits = bool(r.on_step_latents);
+          if (world.size() > 1) world.broadcast(&edits, sizeof edits, 0);
+          // The one step hook: the NaN watch, the step callback, progress, then whether any rank was asked
+          // to stop (every rank takes the same answer, so all stop after the same step and none waits on
+          // another).
+          run.on_step = [&](int step, int total, double seconds, const StepLatents& latents) {
             finite.step_done();
-            if (r.on_step && world.rank() == 0 && lead) r.on_step(step, total, seconds);
-            int64_t stop = r.cancel != nullptr && r.cancel->load(std::memory_order_relaxed);
-            if (world.size() > 1) world.all_reduce(&stop, 1, DType::i64, comm::ReduceOp::max);
-            if (stop) throw Cancelled{step + 1};
+            if (edits) edit_step_latents(first ? r.on_step_latents : nullptr, step, latents, world);
+            if (r.on_step && first) r.on_step(step, total, seconds);
+            int64_t stop[2] = {r.cancel != nullptr && r.cancel->load(std::memory_order_relaxed),
+                               r.finish != nullptr && r.finish->load(std::memory_order_relaxed)};
+            if (world.size() > 1) world.all_reduce(stop, 2, DType::i64, comm::ReduceOp::max);
+            if (stop[0]) throw Cancelled{step + 1};
+            return stop[1] == 0 || latents.latents == nullptr;
           };
           std::pair<Tensor, LoopStats> mine;
           try {
@@ -344,7 +365,9 @@ Result Pipeline::run(Request r, StageLog& stages) const {
   }
   result.request = std::move(r);
   result.request.on_step = nullptr;
+  result.request.on_step_latents = nullptr;
   result.request.cancel = nullptr;
+  result.request.finish = nullptr;
   return result;
 }
 

@@ -118,7 +118,8 @@ QwenImageGenerateResult generate_qwenimage(const nn::Model& model, const QwenIma
     const Tensor noise =
         scheduler.stochastic() ? flux_packed_noise(shape, step_noise_seed(options.seed, i), 0, shape.tokens()) : Tensor();
     latents = scheduler.step(velocity, i, latents, noise);
-  }, options.on_step, options.steps - first, result.step_seconds);
+  }, options.on_step, options.steps - first, result.step_seconds,
+     {&latents, -1, nullptr, [&](int i) { return scheduler.timestep(i); }});
   const Tensor unpacked = flux_unpack(latents, shape.height, shape.width);
   result.latents = unpacked.reshape({batch, shape.channels, 1, shape.height, shape.width});
   return result;

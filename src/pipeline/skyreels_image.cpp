@@ -1,5 +1,5 @@
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/png.hpp>
+#include <cpdit/io/image.hpp>
 #include <cpdit/pipeline/skyreels_image.hpp>
 #include <cpdit/pipeline/wan_image.hpp>
 
@@ -7,9 +7,9 @@
 
 namespace cpdit::pipeline {
 
-Tensor image_pixels(const std::string& png_path, int64_t height, int64_t width) {
+Tensor image_pixels(const std::string& path, int64_t height, int64_t width) {
   CPDIT_CHECK(height >= 1 && width >= 1, invalid_argument, "an image of ", width, "x", height, " pixels is empty");
-  const io::RgbImage image = pil_resize(io::read_png(png_path), width, height, ResampleFilter::lanczos);
+  const io::RgbImage image = pil_resize(io::read_image(path), width, height, ResampleFilter::lanczos);
   Tensor pixels = Tensor::empty({1, 3, height, width});
   float* out = pixels.data<float>();
   const int64_t plane = height * width;

@@ -126,7 +126,8 @@ WanGenerateResult generate_wan(const nn::Model& model, const models::wan::WanCon
         low_noise ? guided_prediction(*expert.model, inputs, prompt_embeds, options, expert.guidance_scale)
                   : guided_prediction(model, inputs, prompt_embeds, options);
     latents = scheduler.step(velocity, i, latents, Tensor());
-  }, options.on_step, options.steps, result.step_seconds);
+  }, options.on_step, options.steps, result.step_seconds,
+     {&latents, -1, nullptr, [&](int i) { return scheduler.timestep(i); }});
   result.latents = latents;
   return result;
 }

@@ -47,6 +47,7 @@ def sh_blocks(text):
 
 
 def main(pages, build):
+    assert sh_blocks(pathlib.Path(pages[0]).read_text()), f"{pages[0]} has no sh commands"
     counts = [run_page(page, build) for page in pages]
     passed, failed = sum(c[0] for c in counts), sum(c[1] for c in counts)
     print(f"{len(pages)} pages: {passed} passed, {failed} failed")
@@ -64,7 +65,9 @@ def run_page(page, build):
     root = checkout_root(page)
     print(f"== {page}", flush=True)
     commands = [c for block in sh_blocks(pathlib.Path(page).read_text()) for c in logical_lines(block)]
-    assert commands, f"{page} has no sh commands"
+    if not commands:  # a page of prose (docs/architecture.md)
+        print("no sh commands")
+        return 0, 0
     passed = failed = 0
     left = {"set-up command": 0, "benchmark (--help only)": 0, "python": 0, "mpirun on other hosts": 0}
     with tempfile.TemporaryDirectory(prefix="cpdit_readme_") as scratch:

@@ -70,7 +70,7 @@ TEST(PngText, AChunkInflatingPastTheLimitIsRefused) {
 }
 
 TEST(PngText, AChunkClaimingMoreThanTheLimitIsRefusedBeforeLibpngAllocatesIt) {
-  // Found by fuzz/fuzz_png.cpp: a 156-byte file whose iTXt chunk claimed 1.9 GB made libpng allocate it.
+  // Found by fuzzing (fuzz/fuzz_image.cpp): a 156-byte file whose iTXt chunk claimed 1.9 GB made libpng allocate it.
   TempDir dir("png_text_claim");
   std::string png("\x89PNG\r\n\x1a\n", 8);
   put_chunk(png, "IHDR", std::string("\0\0\0\1\0\0\0\1\x08\x02\0\0\0", 13));

@@ -1,10 +1,12 @@
 // `cpdit forward` on the VAE fixtures: config.json's _class_name picks the VAE, an input `latents` is
 // decoded on one rank or split by rows over several, an input `sample` encoded on one rank, and bad
 // input is one line, exit 2.
-// `cpdit decode` on pipeline folders: FLUX.1 latents to a sample or PNG, Wan latents to an MP4.
+// `cpdit decode` on pipeline folders: FLUX.1 latents to a sample or a PNG, JPEG or WebP, Wan latents to an MP4.
 #include "models/vae_fixture.hpp"
 #include "support/read_mp4.hpp"
 #include "support/run_cli.hpp"
+
+#include <cpdit/io/image.hpp>
 
 #include <gtest/gtest.h>
 
@@ -138,7 +140,7 @@ TEST(VaeCli, DecodeUnscalesFluxLatentsOnOneOrTwoRanks) {
   }
 }
 
-TEST(VaeCli, DecodeWritesAPngOfTheImageSize) {
+TEST(VaeCli, DecodeWritesAPngJpegOrWebpOfTheImageSize) {
   PipelineFolder dir;
   const std::string png = dir.file("image.png");
   const auto r =
@@ -154,10 +156,22 @@ TEST(VaeCli, DecodeWritesAPngOfTheImageSize) {
   auto be32 = [&](int at) { return (head[at] << 24) | (head[at + 1] << 16) | (head[at + 2] << 8) | head[at + 3]; };
   EXPECT_EQ(be32(16), 6);  // IHDR width, height: the 8 x 6 sample
   EXPECT_EQ(be32(20), 8);
+  // A .jpg or .webp name is that format (write_pictures, as generate writes them): the PNG's pixels
+  // through the same encoder.
+  const io::RgbImage lossless = io::read_image(png);
+  for (const char* name : {"image.jpg", "image.webp"}) {
+    const std::string path = dir.file(name), again = dir.file(std::string("again_") + name);
+    ASSERT_EQ(cpdit::testing::run_cli("decode --model " + dir.model() + " --latents " + dir.latents() + " --out " +
+                                      path).code, 0) << name;
+    if (fs::path(path).extension() == ".jpg") io::write_jpeg(again, lossless.rgb, 6, 8);
+    else io::write_webp(again, lossless.rgb, 6, 8);
+    EXPECT_TRUE(io::read_image(path).rgb == io::read_image(again).rgb) << name;
+  }
   const auto bad = cpdit::testing::run_cli("decode --model " + dir.model() + " --latents " + dir.latents() +
-                                           " --out " + dir.file("image.jpg"));
+                                           " --out " + dir.file("image.bmp"));
   EXPECT_EQ(bad.code, 2);
-  EXPECT_FALSE(fs::exists(dir.file("image.jpg")));
+  EXPECT_NE(bad.err.find("--out must end in .png, .jpg, .jpeg, .webp or .safetensors"), std::string::npos) << bad.err;
+  EXPECT_FALSE(fs::exists(dir.file("image.bmp")));
 }
 
 // diffusers' final latents of wan_pipeline_tiny decode to an MP4 that plays as diffusers' video:

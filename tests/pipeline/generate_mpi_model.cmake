@@ -16,6 +16,7 @@ endif()
 file(WRITE ${config} "${changed}")
 
 set(args generate --model pipeline --steps 1 --frames 5 --height 32 --width 32 --text-tokens 8 --threads 1
+         --random-embeddings
          --out ${WORK}/mixed.safetensors)
 function(run_mpmd)
   execute_process(COMMAND ${MPIEXEC} -np 1 --oversubscribe --wdir ${WORK}/rank0 ${CPDIT} ${args}

@@ -6,7 +6,7 @@ if(expected LESS 1)
   set(expected 1)
 endif()
 execute_process(COMMAND ${MPIEXEC} -np 2 --oversubscribe ${CPDIT} generate --preset flux-tiny --height 32 --width 32
-                        --steps 1 --out ${WORK}.safetensors
+                        --steps 1 --verbose --out ${WORK}.safetensors
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "mpirun run failed: ${rc}\n${out}\n${err}")

@@ -203,7 +203,7 @@ TEST(FluxGenerateCli, APipelineFolderRunsItsTransformerWithItsScheduler) {
                                                      "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"]})";
   auto latents = [&](const std::string& model, const std::string& name) {
     auto r = run_cli("generate --model " + model +
-                     " --height 64 --width 64 --steps 2 --text-tokens 4 --ranks 1 --threads 1 --json --out " +
+                     " --height 64 --width 64 --steps 2 --text-tokens 4 --ranks 1 --threads 1 --random-embeddings --json --out " +
                      dir.file(name));
     EXPECT_EQ(r.code, 0) << r.err;
     return io::load_safetensors(dir.file(name)).at("latents");

@@ -103,7 +103,7 @@ TEST(GenerateImageToVideo, RefusesImagesItCannotUse) {
   const std::string run = "generate --model " + kPipeline + " --embeddings " + kImage +
                           "inputs.safetensors --frames 5 --height 48 --width 32 --steps 1";
   expect_refused(run + " --first-image " + kImage + "missing.png", "missing.png");
-  expect_refused(run + " --first-image " + kImage + "first_last/case.json", "as a PNG");
+  expect_refused(run + " --first-image " + kImage + "first_last/case.json", "is not a PNG, JPEG or WebP file");
   expect_refused(run + " --last-image " + kImage + "last.png", "--last-image goes with --first-image");
   // Wan 2.1 text-to-video: no way to take an image.
   const std::string wan = kData + "wan_pipeline_tiny/";

@@ -45,11 +45,12 @@ TEST(GenerateNames, OutNamedPngIsAPngImage) {
 TEST(GenerateNames, APngCarriesItsSettingsAndInspectPrintsThem) {
   TempDir dir("generate_names_parameters");
   const std::string png = dir.file("fox.png");
-  const auto r = run_cli(kFlux + " -p 'a red fox' -n blurry -s 7 --guidance 2.5 -o " + png);
+  const auto r = run_cli(kFlux + " -p 'a red fox' -n blurry -s 7 --true-cfg-scale 2.5 -o " + png);
   ASSERT_EQ(r.code, 0) << r.err;
+  // flux-tiny has no guidance embedding (as FLUX.1-schnell): no "Guidance", the true CFG that ran.
   const std::string parameters =
-      "a red fox\nNegative prompt: blurry\nSteps: 1, Sampler: flow-match Euler, Seed: 7, Size: 48x32, Guidance: 2.5, "
-      "Model: preset flux-tiny, Version: cpdit " CPDIT_VERSION;
+      "a red fox\nNegative prompt: blurry\nSteps: 1, Sampler: flow-match Euler, Seed: 7, Size: 48x32, "
+      "True CFG scale: 2.5, Model: preset flux-tiny, Version: cpdit " CPDIT_VERSION;
   EXPECT_EQ(io::read_png_text(png), (io::PngText{{"parameters", parameters}}));
   const auto inspect = run_cli("inspect " + png);
   ASSERT_EQ(inspect.code, 0) << inspect.err;
@@ -79,7 +80,8 @@ TEST(GenerateNames, ShortFlagsAreTheLongOnes) {
   TempDir dir("generate_names_short");
   const std::string a = dir.file("a.safetensors"), b = dir.file("b.safetensors");
   const std::string common = "generate -m " + std::string(CPDIT_TEST_DATA) +
-                             "/fixtures/flux_pipeline_tiny/pipeline --steps 1 --text-tokens 8 --threads 1 --ranks 1";
+                             "/fixtures/flux_pipeline_tiny/pipeline --steps 1 --text-tokens 8 --threads 1 --ranks 1 "
+                             "--random-embeddings";
   ASSERT_EQ(run_cli(common + " -W 48 -H 32 -s 7 -o " + a).code, 0);
   ASSERT_EQ(run_cli(common + " --width 48 --height 32 --seed 7 --out " + b).code, 0);
   std::ifstream x(a, std::ios::binary), y(b, std::ios::binary);
@@ -97,7 +99,7 @@ TEST(GenerateNames, AMistypedFlagIsAnsweredWithTheClosestOne) {
   expect_cli_refused(kFlux + " --preest flux-tiny", "did you mean --preset?");  // a flag of an option group
   // The CFG-parallel degree was --cfg, which other engines use for the guidance scale: the old name is
   // answered with the flag it begins.
-  expect_cli_refused(kFlux + " --cfg 2", "unknown flag --cfg of 'generate'; did you mean --cfg-parallel?");
+  expect_cli_refused(kFlux + " --cfg 2", "unknown flag --cfg of 'generate'; did you mean --cfg-scale or --cfg-parallel?");
   expect_cli_refused(kFlux + " --zzzzzzzz 3", "unknown flag --zzzzzzzz of 'generate' (see --help)");
   expect_cli_refused("forward --model x --inputs y --output z --ouptut w", "did you mean --output?");
 }
@@ -120,11 +122,11 @@ std::string file_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// The seed the summary printed ("..., 1 steps, seed N").
+// The seed the summary printed ("made ... 1 steps of flow-match Euler, true CFG 1, seed N").
 uint64_t printed_seed(const std::string& out) {
-  const size_t at = out.find(" steps, seed ");
+  const size_t made = out.find("made "), at = out.find(", seed ", made);
   EXPECT_NE(at, std::string::npos) << out;
-  return at == std::string::npos ? 0 : std::stoull(out.substr(at + 13));
+  return made == std::string::npos || at == std::string::npos ? 0 : std::stoull(out.substr(at + 7));
 }
 
 TEST(GenerateNames, SeedMinusOneDrawsOneThatThePrintedSeedReproduces) {

@@ -41,7 +41,7 @@ struct Generated {
 Generated generate(const TempDir& dir, int ranks, const std::string& dtype) {
   const std::string out = dir.file("latents_" + std::to_string(ranks) + dtype + ".safetensors");
   auto r = run_cli("generate --model " + dir.path().string() + " --ranks " + std::to_string(ranks) + " --dtype " +
-                   dtype + " --threads 1 --steps 2 --height 32 --width 48 --text-tokens 5 --json --out " + out);
+                   dtype + " --threads 1 --steps 2 --height 32 --width 48 --text-tokens 5 --random-embeddings --json --out " + out);
   EXPECT_EQ(r.code, 0) << r.err;
   if (r.code != 0) return {};
   return {nlohmann::json::parse(r.out).at("weight_bytes_resident").get<int64_t>(),

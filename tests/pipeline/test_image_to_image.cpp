@@ -157,7 +157,10 @@ TEST(ImageToImage, LoopOverTheKeptStepsEqualsDiffusers) {
     EXPECT_LT(max_abs_diff(generate_flux_on(f, ranks), flux.at("latents")), kLatentsTolerance) << ranks << " ranks";
   // The progress counts the steps run: 3 of 3, not steps 2 to 4 of 5.
   std::vector<std::pair<int, int>> steps_seen;
-  f.on_step = [&](int i, int n, double) { steps_seen.emplace_back(i, n); };
+  f.on_step = [&](int i, int n, double, const StepLatents&) {
+    steps_seen.emplace_back(i, n);
+    return true;
+  };
   generate_flux_on(f, 1);
   EXPECT_EQ(steps_seen, (std::vector<std::pair<int, int>>{{0, 3}, {1, 3}, {2, 3}}));
 
@@ -236,7 +239,8 @@ TEST(ImageToImageCli, RefusesWhatItCannotUse) {
   refused(cli_args(kFlux, "--strength 0"), "leaves no step to run");
   refused(cli_args(kQwen, "--strength 1.5"), "strength must be in [0, 1]");
   const std::string wan = (kFixtures / "wan_pipeline_tiny" / "pipeline").string();
-  refused("generate --model " + wan + " --frames 5 --height 48 --width 32 --steps 1 --init-image " + kImage.string(),
+  refused("generate --model " + wan + " --frames 5 --height 48 --width 32 --steps 1 --random-embeddings --init-image " +
+              kImage.string(),
           "--init-image is for FLUX.1 and Qwen-Image image-to-image");
   refused("generate --model " + kFlux.pipeline.string() + " --height 32 --width 32 --steps 1 --strength 0.5",
           "--strength goes with --init-image");

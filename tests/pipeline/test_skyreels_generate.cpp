@@ -128,7 +128,8 @@ TEST(SkyReelsGenerateCli, PresetRunsAndBadFrameCountsAreOneLineErrors) {
   // The fixture's model takes blocks of 2 latent frames; 17 frames are 5 latent frames.
   auto bad =
       cpdit::testing::run_cli("generate --model " + (kCase / "pipeline").string() +
-                              " --frames 17 --height 48 --width 32 --steps 2 --out " + dir.file("never.safetensors"));
+                              " --frames 17 --height 48 --width 32 --steps 2 --random-embeddings --out " +
+                              dir.file("never.safetensors"));
   EXPECT_EQ(bad.code, 2) << bad.err;
   EXPECT_NE(bad.err.find("num_frame_per_block"), std::string::npos) << bad.err;
   EXPECT_FALSE(fs::exists(dir.file("never.safetensors")));

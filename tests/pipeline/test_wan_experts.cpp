@@ -113,7 +113,7 @@ TEST(WanExpertsCli, GenerateEqualsDiffusersSplit) {
   cpdit::testing::TempDir dir("generate_wan_experts_refused");
   const std::string never = dir.file("never.safetensors");
   const auto r = cpdit::testing::run_cli("generate --model " + one + " --frames 5 --height 48 --width 32 --steps 1 "
-                                         "--guidance-2 3 --out " + never);
+                                         "--guidance-2 3 --random-embeddings --out " + never);
   EXPECT_EQ(r.code, 2) << r.err;
   EXPECT_NE(r.err.find("--guidance-2 is for Wan 2.2's low-noise expert"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(never));

@@ -26,7 +26,8 @@ struct ClipImageProcessing {
   static ClipImageProcessing from_file(const std::string& path);
 };
 
-// The PNG at `png_path` as the processor's pixel_values: (1, 3, crop_height, crop_width) f32.
-Tensor clip_image_pixels(const std::string& png_path, const ClipImageProcessing& processing);
+// The picture at `path` (PNG, JPEG or WebP: io::read_image) as the processor's pixel_values:
+// (1, 3, crop_height, crop_width) f32.
+Tensor clip_image_pixels(const std::string& path, const ClipImageProcessing& processing);
 
 }  // namespace cpdit::pipeline

@@ -11,6 +11,7 @@
 #include <cpdit/pipeline/ltx_pipeline.hpp>
 #include <cpdit/pipeline/request.hpp>
 #include <cpdit/pipeline/stages.hpp>
+#include <cpdit/pipeline/step_loop.hpp>
 #include <cpdit/pipeline/unipc.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
@@ -49,13 +50,13 @@ struct Transformer {
 
 // One rank's part of a run: its communicator over every rank, its (cfg, ring, Ulysses) mesh, its replica
 // of the transformer(s) with parallelism enabled, and the hook every step ends with (the NaN watch,
-// cancellation agreed over the ranks, progress on rank 0).
+// cancellation agreed over the ranks, progress and the step callback on rank 0).
 struct RankRun {
   comm::Communicator& world;
   comm::Mesh mesh;
   std::unique_ptr<nn::Model> model;
   std::unique_ptr<nn::Model> low_noise;
-  std::function<void(int step, int total, double seconds)> on_step;
+  StepHook on_step;
 };
 
 // One rank's denoising loop; returns the full latents (every rank) and what it measured.

@@ -11,6 +11,7 @@
 #include <cpdit/models/flux/model.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
 #include <cpdit/pipeline/image_start.hpp>
+#include <cpdit/pipeline/step_loop.hpp>
 
 #include <functional>
 #include <string>
@@ -55,8 +56,7 @@ struct FluxGenerateOptions {
   // skipped_steps(steps, strength) steps skipped, and the loop started from the image's latents
   // noised to the first step kept (noised_image_latents, with the seeded noise).
   ImageStart image;
-  // Called on every rank after each step it runs with (step index, steps run, seconds of that step).
-  std::function<void(int, int, double)> on_step;
+  StepHook on_step;  // after each step, on every rank (step_loop.hpp)
 };
 
 struct FluxGenerateResult {

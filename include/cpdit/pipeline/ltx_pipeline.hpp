@@ -12,6 +12,7 @@
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/models/ltx_video/model.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
+#include <cpdit/pipeline/step_loop.hpp>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -79,7 +80,7 @@ struct LtxGenerateOptions {
   comm::Communicator* cfg = nullptr;
   // The initial noise packed (B, tokens, in_channels), as diffusers' `latents=`; undefined: seeded.
   Tensor initial_latents;
-  std::function<void(int, int, double)> on_step;  // (step index, steps, seconds of that step)
+  StepHook on_step;  // after each step, on every rank (step_loop.hpp)
 };
 
 struct LtxGenerateResult {

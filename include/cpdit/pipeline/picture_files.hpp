@@ -1,6 +1,6 @@
 #pragma once
-// Decoded pixels (pipeline/vae_decode.hpp's postprocess_pixels) to PNG files, each written atomically,
-// carrying the settings that made them.
+// Decoded pixels (pipeline/vae_decode.hpp's postprocess_pixels) to picture files, PNG, JPEG or WebP by
+// their names, each written atomically, carrying the settings that made them.
 #include <cpdit/core/tensor.hpp>
 #include <cpdit/io/png.hpp>
 #include <cpdit/pipeline/request.hpp>
@@ -10,14 +10,19 @@
 
 namespace cpdit::pipeline {
 
-// The files write_image_pngs writes for `batch` images: `path` itself for one; for more, one per item,
-// the item's index before the extension (out.png -> out_0.png, out_1.png).
-std::vector<std::string> image_png_paths(const std::string& path, int64_t batch);
-// image (B, H, W, 3) in [0, 1]; every file carries `text`.
-void write_image_pngs(const std::string& path, const Tensor& image, const io::PngText& text = {});
+// A name that says a picture format cpdit writes: .png, .jpg or .jpeg, .webp.
+bool is_picture_name(const std::string& path);
 
-// A run's settings as the PNG text chunk "parameters", laid out as stable-diffusion.cpp and A1111 write
-// it (so the tools that read theirs read cpdit's): the prompt, "Negative prompt: ..." when there is
+// The files write_pictures writes for `batch` images: `path` itself for one; for more, one per item,
+// the item's index before the extension (out.png -> out_0.png, out_1.png).
+std::vector<std::string> picture_paths(const std::string& path, int64_t batch);
+// image (B, H, W, 3) in [0, 1], in the format the name says: JPEG (quality 90) for .jpg and .jpeg, WebP
+// (lossy, quality 90) for .webp, PNG for any other name. Every file carries `text`: a PNG as its text
+// chunks, a JPEG or WebP its "parameters" alone, as an EXIF UserComment (io/image.hpp).
+void write_pictures(const std::string& path, const Tensor& image, const io::PngText& text = {});
+
+// A run's settings as the text "parameters" (a PNG's text chunk, a JPEG's or WebP's EXIF), laid out as
+// stable-diffusion.cpp and A1111 write it (so the tools that read theirs read cpdit's): the prompt, "Negative prompt: ..." when there is
 // one, then "Steps: 4, Sampler: flow-match Euler, Seed: 7, Size: 256x256, Model: preset flux-mini,
 // Version: cpdit 0.1.0", with "Guidance" and "True CFG scale" when the request gave them.
 io::PngText generation_parameters(const Result& result);

@@ -25,6 +25,10 @@ struct PipelineSource {
   std::string model;             // a pipeline folder, a transformer folder, an index json or a weights file
   std::string preset;            // or a built-in preset (presets.hpp); exactly one of the two
   std::string config;            // a transformer config.json overriding the checkpoint's
+  // A transformer weights file (.safetensors, .gguf) run instead of the pipeline folder's transformer/,
+  // with that folder's transformer/config.json unless `config` is given (diffusers' from_single_file
+  // with config=): the folder's text encoders, scheduler and VAE around one file's weights.
+  std::string transformer;
   std::string scheduler_config;  // a scheduler_config.json overriding the folder's (presets use their own)
   std::string dtype = "auto";    // the weights in memory (nn::load_options)
 };

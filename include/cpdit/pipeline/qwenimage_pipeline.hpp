@@ -10,6 +10,7 @@
 #include <cpdit/models/qwenimage/model.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
 #include <cpdit/pipeline/image_start.hpp>
+#include <cpdit/pipeline/step_loop.hpp>
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -56,7 +57,7 @@ struct QwenImageGenerateOptions {
   // skipped_steps(steps, strength) steps skipped, the loop started from the image's latents noised to the
   // first step kept (with the seeded noise).
   ImageStart image;
-  std::function<void(int, int, double)> on_step;  // (step index, steps run, seconds of that step)
+  StepHook on_step;  // after each step, on every rank (step_loop.hpp)
 };
 
 struct QwenImageGenerateResult {

@@ -45,7 +45,8 @@ struct Request {
   // Classifier-free guidance whatever the family calls it (stable-diffusion.cpp's --cfg-scale): the
   // video families' guidance, FLUX.1's and Qwen-Image's true_cfg_scale. Unset: those fields decide.
   float cfg_scale = std::nanf("");
-  // Input images (PNG files): image-to-video's first and last frame, image-to-image's start.
+  // Input images (PNG, JPEG or WebP files, read by io::read_image): image-to-video's first and last
+  // frame, image-to-image's start.
   std::string first_image, last_image, init_image;
   std::optional<double> strength;  // image-to-image: the share of the schedule run (default 0.6)
   int64_t ar_step = 0;             // SkyReels-V2 diffusion forcing
@@ -63,6 +64,17 @@ struct Request {
 
   // Called on rank 0 after each denoising step (0-based step, steps in all, seconds of that step).
   std::function<void(int step, int total, double seconds)> on_step;
+  // diffusers' callback_on_step_end on the latents: called on rank 0 after each step's scheduler step
+  // (before on_step) with the step, its timestep and the whole latents in the loop's layout, as diffusers'
+  // pipeline holds them (FLUX.1, Qwen-Image packed (B, tokens, 4C), LTX-Video (B, tokens, C), Wan
+  // (B, C, F, H, W)) — gathered when the ranks hold them split. A tensor returned (their shape) replaces
+  // them on every rank before the next step; nullopt keeps them. Null: nothing is gathered or sent.
+  // SkyReels-V2 diffusion forcing, whose frames step apart, refuses it.
+  std::function<std::optional<Tensor>(int step, double timestep, const Tensor& latents)> on_step_latents;
+  // Set (from any thread; the step callback's) to end the denoising loop after the current step, its
+  // latents the result, decoded as usual: diffusers' pipe._interrupt. The ranks agree on it as on
+  // `cancel`. SkyReels-V2 diffusion forcing, whose chunks each run a loop, does not end early.
+  const std::atomic<bool>* finish = nullptr;
   // Set (from any thread, or a signal handler: it is lock-free) to stop the run. Every rank reads it
   // after each step and the ranks agree on it, so all of them stop after the same step and the pipeline
   // stays usable for the next request. Null: not cancellable.

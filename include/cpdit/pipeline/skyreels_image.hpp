@@ -12,10 +12,10 @@
 
 namespace cpdit::pipeline {
 
-// A PNG as video_processor.preprocess makes it for a video of height x width: resized to it as PIL's
-// Lanczos resize does (bit for bit; the aspect ratio is not kept, nothing is cropped), then (1, 3, H, W)
-// f32, each 8-bit value x as x / 255 * 2 - 1.
-Tensor image_pixels(const std::string& png_path, int64_t height, int64_t width);
+// A picture (PNG, JPEG or WebP: io::read_image) as video_processor.preprocess makes it for a video of
+// height x width: resized to it as PIL's Lanczos resize does (bit for bit; the aspect ratio is not kept,
+// nothing is cropped), then (1, 3, H, W) f32, each 8-bit value x as x / 255 * 2 - 1.
+Tensor image_pixels(const std::string& path, int64_t height, int64_t width);
 
 // What the pipeline's prepare_latents makes of images: `pixels` (B, 3, H, W) from image_pixels, each a
 // one-frame video through wan_video_latents (wan_image.hpp): (B, z_dim, 1, H/8, W/8) f32. On this

@@ -10,6 +10,7 @@
 // replicated.
 #include <cpdit/comm/communicator.hpp>
 #include <cpdit/models/wan/model.hpp>
+#include <cpdit/pipeline/step_loop.hpp>
 #include <cpdit/pipeline/unipc.hpp>
 #include <cpdit/pipeline/wan_image.hpp>
 
@@ -59,7 +60,7 @@ struct WanGenerateOptions {
     double boundary_timestep = 0;
     float guidance_scale = 0;
   } low_noise;
-  std::function<void(int, int, double)> on_step;  // (step index, steps, seconds of that step)
+  StepHook on_step;  // after each step, on every rank (step_loop.hpp)
 };
 
 struct WanGenerateResult {
