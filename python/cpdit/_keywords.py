@@ -17,6 +17,7 @@ FLAG_KEYWORDS = {
     "--width": "width=",
     "--frames": "num_frames=",
     "--steps": "num_inference_steps=",
+    "--sigmas": "sigmas=",
     "--seed": "generator=",
     "--guidance": "guidance_scale=",
     "--guidance-2": "guidance_scale_2=",

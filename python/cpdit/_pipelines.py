@@ -301,6 +301,12 @@ class _Pipeline:
             if call["generator_seed"] is not None:
                 raise ValueError("give generator or generator_seed, not both")
             call["generator_seed"] = _seed_of(generator)
+        # diffusers' sigmas= (FluxPipeline, QwenImagePipeline): the schedule's sigmas, their count the steps.
+        sigmas = call.pop("sigmas", None)
+        if sigmas is not None:
+            if isinstance(sigmas, (str, bytes)) or not hasattr(sigmas, "__len__") or not len(sigmas):
+                raise ValueError(f"sigmas must be a non-empty list of numbers, got {sigmas!r}")
+            sigmas = [checked("sigmas", float(s) if isinstance(s, np.floating) else s, float) for s in sigmas]
         per_prompt = call.pop("num_images_per_prompt")
         per_prompt = 1 if per_prompt is None else checked("num_images_per_prompt", per_prompt, 1)
         if output_type not in ("pil", "np", "latent"):
@@ -327,6 +333,8 @@ class _Pipeline:
                 for image in range(per_prompt):
                     args = _cpdit.Request()
                     args.prompt, args.decode = text, output_type != "latent"
+                    if sigmas is not None:
+                        args.sigmas = sigmas
                     for name, path in images.items():
                         setattr(args, self._images[name], path)
                     outputs.append(self._generate(engine, args, dict(call, generator_seed=seed + image), latents,
@@ -436,7 +444,7 @@ class FluxPipeline(_Pipeline):
     _pipeline_classes = ("FluxPipeline",)
     _preset_prefix = "flux-"
     _output = ImagePipelineOutput
-    _keywords = ("true_cfg_scale", "pooled_prompt_embeds", "negative_pooled_prompt_embeds")
+    _keywords = ("true_cfg_scale", "pooled_prompt_embeds", "negative_pooled_prompt_embeds", "sigmas")
     _latents = staticmethod(_packed_2x2)
 
 
@@ -459,7 +467,7 @@ class QwenImagePipeline(_Pipeline):
     _pipeline_classes = ("QwenImagePipeline",)
     _preset_prefix = "qwen-"
     _output = ImagePipelineOutput
-    _keywords = ("true_cfg_scale", "prompt_embeds_mask", "negative_prompt_embeds_mask")
+    _keywords = ("true_cfg_scale", "prompt_embeds_mask", "negative_prompt_embeds_mask", "sigmas")
     _latents = staticmethod(_packed_2x2)
 
 

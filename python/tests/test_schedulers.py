@@ -63,3 +63,18 @@ def test_a_static_shift_set_on_the_scheduler_is_the_calls_flow_shift():
     pipe.scheduler = cpdit.DPMSolverMultistepScheduler.from_config(pipe.scheduler.config, use_dynamic_shifting=False,
                                                                    flow_shift=7.0)
     assert np.abs(pipe(**call).images - default_shift).max() > 1e-3
+
+
+def test_sigmas_are_the_schedule_and_their_count_the_steps():
+    # flux-tiny runs FLUX.1-schnell's schedule (shift 1, no dynamic shift): 4 steps are sigmas
+    # linspace(1, 1/4, 4), so giving them is the same run, bit for bit; other sigmas are another run.
+    pipe = cpdit.FluxPipeline.from_preset("flux-tiny")
+    call = dict(prompt="a fox", height=32, width=32, threads=1, output_type="latent")
+    steps = pipe(num_inference_steps=4, **call).images
+    np.testing.assert_array_equal(pipe(sigmas=[1.0, 0.75, 0.5, 0.25], **call).images, steps)
+    np.testing.assert_array_equal(pipe(sigmas=np.array([1.0, 0.75, 0.5, 0.25]), **call).images, steps)
+    assert np.abs(pipe(sigmas=[1.0, 0.6, 0.3, 0.1], **call).images - steps).max() > 1e-3
+    with pytest.raises(ValueError, match="sigmas must be a non-empty list of numbers"):
+        pipe(sigmas=[], **call)
+    with pytest.raises(ValueError, match="sigmas must be a finite number"):
+        pipe(sigmas=[1.0, float("nan")], **call)
