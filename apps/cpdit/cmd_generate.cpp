@@ -179,7 +179,7 @@ nlohmann::json summary(const pipeline::Result& run, const Outputs& o, const std:
                       {"height", r.height},
                       {"width", r.width},
                       {"steps", steps},
-                      {"scheduler", run.family->scheduler_name()},
+                      {"scheduler", pipeline::scheduler_that_ran(run)},
                       {"guidance", scale_or_null(r.guidance)},
                       {"true_cfg_scale", scale_or_null(r.true_cfg_scale)},
                       {"seed", r.seed},

@@ -27,6 +27,11 @@ std::vector<std::string> picture_paths(const std::string& path, int64_t batch) {
   return paths;
 }
 
+std::string scheduler_that_ran(const Result& result) {
+  const std::string& name = result.request.scheduler.name;
+  return name.empty() ? result.family->scheduler_name() : scheduler_description(name);
+}
+
 io::PngText generation_parameters(const Result& result) {
   const Request& r = result.request;
   std::string text = r.prompt.value_or("");
@@ -37,8 +42,7 @@ io::PngText generation_parameters(const Result& result) {
     std::snprintf(number, sizeof number, "%g", double(value));
     return std::string(", ") + name + ": " + number;
   };
-  text += "\nSteps: " + std::to_string(r.steps) + ", Sampler: " +
-          (r.scheduler.name.empty() ? result.family->scheduler_name() : scheduler_description(r.scheduler.name)) +
+  text += "\nSteps: " + std::to_string(r.steps) + ", Sampler: " + scheduler_that_ran(result) +
           ", Seed: " + std::to_string(r.seed) + ", Size: " + std::to_string(r.width) + "x" + std::to_string(r.height) +
           scale("Guidance", r.guidance) + scale("True CFG scale", r.true_cfg_scale) + ", Model: " + result.model_name +
           ", Version: cpdit " CPDIT_VERSION;

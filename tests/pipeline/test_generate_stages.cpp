@@ -125,6 +125,10 @@ TEST(GenerateStages, SummaryLeadsWithTheRequest) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line << " in:\n" << r.out;
   EXPECT_EQ(r.out.find("stage   "), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("parallelism"), std::string::npos) << r.out;
+  // The scheduler named is the one that ran, not the family's default.
+  const auto dpm = run_cli(kFlux + " --prompt 'a red fox' --scheduler dpm++2m --threads 1 -o " + dir.file("dpm.png"));
+  ASSERT_EQ(dpm.code, 0) << dpm.err;
+  EXPECT_NE(dpm.out.find("steps of DPM++ 2M"), std::string::npos) << dpm.out;
 }
 
 // Every split of the prompt-to-pixels run decodes what one rank decodes: the latents differ by

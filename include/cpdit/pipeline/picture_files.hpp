@@ -26,6 +26,8 @@ void write_pictures(const std::string& path, const Tensor& image, const io::PngT
 // one, then "Steps: 4, Sampler: flow-match Euler, Seed: 7, Size: 256x256, Model: preset flux-mini,
 // Version: cpdit 0.1.0", with "Guidance" and "True CFG scale" when the request gave them.
 io::PngText generation_parameters(const Result& result);
+// The scheduler the run took, in words ("DPM++ 2M"), as the parameters and generate's summary name it.
+std::string scheduler_that_ran(const Result& result);
 
 // video (B, F, H, W, 3) in [0, 1] as dir/frame_00000.png, frame_00001.png, ...; a batch of several
 // videos puts item b's frames under dir/b/. The folders are created when absent.
