@@ -1,10 +1,9 @@
 // libFuzzer entry for the picture readers (the images image-to-image and image-to-video start from, and
-// the PNG text chunks `inspect` prints): any bytes, PNG, JPEG or WebP, give pixels and text or a
+// the settings `inspect` prints: PNG text chunks, EXIF UserComments): any bytes, PNG, JPEG or WebP, give pixels and text or a
 // cpdit::Error, never a crash, a leak or an allocation past the limits. The readers take a path, so
 // each input goes through one file in the fuzzer's temporary folder.
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/image.hpp>
-#include <cpdit/io/png.hpp>
 
 #include <cstdio>
 #include <string>
@@ -28,7 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const cpdit::Error&) {
   }
   try {
-    cpdit::io::read_png_text(path);
+    cpdit::io::read_picture_text(path);
   } catch (const cpdit::Error&) {
   }
   return 0;

@@ -1,15 +1,16 @@
 // `cpdit inspect PATH`: what a checkpoint holds (the model class it resolves to and the config it is
 // opened with; tensors with dtype, shape and size; metadata). PATH is a .safetensors file, a
 // *.safetensors.index.json, or a folder holding one of those, a diffusers pipeline folder (its
-// transformer), or a GGUF file (dtype: its ggml type, e.g. Q8_0); or a .png, whose text chunks (the
-// "parameters" generate stores) are printed.
+// transformer), or a GGUF file (dtype: its ggml type, e.g. Q8_0); or a picture (.png, .jpg, .webp),
+// whose settings (the "parameters" generate stores) are printed.
 #include "command.hpp"
 #include "progress.hpp"
 
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/png.hpp>
+#include <cpdit/io/image.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/pipeline/picture_files.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -31,15 +32,15 @@ void print_config(const cpdit::io::ModelFiles& files) {
   }
 }
 
-// A PNG's text chunks: the settings generate stored in "parameters" (or another tool's).
-void inspect_png(const std::string& path) {
-  const cpdit::io::PngText text = cpdit::io::read_png_text(path);
-  std::printf("%s: PNG, %zu text chunk%s\n", path.c_str(), text.size(), text.size() == 1 ? "" : "s");
+// A picture's text: the settings generate stored in "parameters" (or another tool's text chunks).
+void inspect_picture(const std::string& path) {
+  const cpdit::io::PictureText text = cpdit::io::read_picture_text(path);
+  std::printf("%s: %zu text entr%s\n", path.c_str(), text.size(), text.size() == 1 ? "y" : "ies");
   for (const auto& [key, value] : text) std::printf("%s:\n%s\n", key.c_str(), value.c_str());
 }
 
 void inspect(const std::string& path) {
-  if (std::filesystem::path(path).extension() == ".png") return inspect_png(path);
+  if (cpdit::pipeline::is_picture_name(path)) return inspect_picture(path);
   cpdit::io::Checkpoint checkpoint = cpdit::io::Checkpoint::open(path);
   std::vector<std::string> names = checkpoint.names();
   size_t name_width = 4, shape_width = 5;
@@ -85,8 +86,8 @@ void add_inspect(CLI::App& parent) {
   CLI::App* cmd = parent.add_subcommand(
       "inspect", "Print the model class and the config it is opened with, and list the tensors (name, dtype, "
                  "shape, bytes) and metadata of a .safetensors file, a *.safetensors.index.json, a model folder, a "
-                 "diffusers pipeline folder (its transformer) or a GGUF file; or the settings a PNG that generate "
-                 "wrote carries (its text chunks)");
+                 "diffusers pipeline folder (its transformer) or a GGUF file; or the settings a picture carries "
+                 "(a PNG's text chunks, a JPEG's or WebP's EXIF UserComment, as generate and A1111 write them)");
   auto path = std::make_shared<std::string>();
   cmd->add_option("path", *path, "file, index or folder")->required();
   cmd->callback([path] { inspect(*path); });

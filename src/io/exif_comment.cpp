@@ -1,5 +1,7 @@
 #include "io/image_formats.hpp"
 
+#include <cstring>
+
 #include <unicode/unistr.h>
 #include <unicode/utf16.h>
 
@@ -49,6 +51,67 @@ std::vector<uint8_t> exif_user_comment(const std::string& text, size_t max_bytes
   out.insert(out.end(), kPrefix, kPrefix + sizeof kPrefix);
   for (int32_t i = 0; i < units; ++i) put16(out, utf16.charAt(i));
   return out;
+}
+
+}  // namespace cpdit::io
+
+namespace cpdit::io {
+
+namespace {
+namespace exif {
+
+// A TIFF block read in its own byte order; every read is checked against its end.
+struct Tiff {
+  const uint8_t* data;
+  size_t size;
+  bool big_endian;
+  bool fits(size_t at, size_t bytes) const { return at <= size && bytes <= size - at; }
+  uint32_t u16(size_t at) const {
+    return big_endian ? uint32_t(data[at]) << 8 | data[at + 1] : uint32_t(data[at + 1]) << 8 | data[at];
+  }
+  uint32_t u32(size_t at) const {
+    return big_endian ? u16(at) << 16 | u16(at + 2) : u16(at + 2) << 16 | u16(at);
+  }
+  // The 12-byte entry of `tag` in the IFD at `ifd`, or nullopt.
+  std::optional<size_t> entry(size_t ifd, uint32_t tag) const {
+    if (!fits(ifd, 2)) return std::nullopt;
+    const uint32_t count = u16(ifd);
+    for (uint32_t i = 0; i < count && fits(ifd + 2 + 12 * size_t(i), 12); ++i)
+      if (u16(ifd + 2 + 12 * size_t(i)) == tag) return ifd + 2 + 12 * size_t(i);
+    return std::nullopt;
+  }
+};
+
+}  // namespace exif
+}  // namespace
+
+std::optional<std::string> read_exif_user_comment(const uint8_t* tiff, size_t size) {
+  if (size < 8) return std::nullopt;
+  const bool big = std::memcmp(tiff, "MM\0*", 4) == 0;
+  if (!big && std::memcmp(tiff, "II*\0", 4) != 0) return std::nullopt;
+  const exif::Tiff t{tiff, size, big};
+  const auto pointer = t.entry(t.u32(4), 0x8769);  // IFD0's pointer to the Exif IFD
+  if (!pointer) return std::nullopt;
+  const auto comment = t.entry(t.u32(*pointer + 8), 0x9286);
+  if (!comment) return std::nullopt;
+  // UNDEFINED (7) by the standard; Pillow writes BYTE (1). Over 4 bytes, so never inline.
+  const uint32_t type = t.u16(*comment + 2), count = t.u32(*comment + 4), at = t.u32(*comment + 8);
+  if ((type != 7 && type != 1) || count < 8 || !t.fits(at, count)) return std::nullopt;
+  const uint8_t* code = tiff + at;
+  const uint8_t* text = code + 8;
+  const size_t bytes = count - 8;
+  if (std::memcmp(code, "UNICODE\0", 8) == 0) {
+    icu::UnicodeString utf16;
+    for (size_t i = 0; i + 1 < bytes; i += 2) utf16.append(char16_t(t.u16(at + 8 + i)));
+    std::string utf8;
+    return utf16.toUTF8String(utf8);
+  }
+  if (std::memcmp(code, "ASCII\0\0\0", 8) == 0 || std::memcmp(code, "\0\0\0\0\0\0\0\0", 8) == 0) {
+    std::string ascii(reinterpret_cast<const char*>(text), bytes);
+    while (!ascii.empty() && ascii.back() == '\0') ascii.pop_back();
+    return ascii;
+  }
+  return std::nullopt;  // JIS, or not a character code
 }
 
 }  // namespace cpdit::io

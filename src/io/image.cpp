@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <optional>
+#include <utility>
 
 namespace cpdit::io {
 
@@ -29,16 +31,14 @@ struct CloseFile {
   void operator()(FILE* file) const { std::fclose(file); }
 };
 
-}  // namespace image_files
-}  // namespace
+// A picture file checked and its format told, its bytes read unless it is a PNG (libpng streams the
+// file itself).
+struct PictureFile {
+  Format format;
+  std::vector<uint8_t> bytes;
+};
 
-void check_pixel_count(const std::string& path, int64_t width, int64_t height, int64_t max_pixels) {
-  CPDIT_CHECK(width * height <= max_pixels, invalid_argument, path, " is ", width, "x", height, ": more than ",
-              max_pixels == kMaxImagePixels ? "2^28" : std::to_string(max_pixels), " pixels");
-}
-
-RgbImage read_image(const std::string& path, int64_t max_pixels) {
-  using namespace image_files;
+PictureFile open_picture(const std::string& path) {
   // Checked by name first: opening a FIFO or a device could block or never end.
   struct stat info;
   CPDIT_CHECK(::stat(path.c_str(), &info) == 0, invalid_argument, "cannot open ", path, ": ", std::strerror(errno));
@@ -52,12 +52,38 @@ RgbImage read_image(const std::string& path, int64_t max_pixels) {
   const Format format = format_of(head, std::fread(head, 1, sizeof head, file.get()));
   CPDIT_CHECK(format != Format::unknown, invalid_argument, path,
               info.st_size == 0 ? " is empty" : " is not a PNG, JPEG or WebP file (by its first bytes)");
-  if (format == Format::png) return read_png(path, max_pixels);  // libpng streams the file itself
+  if (format == Format::png) return {format, {}};
   std::vector<uint8_t> bytes(size_t(info.st_size));
   std::rewind(file.get());
   CPDIT_CHECK(std::fread(bytes.data(), 1, bytes.size(), file.get()) == bytes.size(), invalid_argument, "cannot read ",
               path, ": it changed while it was read");
-  return format == Format::jpeg ? decode_jpeg(bytes, path, max_pixels) : decode_webp(bytes, path, max_pixels);
+  return {format, std::move(bytes)};
+}
+
+}  // namespace image_files
+}  // namespace
+
+void check_pixel_count(const std::string& path, int64_t width, int64_t height, int64_t max_pixels) {
+  CPDIT_CHECK(width * height <= max_pixels, invalid_argument, path, " is ", width, "x", height, ": more than ",
+              max_pixels == kMaxImagePixels ? "2^28" : std::to_string(max_pixels), " pixels");
+}
+
+RgbImage read_image(const std::string& path, int64_t max_pixels) {
+  using namespace image_files;
+  const PictureFile file = open_picture(path);
+  if (file.format == Format::png) return read_png(path, max_pixels);
+  return file.format == Format::jpeg ? decode_jpeg(file.bytes, path, max_pixels)
+                                     : decode_webp(file.bytes, path, max_pixels);
+}
+
+PictureText read_picture_text(const std::string& path) {
+  using namespace image_files;
+  const PictureFile file = open_picture(path);
+  if (file.format == Format::png) return read_png_text(path);
+  const std::vector<uint8_t> tiff = file.format == Format::jpeg ? jpeg_exif(file.bytes) : webp_exif(file.bytes);
+  const std::optional<std::string> comment = read_exif_user_comment(tiff.data(), tiff.size());
+  if (!comment) return {};
+  return {{"parameters", *comment}};
 }
 
 }  // namespace cpdit::io

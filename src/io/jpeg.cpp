@@ -178,6 +178,31 @@ RgbImage decode_jpeg(const std::vector<uint8_t>& bytes, const std::string& path,
   return image;
 }
 
+std::vector<uint8_t> jpeg_exif(const std::vector<uint8_t>& bytes) {
+  // The segments between SOI and the first scan, each FF, its marker and a big-endian length that
+  // counts itself; the APP1 segment EXIF writers put there starts "Exif\0\0".
+  size_t at = 2;
+  while (at + 4 <= bytes.size() && bytes[at] == 0xff) {
+    const uint8_t marker = bytes[at + 1];
+    if (marker == 0xff) {  // fill byte before a marker
+      ++at;
+      continue;
+    }
+    if (marker == 0xda || marker == 0xd9) break;  // the pixels (or the end) begin
+    if (marker == 0x01 || (marker >= 0xd0 && marker <= 0xd7)) {  // markers without a length
+      at += 2;
+      continue;
+    }
+    const size_t length = size_t(bytes[at + 2]) << 8 | bytes[at + 3];
+    if (length < 2 || length > bytes.size() - at - 2) break;
+    const uint8_t* body = bytes.data() + at + 4;
+    if (marker == 0xe1 && length >= 8 && std::memcmp(body, "Exif\0\0", 6) == 0)
+      return std::vector<uint8_t>(body + 6, body + length - 2);
+    at += 2 + length;
+  }
+  return {};
+}
+
 void write_jpeg(const std::string& path, const std::vector<uint8_t>& rgb, int64_t width, int64_t height,
                 const std::string& parameters) {
   CPDIT_CHECK(width > 0 && height > 0 && width <= JPEG_MAX_DIMENSION && height <= JPEG_MAX_DIMENSION &&

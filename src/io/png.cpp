@@ -122,7 +122,7 @@ File open_png(const std::string& path) {
 
 }  // namespace
 
-PngText read_png_text(const std::string& path) {
+PictureText read_png_text(const std::string& path) {
   const File file = open_png(path);
   TextReader reader;
   reader.file = file.get();
@@ -131,7 +131,7 @@ PngText read_png_text(const std::string& path) {
   png_structp png = nullptr;
   png_infop info = nullptr;
   const bool ok = read_text_chunks(&reader, &chunks, &count, &png, &info);
-  PngText text;
+  PictureText text;
   if (ok) {
     for (int i = 0; i < count; ++i) {
       const png_text& c = chunks[i];  // an iTXt chunk's length is itxt_length, the others' text_length
@@ -145,7 +145,7 @@ PngText read_png_text(const std::string& path) {
 }
 
 void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t width, int64_t height,
-               const PngText& text) {
+               const PictureText& text) {
   CPDIT_CHECK(width > 0 && height > 0 && width < (1 << 24) && height < (1 << 24) &&
                   rgb.size() == size_t(width * height * 3),
               invalid_argument, "write_png: ", rgb.size(), " bytes do not hold a ", width, "x", height, " RGB image");

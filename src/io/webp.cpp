@@ -68,6 +68,16 @@ RgbImage decode_webp(const std::vector<uint8_t>& bytes, const std::string& path,
   return image;
 }
 
+std::vector<uint8_t> webp_exif(const std::vector<uint8_t>& bytes) {
+  const WebPData data{bytes.data(), bytes.size()};
+  const std::unique_ptr<WebPMux, void (*)(WebPMux*)> mux(WebPMuxCreate(&data, 0), WebPMuxDelete);
+  WebPData chunk{nullptr, 0};
+  if (!mux || WebPMuxGetChunk(mux.get(), "EXIF", &chunk) != WEBP_MUX_OK) return {};
+  // Some writers keep JPEG's "Exif\0\0" before the TIFF block.
+  const size_t skip = chunk.size >= 6 && std::memcmp(chunk.bytes, "Exif\0\0", 6) == 0 ? 6 : 0;
+  return std::vector<uint8_t>(chunk.bytes + skip, chunk.bytes + chunk.size);
+}
+
 void write_webp(const std::string& path, const std::vector<uint8_t>& rgb, int64_t width, int64_t height,
                 const std::string& parameters) {
   CPDIT_CHECK(width > 0 && height > 0 && width <= WEBP_MAX_DIMENSION && height <= WEBP_MAX_DIMENSION &&

@@ -32,7 +32,7 @@ std::string scheduler_that_ran(const Result& result) {
   return name.empty() ? result.family->scheduler_name() : scheduler_description(name);
 }
 
-io::PngText generation_parameters(const Result& result) {
+io::PictureText generation_parameters(const Result& result) {
   const Request& r = result.request;
   std::string text = r.prompt.value_or("");
   if (r.negative_prompt && !r.negative_prompt->empty()) text += "\nNegative prompt: " + *r.negative_prompt;
@@ -49,7 +49,7 @@ io::PngText generation_parameters(const Result& result) {
   return {{"parameters", text}};
 }
 
-void write_pictures(const std::string& path, const Tensor& image, const io::PngText& text) {
+void write_pictures(const std::string& path, const Tensor& image, const io::PictureText& text) {
   CPDIT_CHECK(image.dim() == 4 && image.size(3) == 3, invalid_argument, "pictures need pixels (B, H, W, 3), got ",
               image.describe());
   const bool jpeg = path.ends_with(".jpg") || path.ends_with(".jpeg"), webp = path.ends_with(".webp");

@@ -22,7 +22,7 @@ TEST(PngText, WrittenChunksReadBackBesideThePixels) {
   TempDir dir("png_text");
   const std::string path = dir.file("a.png");
   const std::vector<uint8_t> rgb{255, 0, 0, 0, 255, 0, 0, 0, 255, 9, 9, 9};  // 2x2
-  const PngText text{{"parameters", "a red fox\nSteps: 4, Seed: 7"}, {"Comment", "un renard roux, été"}};
+  const PictureText text{{"parameters", "a red fox\nSteps: 4, Seed: 7"}, {"Comment", "un renard roux, été"}};
   write_png(path, rgb, 2, 2, text);
   EXPECT_EQ(read_png_text(path), text);
   EXPECT_EQ(read_png(path).rgb, rgb);

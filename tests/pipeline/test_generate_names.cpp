@@ -42,19 +42,28 @@ TEST(GenerateNames, OutNamedPngIsAPngImage) {
   EXPECT_TRUE(fs::is_regular_file(other));
 }
 
-TEST(GenerateNames, APngCarriesItsSettingsAndInspectPrintsThem) {
+TEST(GenerateNames, APictureCarriesItsSettingsAndInspectPrintsThem) {
   TempDir dir("generate_names_parameters");
   const std::string png = dir.file("fox.png");
-  const auto r = run_cli(kFlux + " -p 'a red fox' -n blurry -s 7 --true-cfg-scale 2.5 -o " + png);
+  const std::string settings = " -p 'a red fox' -n blurry -s 7 --true-cfg-scale 2.5 -o ";
+  const auto r = run_cli(kFlux + settings + png);
   ASSERT_EQ(r.code, 0) << r.err;
   // flux-tiny has no guidance embedding (as FLUX.1-schnell): no "Guidance", the true CFG that ran.
   const std::string parameters =
       "a red fox\nNegative prompt: blurry\nSteps: 1, Sampler: flow-match Euler, Seed: 7, Size: 48x32, "
       "True CFG scale: 2.5, Model: preset flux-tiny, Version: cpdit " CPDIT_VERSION;
-  EXPECT_EQ(io::read_png_text(png), (io::PngText{{"parameters", parameters}}));
+  EXPECT_EQ(io::read_png_text(png), (io::PictureText{{"parameters", parameters}}));
   const auto inspect = run_cli("inspect " + png);
   ASSERT_EQ(inspect.code, 0) << inspect.err;
-  EXPECT_EQ(inspect.out, png + ": PNG, 1 text chunk\nparameters:\n" + parameters + "\n");
+  EXPECT_EQ(inspect.out, png + ": 1 text entry\nparameters:\n" + parameters + "\n");
+  // The same settings in the EXIF UserComment of a JPEG and a WebP, read back by the same command.
+  for (const std::string name : {"fox.jpg", "fox.webp"}) {
+    const std::string path = dir.file(name);
+    ASSERT_EQ(run_cli(kFlux + settings + path).code, 0);
+    const auto shown = run_cli("inspect " + path);
+    ASSERT_EQ(shown.code, 0) << shown.err;
+    EXPECT_EQ(shown.out, path + ": 1 text entry\nparameters:\n" + parameters + "\n");
+  }
 }
 
 TEST(GenerateNames, OutNamedMp4OrAFolderIsTheClip) {

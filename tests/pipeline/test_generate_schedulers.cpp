@@ -88,7 +88,7 @@ TEST(GenerateSchedulers, ThePictureNamesTheSchedulerThatRan) {
   const auto r = run_cli("generate --preset flux-tiny --steps 2 --height 32 --width 32 --text-tokens 8 --threads 1 "
                          "--scheduler dpm++2m -o " + png);
   ASSERT_EQ(r.code, 0) << r.err;
-  const io::PngText text = io::read_png_text(png);
+  const io::PictureText text = io::read_png_text(png);
   ASSERT_EQ(text.size(), 1u);
   const std::string& parameters = text[0].second;
   EXPECT_NE(parameters.find("Steps: 2, Sampler: DPM++ 2M, "), std::string::npos) << parameters;

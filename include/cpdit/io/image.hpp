@@ -4,6 +4,7 @@
 // are written atomically like every output of cpdit, carrying the settings that made them.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cpdit::io {
@@ -26,6 +27,14 @@ inline constexpr int64_t kMaxImageFileBytes = int64_t(1) << 30;
 // one-line error that names the file (Error invalid_argument); so is a JPEG whose pixel data is damaged,
 // which Pillow would fill out with gray. (A fuzzer lowers `max_pixels`, to stay fast.)
 RgbImage read_image(const std::string& path, int64_t max_pixels = kMaxImagePixels);
+
+// The text a picture carries, as (keyword, text) pairs in file order: a PNG's text chunks (the
+// "parameters" generate stores, or another tool's chunks), or a JPEG's or WebP's EXIF UserComment as
+// ("parameters", text), the way A1111 stores its settings in those formats (UTF-16 after "UNICODE\0" in
+// the TIFF block's byte order, or ASCII). A picture without any gives none; a file that is not a PNG,
+// JPEG or WebP, or one its format's reader cannot read, is a one-line error.
+using PictureText = std::vector<std::pair<std::string, std::string>>;
+PictureText read_picture_text(const std::string& path);
 
 // `rgb` as write_png takes it, as a baseline JPEG of quality 90 (4:2:0, libjpeg's defaults) or a lossy
 // WebP of quality 90. A non-empty `parameters` (a run's settings, see pipeline/picture_files.hpp) goes in

@@ -6,21 +6,18 @@
 
 #include <cstdint>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace cpdit::io {
 
-// (keyword, text) pairs: tEXt chunks for ASCII text, iTXt (UTF-8) for any other.
-using PngText = std::vector<std::pair<std::string, std::string>>;
-
-// `rgb` holds height * width * 3 bytes, row-major, R G B per pixel; `text` goes before the pixels.
+// `rgb` holds height * width * 3 bytes, row-major, R G B per pixel; `text` goes before the pixels, in
+// tEXt chunks for ASCII text, iTXt (UTF-8) for any other.
 void write_png(const std::string& path, const std::vector<uint8_t>& rgb, int64_t width, int64_t height,
-               const PngText& text = {});
+               const PictureText& text = {});
 
 // The text chunks (tEXt, zTXt, iTXt) before a PNG's pixels, where PNG writers put them, in file order.
 // A file libpng cannot read is a one-line error; a chunk above 1 MiB is refused before it is inflated.
-PngText read_png_text(const std::string& path);
+PictureText read_png_text(const std::string& path);
 
 // Any PNG as 8-bit RGB, as PIL's convert("RGB") gives it for 8-bit files: gray copied to R, G and B,
 // a palette looked up, alpha dropped (16-bit channels are scaled to 8 bits by libpng). Decoded by
