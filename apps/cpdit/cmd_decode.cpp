@@ -5,6 +5,7 @@
 // is split by rows (or, --vae-split frames, a Wan video's latent frames) over the local ranks (or the
 // processes of an mpirun launch).
 #include "command.hpp"
+#include "dry_run.hpp"
 #include <cpdit/pipeline/same_across_ranks.hpp>
 #include "option_checks.hpp"
 #include "output_paths.hpp"
@@ -13,6 +14,7 @@
 #include <cpdit/comm/launch.hpp>
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/atomic_file.hpp>
+#include <cpdit/io/json.hpp>
 #include <cpdit/io/video.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
@@ -34,6 +36,7 @@ struct DecodeOptions {
   int fps = 0;  // 0: the pipeline's (Wan 16, LTX-Video 25)
   pipeline::DecodeTimestep ltx;
   models::vae::VideoSplit split = models::vae::VideoSplit::rows;
+  bool dry_run = false;
 };
 
 // The VAE folder: PIPELINE_DIR/vae when it exists, else the folder itself.
@@ -72,6 +75,30 @@ void run_decode(const DecodeOptions& o) {
   CPDIT_CHECK(o.ranks >= 1, invalid_argument, "--ranks must be at least 1, got ", o.ranks);
   pipeline::check_same_model_across_ranks({o.model});
   refuse_overwrite({{"--out", o.out}, {"--video", o.video}}, {{"--latents", o.latents}});
+  if (o.dry_run) {  // the latents' header, not their data nor the VAE's weights
+    refuse_missing({{"--model", o.model}, {"--latents", o.latents}});
+    const io::SafetensorsFile latents = io::SafetensorsFile::open(o.latents);
+    CPDIT_CHECK(latents.contains("latents"), invalid_argument, o.latents,
+                " holds no tensor named `latents` (what generate writes)");
+    // The VAE's channels from its config (AutoencoderKL's latent_channels, the Wan and LTX VAEs' z_dim
+    // or latent_channels), against the latents' second dimension.
+    const Shape& shape = latents.info("latents").shape;
+    const std::filesystem::path config = std::filesystem::path(vae_folder(o.model)) / "config.json";
+    if (std::filesystem::is_regular_file(config)) {
+      const nlohmann::json vae = io::read_json(config.string());
+      for (const char* key : {"latent_channels", "z_dim"})
+        if (vae.contains(key) && vae[key].is_number_integer())
+          CPDIT_CHECK(shape.size() >= 2 && shape[1] == vae[key].get<int64_t>(), invalid_argument, o.latents,
+                      " holds ", shape_string(shape), " latents, but the VAE of ", o.model, " takes ",
+                      vae[key].get<int64_t>(), " channels (", key, ")");
+    }
+    std::vector<std::string> plan{"decode the " + shape_string(shape) + " latents of " +
+                                  o.latents + " with the VAE of " + vae_folder(o.model) + " on " +
+                                  std::to_string(o.ranks) + " rank" + (o.ranks == 1 ? "" : "s")};
+    for (const std::string* file : {&o.out, &o.video})
+      if (!file->empty()) plan.push_back("write " + *file);
+    return print_dry_run(plan);
+  }
   const auto file = io::load_safetensors(o.latents);
   const auto it = file.find("latents");
   CPDIT_CHECK(it != file.end(), invalid_argument, o.latents, " holds no tensor named `latents` (what generate writes)");
@@ -124,6 +151,7 @@ void add_decode(CLI::App& parent) {
   cmd->add_option("--threads", o->threads, "compute threads per rank (default: cores / ranks)")
       ->check(whole_number<int>());
   add_vae_split_option(cmd, o->split);
+  add_dry_run_flag(*cmd, o->dry_run);
   cmd->callback([o] { run_decode(*o); });
 }
 

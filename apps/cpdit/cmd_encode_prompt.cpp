@@ -2,6 +2,7 @@
 // pipeline/prompt_encoding.hpp), written for `generate --embeddings`; from a pipeline folder, or from
 // a preset's built-in text encoders (what `generate --preset NAME --prompt` encodes).
 #include "command.hpp"
+#include "dry_run.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "weight_flags.hpp"
@@ -21,19 +22,27 @@ struct EncodePromptOptions {
   std::string model, preset, prompt, out, dtype = "auto";
   std::optional<std::string> negative_prompt;
   int64_t max_sequence_length = 512;
+  bool dry_run = false;
 };
 
 void run_encode_prompt(const EncodePromptOptions& o) {
   const ScopedMatmulPrecision precision(nn::matmul_precision_for(o.dtype));
   pipeline::PromptEncoding request{o.prompt, o.negative_prompt, o.max_sequence_length, nn::load_options(o.dtype)};
-  if (o.preset.empty()) {
-    io::save_safetensors(o.out, pipeline::encode_prompt(o.model, request));
-  } else {
-    const std::optional<pipeline::TextComponents> text = pipeline::PipelineParts::of_preset(o.preset).text;
+  // A preset's built-in encoders, or (none) the pipeline folder's.
+  std::optional<pipeline::TextComponents> text;
+  if (!o.preset.empty()) {
+    text = pipeline::PipelineParts::of_preset(o.preset).text;
     CPDIT_CHECK(text, invalid_argument, "preset ", o.preset,
                 " has no built-in text encoders; encode-prompt runs the flux-*, wan-*, skyreels-* and ltx-* presets'");
-    io::save_safetensors(o.out, pipeline::encode_prompt(*text, request));
   }
+  if (o.dry_run) {
+    refuse_missing({{"--model", o.model}});
+    return print_dry_run({"encode \"" + o.prompt + "\" (" + std::to_string(o.max_sequence_length) +
+                              " tokens at most) with the text encoders of " +
+                              (o.preset.empty() ? o.model : "preset " + o.preset),
+                          "write " + o.out});
+  }
+  io::save_safetensors(o.out, text ? pipeline::encode_prompt(*text, request) : pipeline::encode_prompt(o.model, request));
   print_written({{"--out", o.out}});
 }
 
@@ -55,6 +64,7 @@ void add_encode_prompt(CLI::App& parent) {
       ->check(whole_number<int64_t>());
   add_dtype_flag(*cmd, o->dtype);
   cmd->add_option("-o,--out,--output", o->out, "safetensors to write (atomically)")->required();
+  add_dry_run_flag(*cmd, o->dry_run);
   cmd->callback([o] { run_encode_prompt(*o); });
 }
 

@@ -5,6 +5,7 @@
 // writes files; each request's outputs are written at its end and appear together (io::OutputBatch),
 // so a failed run leaves nothing behind and every old output as it was.
 #include "command.hpp"
+#include "dry_run.hpp"
 #include "generate_batch.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
@@ -47,7 +48,7 @@ struct GenerateFlags {
   Outputs outputs;
   std::string prompts;  // a batch: one request per line
   int64_t seed = 0;     // -1: drawn at random
-  bool keep_loaded = false, staged = false, json = false, verbose = false;
+  bool keep_loaded = false, staged = false, json = false, verbose = false, dry_run = false;
 };
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -130,12 +131,16 @@ void check_outputs_fit(const Outputs& o, const pipeline::Pipeline& pipe) {
   CPDIT_CHECK(family.video() || o.video.empty(), invalid_argument, "--video is for video; write an image with --image");
 }
 
+// The files the flags name for the run to read (the model's own files aside).
+std::vector<NamedPath> input_files(const GenerateFlags& g, const Request& r) {
+  return {{"--embeddings", g.embeddings},   {"--latents", g.latents},         {"--config", g.source.config},
+          {"--scheduler-config", g.source.scheduler_config},                  {"--first-image", r.first_image},
+          {"--last-image", r.last_image},   {"--init-image", r.init_image},   {"--prompts", g.prompts}};
+}
+
 // Neither output may replace a file the run reads, nor the other output.
 void refuse_overwriting_inputs(const GenerateFlags& g, const Request& r, const Outputs& o) {
-  std::vector<NamedPath> inputs{{"--embeddings", g.embeddings},         {"--latents", g.latents},
-                                {"--config", g.source.config},          {"--scheduler-config", g.source.scheduler_config},
-                                {"--first-image", r.first_image},       {"--last-image", r.last_image},
-                                {"--init-image", r.init_image},         {"--prompts", g.prompts}};
+  std::vector<NamedPath> inputs = input_files(g, r);
   if (!g.source.model.empty() && fs::exists(g.source.model))
     for (NamedPath& file : model_inputs("--model", g.source.model, "transformer",
                                         g.source.config.empty() ? std::nullopt : std::optional(g.source.config)))
@@ -310,6 +315,24 @@ void read_input_files(const GenerateFlags& g, Request& r) {
   }
 }
 
+// A dry run's report of one request, as the pipeline would run it (pipe.check's defaults), and the
+// files it would write.
+std::vector<std::string> plan(const pipeline::Pipeline& pipe, const BatchItem& item) {
+  const Request r = pipe.check(item.request);
+  char line[256];
+  std::snprintf(line, sizeof line, "make %s%lldx%lld%s, %d steps of %s, seed %llu, from %s",
+                pipe.family().video() ? "a clip of " : "", (long long)r.width, (long long)r.height,
+                r.frames ? (" x " + std::to_string(r.frames) + " frames").c_str() : "", r.steps,
+                r.scheduler.name.c_str(), (unsigned long long)r.seed,
+                r.prompt ? ("the prompt \"" + *r.prompt + "\"").c_str()
+                : !r.embeddings.empty() ? r.embeddings_source.c_str() : "random embeddings");
+  std::vector<std::string> lines{line};
+  const Outputs& o = item.outputs;
+  for (const std::string* file : {&o.out, &o.preview, &o.image, &o.frames_dir, &o.video})
+    if (!file->empty()) lines.push_back("write " + *file);
+  return lines;
+}
+
 void run(GenerateFlags g) {
   auto start = std::chrono::steady_clock::now();
   // The seed used is printed in the summary, so a random one can be given again.
@@ -325,6 +348,11 @@ void run(GenerateFlags g) {
   CPDIT_CHECK(!(g.keep_loaded && g.staged), invalid_argument, "give --keep-loaded or --staged, not both");
   CPDIT_CHECK(g.prompts.empty() || (!r.prompt && g.embeddings.empty()), invalid_argument,
               "--prompts gives each request's prompt: drop --prompt and --embeddings");
+  if (g.dry_run) {  // every missing input at once, not the first
+    std::vector<NamedPath> inputs = input_files(g, r);
+    inputs.push_back({"--model", g.source.model});
+    refuse_missing(inputs);
+  }
   // A missing or unreadable image is refused before any model loads.
   for (const std::string& image : {r.first_image, r.last_image, r.init_image})
     if (!image.empty()) io::read_image(image);
@@ -332,9 +360,9 @@ void run(GenerateFlags g) {
                                                    : read_batch(g.prompts, r, g.outputs);
   const bool lead = pipeline::lead_process();
   // One request gains nothing from keeping a stage's models beyond it; a batch keeps them when they fit.
-  const pipeline::LoadPolicy policy = g.keep_loaded ? pipeline::LoadPolicy::resident
-                                      : g.staged || batch.size() == 1 ? pipeline::LoadPolicy::staged
-                                                                       : pipeline::LoadPolicy::automatic;
+  const pipeline::LoadPolicy policy = g.keep_loaded && !g.dry_run           ? pipeline::LoadPolicy::resident
+                                      : g.staged || g.dry_run || batch.size() == 1 ? pipeline::LoadPolicy::staged
+                                                                                   : pipeline::LoadPolicy::automatic;
   pipeline::StageLog load;
   report_stages(load, g.json || !lead);
   const pipeline::Pipeline pipe = pipeline::Pipeline::open(g.source, policy, &load);
@@ -347,6 +375,13 @@ void run(GenerateFlags g) {
     item.request.decode = item.outputs.image.empty() && item.outputs.frames_dir.empty() && item.outputs.video.empty()
                               ? (item.outputs.out.empty() ? pipeline::Decode::no : pipeline::Decode::if_vae)
                               : pipeline::Decode::yes;
+  }
+  if (g.dry_run) {
+    std::vector<std::string> lines{"open " + pipe.name() + " (" + pipe.family().pipeline_classes().front() + ")"};
+    for (const BatchItem& item : batch)
+      for (std::string& line : plan(pipe, item)) lines.push_back(std::move(line));
+    if (lead) print_dry_run(lines);
+    return;
   }
   const double load_seconds = seconds_since(start);
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -528,6 +563,7 @@ void add_generate(CLI::App& parent) {
   cmd->add_flag("--check-finite", args->request.check_finite,
                 "check every module's outputs for NaN/Inf and name the first module that made them (slower; "
                 "the transformer's output is always checked once per step)");
+  add_dry_run_flag(*cmd, args->dry_run);
   add_parallel_flags(*cmd, args->request.parallel);
   add_cfg_flag(*cmd, args->request.parallel);
   cmd->callback([args] { run(*args); });

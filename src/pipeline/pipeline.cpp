@@ -192,17 +192,10 @@ nn::TensorMap text_embeddings(const Request& r, const PipelineParts& parts, cons
 }
 
 // The sizes, frames and steps the request left open, as the family's pipeline defaults them.
+// The defaults only the opened transformer tells: an image-to-image run's size (its picture's, in whole
+// packed latents of the VAE), and the guidance (FLUX.1-dev's embedding or none). Pipeline::check filled
+// the rest.
 void fill_defaults(Request& r, const Family& family, const Transformer& t) {
-  const FamilyDefaults d = t.preset.empty() ? family.defaults() : family.defaults().of_preset();
-  const size_t custom_sigmas = r.scheduler.sigmas.size();
-  CPDIT_CHECK(custom_sigmas == 0 || r.steps == 0 || size_t(r.steps) == custom_sigmas, invalid_argument, "--steps ",
-              r.steps, " with ", custom_sigmas, " --sigmas: give one of them (the sigmas' count is the steps)");
-  if (r.steps == 0) r.steps = custom_sigmas ? int(custom_sigmas) : d.steps;
-  if (r.scheduler.name.empty()) r.scheduler.name = family.scheduler_choices().front();
-  // A strength that leaves no step is refused before the image is encoded.
-  if (!r.init_image.empty()) skipped_steps(r.steps, r.strength.value_or(0.6));
-  CPDIT_CHECK(r.init_image.empty() || family.takes_init_image(), invalid_argument,
-              "--init-image is for FLUX.1 and Qwen-Image image-to-image; ", t.name, " is a ", t.model.class_name);
   if (!r.init_image.empty() && (r.height == 0 || r.width == 0)) {
     // FluxImg2ImgPipeline's default size: the image's, down to whole packed latents.
     const io::RgbImage image = io::read_image(r.init_image);
@@ -210,9 +203,6 @@ void fill_defaults(Request& r, const Family& family, const Transformer& t) {
     if (r.height == 0) r.height = image.height / unit * unit;
     if (r.width == 0) r.width = image.width / unit * unit;
   }
-  if (r.height == 0) r.height = d.height;
-  if (r.width == 0) r.width = d.width;
-  if (r.frames == 0 && family.video()) r.frames = d.frames;
   family.fill_guidance(r, t);
 }
 
@@ -267,11 +257,9 @@ struct Cancelled {
 
 }  // namespace
 
-Result Pipeline::run(Request r, StageLog& stages) const {
+Request Pipeline::check(Request r) const {
   const State& s = *state_;
   const Family& family = *s.family;
-  const bool lead = lead_process();
-  const ScopedMatmulPrecision precision(nn::matmul_precision_for(s.source.dtype));
   if (r.text_tokens == 0) r.text_tokens = family.defaults().text_tokens;
   apply_cfg_scale(r, family, s.name());
   family.check_request(r, s.folder);
@@ -281,6 +269,31 @@ Result Pipeline::run(Request r, StageLog& stages) const {
   CPDIT_CHECK(r.prompt || !r.embeddings.empty() || r.random_embeddings || !s.source.preset.empty(), invalid_argument,
               "no prompt: give --prompt (or --embeddings from encode-prompt); --random-embeddings runs ", s.name(),
               " on random text embeddings, for testing");
+  const FamilyDefaults d = s.source.preset.empty() ? family.defaults() : family.defaults().of_preset();
+  const size_t custom_sigmas = r.scheduler.sigmas.size();
+  CPDIT_CHECK(custom_sigmas == 0 || r.steps == 0 || size_t(r.steps) == custom_sigmas, invalid_argument, "--steps ",
+              r.steps, " with ", custom_sigmas, " --sigmas: give one of them (the sigmas' count is the steps)");
+  if (r.steps == 0) r.steps = custom_sigmas ? int(custom_sigmas) : d.steps;
+  if (r.scheduler.name.empty()) r.scheduler.name = family.scheduler_choices().front();
+  // A strength that leaves no step is refused before the image is encoded.
+  if (!r.init_image.empty()) skipped_steps(r.steps, r.strength.value_or(0.6));
+  CPDIT_CHECK(r.init_image.empty() || family.takes_init_image(), invalid_argument,
+              "--init-image is for FLUX.1 and Qwen-Image image-to-image; ", s.name(), " is a ",
+              family.transformer_class());
+  if (r.init_image.empty()) {  // an image-to-image run's size defaults to its picture's (fill_defaults)
+    if (r.height == 0) r.height = d.height;
+    if (r.width == 0) r.width = d.width;
+  }
+  if (r.frames == 0 && family.video()) r.frames = d.frames;
+  return r;
+}
+
+Result Pipeline::run(Request request, StageLog& stages) const {
+  const State& s = *state_;
+  const Family& family = *s.family;
+  const bool lead = lead_process();
+  const ScopedMatmulPrecision precision(nn::matmul_precision_for(s.source.dtype));
+  Request r = check(std::move(request));
   const nn::TensorMap text = text_embeddings(r, s.parts, s.name(), s.load, stages);
 
   Result result;

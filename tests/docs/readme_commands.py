@@ -2,8 +2,10 @@
 in a scratch folder that sees the checkout's tests/ and the build's binary as the pages name them
 (tests/..., build/bin/cpdit), so the documented commands cannot rot:
 - a command exits 0;
-- one that names a file to download (a path under /path/to/) exits 2 with a one-line error: its flags
-  parsed, and only a file was missing (the download, or what a command on it would have written);
+- one that names a file to download (a path under /path/to/) runs with --dry-run, which checks
+  everything but the files without reading weights, and exits 2 with one line naming every file not
+  found: its flags parsed and checked, and only files were missing (the download among them, and what a
+  command on it would have written);
 - the two set-up commands (scripts/run.sh, scripts/test.sh) are left to the clean-clone checks (this test
   is part of the second), a benchmark runs as `--help` (they take minutes), python lines (the python
   blocks run in python/tests/test_readme.py, where the package is installed) and an mpirun across other
@@ -97,11 +99,14 @@ def run_page(page, build):
                 shell = " ".join(shlex.quote(w) for w in words) + " --help"
                 left["benchmark (--help only)"] += 1
             download = [w for w in words if "/path/to/" in w]
+            if download:
+                shell += " --dry-run"
             start = time.monotonic()
             run = subprocess.run(["bash", "-c", shell], cwd=scratch, env=env, capture_output=True, text=True,
                                  timeout=600)
             took = time.monotonic() - start
-            ok = run.returncode == 2 and run.stderr.count("\n") == 1 if download else run.returncode == 0
+            ok = (run.returncode == 2 and run.stderr.count("\n") == 1 and "not found" in run.stderr
+                  and all(w in run.stderr for w in download)) if download else run.returncode == 0
             passed += ok
             failed += not ok
             print(f"{'ok  ' if ok else 'FAIL'} {took:6.1f} s  rc {run.returncode}  {command[:150]}", flush=True)

@@ -49,6 +49,12 @@ class Pipeline {
   // Thread-compatible: one run at a time per pipeline.
   Result run(Request request, StageLog& stages) const;
 
+  // What run() refuses before it reads any weights — the request against the family and the folder
+  // (sizes given, options the family does not take, the scheduler, the VAE and text a run needs) —
+  // refused the same way, so a dry run (`--dry-run`) is told what a run would be. Returns the request
+  // with the defaults known without weights filled in (--cfg-scale routed, the text length).
+  Request check(Request request) const;
+
   const Family& family() const;
   bool resident() const;
   bool has_vae() const;
