@@ -84,6 +84,7 @@ class Pipeline:
 
     family: str
     resident: bool
+    has_vae: bool
     @staticmethod
     def open(source: PipelineSource, policy: LoadPolicy = ...) -> "Pipeline": ...
     def run(
@@ -95,3 +96,5 @@ class Pipeline:
         on_step: Optional[Callable[[int, int], None]] = None,
         on_step_latents: Optional[Callable[[int, float, np.ndarray], Any]] = None,
     ) -> Optional[Dict[str, Any]]: ...
+    def decode_vae(self, z: np.ndarray, ranks: int = 1) -> np.ndarray: ...
+    def vae_config(self) -> str: ...

@@ -28,6 +28,7 @@ from ._keywords import with_keywords
 from ._parallel import Transformer
 from . import schedulers as _schedulers
 from ._steps import StepBar, step_callback
+from ._vae import PipelineVAE
 
 __all__ = [
     "FluxImg2ImgPipeline",
@@ -170,6 +171,14 @@ class _Pipeline:
         self._interrupt = False  # diffusers': set by a step callback, the call's loop ends after that step
         self._single_file = ""  # from_single_file: the transformer's weights file (self.model, or beside a folder)
         self._config = ""  # from_single_file's config=: a transformer config.json overriding the file's
+        self._vae = None  # pipe.vae, made at its first use
+
+    @property
+    def vae(self):
+        """diffusers' ``pipe.vae``: the pipeline's VAE, its config and decode (_vae.py)."""
+        if self._vae is None:
+            self._vae = PipelineVAE(self)
+        return self._vae
 
     @property
     def interrupt(self):

@@ -11,17 +11,9 @@ folder's scheduler/scheduler_config.json, else its family's class with the class
 import json
 import os
 
+from ._config import Config
+
 __all__ = ["DPMSolverMultistepScheduler", "FlowMatchEulerDiscreteScheduler", "UniPCMultistepScheduler"]
-
-
-class SchedulerConfig(dict):
-    """A scheduler's config: a dict whose keys read as attributes too (``config.flow_shift``)."""
-
-    def __getattr__(self, name):
-        try:
-            return self[name]
-        except KeyError:
-            raise AttributeError(name) from None
 
 
 class _Scheduler:
@@ -29,7 +21,7 @@ class _Scheduler:
     _requires: dict = {}  # config values the engine implements only as given
 
     def __init__(self, **config):
-        self.config = SchedulerConfig({**self._defaults, **config, "_class_name": type(self).__name__})
+        self.config = Config({**self._defaults, **config, "_class_name": type(self).__name__})
 
     @classmethod
     def from_config(cls, config, **kwargs):

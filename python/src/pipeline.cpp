@@ -9,11 +9,13 @@
 #include <cpdit/models/registry.hpp>
 #include <cpdit/parallel/config.hpp>
 #include <cpdit/pipeline/pipeline.hpp>
+#include <cpdit/pipeline/vae_decode.hpp>
 
 #include <pybind11/stl.h>
 
 #include <atomic>
 #include <csignal>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -128,6 +130,26 @@ py::object run(const pipeline::Pipeline& pipe, pipeline::Request request, const 
   return out;
 }
 
+// pipe.vae.decode's engine side: the VAE's decoder on `z` over `ranks` local ranks (rows split, exact),
+// rank 0's sample. The GIL is released while it decodes; `z` is the caller's, alive for the call.
+py::array decode_vae(const pipeline::Pipeline& pipe, const py::array& z, int ranks) {
+  CPDIT_CHECK(ranks >= 1, invalid_argument, "ranks must be at least 1, got ", ranks);
+  const Tensor input = borrow_array(z, "z");
+  Tensor sample;
+  {
+    py::gil_scoped_release release;
+    const models::LoadedModel vae = pipe.vae();
+    std::mutex kept;
+    comm::run_ranks(ranks, [&](comm::Communicator& world) {
+      Tensor mine = pipeline::decode_vae_input(vae, input, world);
+      if (world.rank() != 0) return;
+      std::lock_guard<std::mutex> lock(kept);
+      sample = std::move(mine);
+    });
+  }
+  return to_array(sample);
+}
+
 void check_parallel_config(int ring, int ulysses, int cfg, const std::string& rotate) {
   parallel::ContextParallelConfig config;
   config.ring_degree = ring;
@@ -161,6 +183,12 @@ void bind_pipeline(py::module_& m) {
            "the loop after this step, its latents the result (diffusers' pipe._interrupt). Returns rank 0's result as a dict, None on "
            "the other processes of an mpirun launch. Raises KeyboardInterrupt when SIGINT cancelled it, and what a "
            "callback raised.")
+      .def("decode_vae", &decode_vae, py::arg("z"), py::arg("ranks") = 1,
+           "the VAE's decoder alone on z (float32, as diffusers' vae.decode takes it: the pipeline's unscaling "
+           "done), its rows split over `ranks` local ranks (exact); returns the sample")
+      .def("vae_config", [](const pipeline::Pipeline& p) { return pipeline::vae_config_json(p.vae()).dump(); },
+           "the VAE's config in diffusers' names, as JSON")
+      .def_property_readonly("has_vae", &pipeline::Pipeline::has_vae)
       .def_property_readonly("family", [](const pipeline::Pipeline& p) { return p.family().name(); })
       .def_property_readonly("resident", &pipeline::Pipeline::resident);
   m.def("models_opened", &models::models_opened, "how many models this process has opened from files");

@@ -168,6 +168,11 @@ Pipeline Pipeline::open(const PipelineSource& source, LoadPolicy policy, StageLo
 const Family& Pipeline::family() const { return *state_->family; }
 bool Pipeline::resident() const { return state_->resident; }
 bool Pipeline::has_vae() const { return bool(state_->parts.vae); }
+models::LoadedModel Pipeline::vae() const {
+  CPDIT_CHECK(state_->parts.vae, invalid_argument, name(),
+              " has no vae/ (give a diffusers pipeline folder or a preset)");
+  return state_->parts.vae();
+}
 bool Pipeline::has_text_encoders() const { return state_->parts.text.has_value(); }
 const PipelineSource& Pipeline::source() const { return state_->source; }
 std::string Pipeline::name() const { return state_->name(); }

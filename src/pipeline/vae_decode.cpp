@@ -6,6 +6,7 @@
 #include <cpdit/pipeline/vae_decode.hpp>
 
 #include <algorithm>
+#include <functional>
 #include <cmath>
 #include <memory>
 
@@ -85,8 +86,11 @@ void check_vae_split(const models::LoadedModel& vae, models::vae::VideoSplit spl
               vae.class_name, ": split by rows");
 }
 
-Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world,
-                      const DecodeTimestep& ltx, models::vae::VideoSplit split) {
+namespace {
+
+// `vae`'s decoder over the ranks of `world`, on what `inputs` makes of `latents` for the rank's replica.
+Tensor run_decoder(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world,
+                   models::vae::VideoSplit split, const std::function<nn::TensorMap(const nn::Model&)>& inputs) {
   check_vae_split(vae, split);
   const bool by_frames = split == models::vae::VideoSplit::frames;
   // Each rank needs a latent row (frame): a world with more ranks decodes on its first `parts`.
@@ -102,10 +106,74 @@ Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, com
   if (by_frames) dynamic_cast<models::vae::AutoencoderKLWan&>(*model).set_video_split(split);
   if (group->size() > 1)  // split over the ranks; the one-head mid-block attention on the ring
     model->enable_parallelism(group, parallel::ContextParallelConfig{group->size(), 1});
-  const auto* ltx_vae = dynamic_cast<const models::vae::AutoencoderKLLTXVideo*>(model.get());
-  return model->forward(ltx_vae ? ltx_vae_inputs(*ltx_vae, latents, ltx)
-                                : nn::TensorMap{{"latents", vae_latents(vae.config, latents)}})
-      .at("sample");
+  return model->forward(inputs(*model)).at("sample");
+}
+
+}  // namespace
+
+Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world,
+                      const DecodeTimestep& ltx, models::vae::VideoSplit split) {
+  return run_decoder(vae, latents, world, split, [&](const nn::Model& model) {
+    const auto* ltx_vae = dynamic_cast<const models::vae::AutoencoderKLLTXVideo*>(&model);
+    return ltx_vae ? ltx_vae_inputs(*ltx_vae, latents, ltx) : nn::TensorMap{{"latents", vae_latents(vae.config, latents)}};
+  });
+}
+
+Tensor decode_vae_input(const models::LoadedModel& vae, const Tensor& z, comm::Communicator& world) {
+  const auto* ltx = std::any_cast<models::vae::LtxVaeConfig>(&vae.config);
+  CPDIT_CHECK(!ltx || !ltx->timestep_conditioning, unsupported,
+              "this LTX-Video VAE decodes with a timestep (decode(z, temb)), which is not supported here: run the "
+              "pipeline to pixels instead");
+  CPDIT_CHECK(ltx || std::any_cast<models::vae::KLConfig>(&vae.config) ||
+                  std::any_cast<models::vae::WanVaeConfig>(&vae.config),
+              unsupported, vae.class_name, " is not a VAE cpdit decodes");
+  return run_decoder(vae, z, world, models::vae::VideoSplit::rows,
+                     [&](const nn::Model&) { return nn::TensorMap{{"latents", z.to(DType::f32)}}; });
+}
+
+nlohmann::json vae_config_json(const models::LoadedModel& vae) {
+  if (const auto* kl = std::any_cast<models::vae::KLConfig>(&vae.config))
+    return {{"_class_name", vae.class_name},
+            {"in_channels", kl->in_channels},
+            {"out_channels", kl->out_channels},
+            {"latent_channels", kl->latent_channels},
+            {"block_out_channels", kl->block_out_channels},
+            {"layers_per_block", kl->layers_per_block},
+            {"norm_num_groups", kl->norm_num_groups},
+            {"mid_block_add_attention", kl->mid_block_add_attention},
+            {"use_quant_conv", kl->use_quant_conv},
+            {"use_post_quant_conv", kl->use_post_quant_conv},
+            {"scaling_factor", kl->scaling_factor},
+            {"shift_factor", kl->shift_factor}};
+  if (const auto* wan = std::any_cast<models::vae::WanVaeConfig>(&vae.config))
+    return {{"_class_name", vae.class_name},
+            {"base_dim", wan->base_dim},
+            {"decoder_base_dim", wan->decoder_base_dim > 0 ? nlohmann::json(wan->decoder_base_dim) : nlohmann::json()},
+            {"z_dim", wan->z_dim},
+            {"in_channels", wan->in_channels},
+            {"out_channels", wan->out_channels},
+            {"dim_mult", wan->dim_mult},
+            {"num_res_blocks", wan->num_res_blocks},
+            {"attn_scales", wan->attn_scales},
+            {"temperal_downsample", wan->temperal_downsample},
+            {"latents_mean", wan->latents_mean},
+            {"latents_std", wan->latents_std}};
+  if (const auto* ltx = std::any_cast<models::vae::LtxVaeConfig>(&vae.config))
+    return {{"_class_name", vae.class_name},
+            {"latent_channels", ltx->latent_channels},
+            {"out_channels", ltx->out_channels},
+            {"decoder_block_out_channels", ltx->decoder_block_out_channels},
+            {"decoder_layers_per_block", ltx->decoder_layers_per_block},
+            {"decoder_spatio_temporal_scaling", ltx->decoder_spatio_temporal_scaling},
+            {"upsample_residual", ltx->upsample_residual},
+            {"upsample_factor", ltx->upsample_factor},
+            {"timestep_conditioning", ltx->timestep_conditioning},
+            {"decoder_causal", ltx->decoder_causal},
+            {"patch_size", ltx->patch_size},
+            {"patch_size_t", ltx->patch_size_t},
+            {"resnet_norm_eps", ltx->resnet_norm_eps},
+            {"scaling_factor", ltx->scaling_factor}};
+  fail(ErrorKind::unsupported, vae.class_name, " is not a VAE cpdit decodes");
 }
 
 Tensor postprocess_pixels(const Tensor& sample_in) {

@@ -58,6 +58,9 @@ class Pipeline {
   const Family& family() const;
   bool resident() const;
   bool has_vae() const;
+  // The pipeline's VAE, for a caller that decodes itself (Python's pipe.vae; vae_decode.hpp): the one
+  // kept when resident, else opened now. Refused when the pipeline has none.
+  models::LoadedModel vae() const;
   bool has_text_encoders() const;
   const PipelineSource& source() const;
   // "preset flux-tiny" or the model path.

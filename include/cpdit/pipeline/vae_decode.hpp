@@ -7,6 +7,8 @@
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 #include <cpdit/models/vae/config.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <any>
 #include <cstdint>
 #include <optional>
@@ -48,6 +50,15 @@ void check_vae_split(const models::LoadedModel& vae, models::vae::VideoSplit spl
 // count, which take no part and get an undefined tensor (rank 0 always decodes).
 Tensor decode_latents(const models::LoadedModel& vae, const Tensor& latents, comm::Communicator& world,
                       const DecodeTimestep& ltx = {}, models::vae::VideoSplit split = models::vae::VideoSplit::rows);
+
+// The VAE's decoder alone, as diffusers' vae.decode(z): `z` is what the decoder takes (the pipeline's
+// unscaling already done, as a diffusers script does it before vae.decode), split over `world` as
+// decode_latents does. An LTX-Video VAE that decodes with a timestep is refused.
+Tensor decode_vae_input(const models::LoadedModel& vae, const Tensor& z, comm::Communicator& world);
+
+// The VAE's config in diffusers' names (its config.json as the decoder reads it, `_class_name` included):
+// what Python's pipe.vae.config shows.
+nlohmann::json vae_config_json(const models::LoadedModel& vae);
 
 // diffusers' postprocess to output_type="np": an image sample (B, 3, H, W) becomes (B, H, W, 3), a
 // video sample (B, 3, F, H, W) becomes (B, F, H, W, 3), each value clamp(x / 2 + 0.5, 0, 1) in f32.
