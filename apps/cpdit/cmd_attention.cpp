@@ -97,7 +97,7 @@ void add_attention(CLI::App& parent) {
       "attention", "Scaled dot-product attention on q, k, v (B,S,H,D) [and key_mask (B,S_k), true = "
                    "attend] from a safetensors file; writes out (B,S,H,D) and lse (B,H,S) as float32");
   cmd->add_option("--inputs", args->inputs, "safetensors file with q, k, v [, key_mask]")->required();
-  cmd->add_option("-o,--out,--output", args->output, "safetensors file to write (atomically)")->required();
+  cmd->add_option("-o,--out,--output", args->output, "safetensors file to write (atomically)")->required()->check(output_name());
   cmd->add_option("--backend", args->backend,
                   "attention backend (default: $CPDIT_ATTENTION_BACKEND, else flash)");
   cmd->add_option("--mask", args->mask_rule,

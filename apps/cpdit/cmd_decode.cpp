@@ -134,8 +134,10 @@ void add_decode(CLI::App& parent) {
   cmd->add_option("--latents", o->latents, "safetensors holding `latents`, as generate writes them")->required();
   cmd->add_option("-o,--out,--output", o->out,
                   "image.png, .jpg or .webp (JPEG and WebP at quality 90; one file per batch item; one frame) or "
-                  "out.safetensors (`sample` in [-1, 1])");
-  cmd->add_option("--video", o->video, "clip.mp4: a Wan or LTX-Video video as H.264 at --fps");
+                  "out.safetensors (`sample` in [-1, 1])")
+      ->check(output_name());
+  cmd->add_option("--video", o->video, "clip.mp4: a Wan or LTX-Video video as H.264 at --fps")
+      ->check(output_name());
   cmd->add_option("--fps", o->fps, "--video's frame rate (default: Wan 16, LTX-Video 25)")->check(whole_number<int>());
   cmd->add_option("--decode-timestep", o->ltx.timestep,
                   "LTX-Video's timestep-conditioned VAE: the decode timestep (default 0, as LTXPipeline)")

@@ -63,7 +63,7 @@ void add_encode_prompt(CLI::App& parent) {
       ->capture_default_str()
       ->check(whole_number<int64_t>());
   add_dtype_flag(*cmd, o->dtype);
-  cmd->add_option("-o,--out,--output", o->out, "safetensors to write (atomically)")->required();
+  cmd->add_option("-o,--out,--output", o->out, "safetensors to write (atomically)")->required()->check(output_name());
   add_dry_run_flag(*cmd, o->dry_run);
   cmd->callback([o] { run_encode_prompt(*o); });
 }

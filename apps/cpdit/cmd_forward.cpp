@@ -93,7 +93,7 @@ void add_forward(CLI::App& parent) {
          "--config, else a config.json beside it, else told from the tensors)")
       ->required();
   cmd->add_option("--inputs", o->inputs, "safetensors with the forward's arguments by diffusers name")->required();
-  cmd->add_option("-o,--out,--output", o->output, "safetensors to write the outputs to (atomically)")->required();
+  cmd->add_option("-o,--out,--output", o->output, "safetensors to write the outputs to (atomically)")->required()->check(output_name());
   cmd->add_option("--config", o->config, "config.json overriding the model's (or the inferred) config");
   cmd->add_option("--ring", o->ring, "ring degree")->capture_default_str()->check(whole_number<int>());
   cmd->add_option("--ulysses", o->ulysses, "Ulysses degree")->capture_default_str()->check(whole_number<int>());

@@ -473,7 +473,8 @@ void add_generate(CLI::App& parent) {
   cmd->add_option("--true-cfg-scale", args->request.true_cfg_scale,
                   "true classifier-free guidance on the negative prompt (runs when there are negative embeddings "
                   "and the scale is > 1): Qwen-Image (default 4.0, rescaled to the conditional norm), FLUX.1 "
-                  "(default 1.0: off)");
+                  "(default 1.0: off)")
+      ->check(finite_number());
   cmd->add_option("--embeddings", args->embeddings,
                   "safetensors with prompt_embeds (B, L, D) [FLUX.1: and pooled_prompt_embeds (B, P), negative_prompt_embeds "
                   "and negative_pooled_prompt_embeds for true CFG; Wan: and negative_prompt_embeds for guidance; "
@@ -539,13 +540,18 @@ void add_generate(CLI::App& parent) {
                   "without a VAE, in the current folder; a name taken gets _1, _2, ...): NAME.png, NAME.jpg or "
                   "NAME.webp the decoded image (JPEG and WebP at quality 90; several: NAME_0.png, ...), NAME.mp4 "
                   "the decoded clip, FOLDER/ the clip's frames as PNGs, NAME.safetensors the final latents (and, "
-                  "with a VAE, the decoded `image` (B, H, W, 3) or `video` (B, F, H, W, 3), f32 in [0, 1])");
+                  "with a VAE, the decoded `image` (B, H, W, 3) or `video` (B, F, H, W, 3), f32 in [0, 1])")
+      ->check(output_name());
   cmd->add_option("--image", args->outputs.image,
                   "FLUX.1, Qwen-Image: write the decoded image here, as JPEG for a .jpg or .jpeg name, WebP for "
-                  ".webp (both quality 90), else PNG (several: FILE_0.png, FILE_1.png, ...)");
-  cmd->add_option("--frames-dir", args->outputs.frames_dir, "video: write the decoded frames into this folder as frame_00000.png, ...");
-  cmd->add_option("--video", args->outputs.video, "video: write the decoded clip here as H.264 MP4 at --fps frames per second");
-  cmd->add_option("--preview", args->outputs.preview, "FLUX.1: write a PNG preview of the latents here (linear latent-to-RGB projection)");
+                  ".webp (both quality 90), else PNG (several: FILE_0.png, FILE_1.png, ...)")
+      ->check(output_name());
+  cmd->add_option("--frames-dir", args->outputs.frames_dir, "video: write the decoded frames into this folder as frame_00000.png, ...")
+      ->check(output_name());
+  cmd->add_option("--video", args->outputs.video, "video: write the decoded clip here as H.264 MP4 at --fps frames per second")
+      ->check(output_name());
+  cmd->add_option("--preview", args->outputs.preview, "FLUX.1: write a PNG preview of the latents here (linear latent-to-RGB projection)")
+      ->check(output_name());
   cmd->add_option("--prompts", args->prompts,
                   "a batch on one opened pipeline: a .txt file of one prompt a line, or a .jsonl file of one JSON "
                   "object a line (prompt, negative_prompt, seed, steps, width, height, frames, guidance, "

@@ -51,7 +51,7 @@ void add_tokenize(CLI::App& parent) {
   cmd->add_option("--max-length", o->max_length,
                   "pad / truncate every row to this many ids (default: the tokenizer's model_max_length, CLIP 77)")
       ->check(whole_number<int64_t>());
-  cmd->add_option("-o,--out,--output", o->output, "safetensors to write (atomically)")->required();
+  cmd->add_option("-o,--out,--output", o->output, "safetensors to write (atomically)")->required()->check(output_name());
   cmd->callback([o] { run_tokenize(*o); });
 }
 

@@ -2,13 +2,14 @@
 #include "progress.hpp"
 
 #include <cpdit/core/error.hpp>
+#include <cpdit/io/json.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <limits>
 
 namespace cpdit::app {
@@ -77,7 +78,7 @@ std::vector<BatchItem> read_batch(const std::string& path, const pipeline::Reque
               "--prompts needs an output to write each request to: --image, --video, --frames-dir or --out "
               "(request i writes NAME_i, or NAME with {index} replaced)");
   const bool jsonl = fs::path(path).extension() == ".jsonl";
-  std::ifstream in(path);
+  std::istringstream in(io::read_text(path));
   std::vector<BatchItem> items;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {

@@ -1,5 +1,5 @@
 #pragma once
-// Checks for numeric command-line options that run on the text as typed, before CLI11 converts it:
+// Checks for command-line options that run on the text as typed, before CLI11 converts it:
 // CLI11 alone wraps "-1" into an unsigned seed, truncates "1.5" and clamps "1e30", accepts "nan" for a
 // float, and words a range as the 309 digits of the largest double. Each check fails with one line
 // saying what the option takes and what it got.
@@ -41,6 +41,12 @@ inline CLI::Validator finite_number() {
     return "";
   };
   return CLI::Validator(check, "NUMBER", "finite_number");
+}
+
+// A file or folder name to write: an empty one ("--out ''") would mean "not given" downstream.
+inline CLI::Validator output_name() {
+  auto check = [](std::string& text) -> std::string { return text.empty() ? "needs a file name, got ''" : ""; };
+  return CLI::Validator(check, "PATH", "output_name");
 }
 
 }  // namespace cpdit::app

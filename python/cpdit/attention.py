@@ -28,7 +28,7 @@ def dispatch(
     multiple of H_kv (grouped-query attention). ``mask``: bool (B, S_k) key padding, bool
     (B|1, H|1, S_q, S_k), or float32 additive of that shape (True / 0 = attend). ``backend``: a name of
     :func:`backends` (default: the process default, ``flash`` unless $CPDIT_ATTENTION_BACKEND says
-    otherwise). ``scale``: default 1/sqrt(D).
+    otherwise). ``scale``: default 1/sqrt(D); one given must be positive and finite (ValueError otherwise).
 
     numpy float32 C-contiguous inputs are read in place, torch CPU tensors through DLPack; others are
     copied once. Returns ``out`` (B, S_q, H, D) float32, and with ``return_lse`` also the log-sum-exp
@@ -42,7 +42,7 @@ def dispatch(
         m = engine_array(mask, "mask", np.bool_ if _is_bool(mask) else np.float32)
     else:
         m = None
-    out, lse = _cpdit.attention_dispatch(*arrays, m, backend or "", 0.0 if scale is None else float(scale))
+    out, lse = _cpdit.attention_dispatch(*arrays, m, backend or "", None if scale is None else float(scale))
     out, lse = like_input(out, q), like_input(lse, q)
     return (out, lse) if return_lse else out
 

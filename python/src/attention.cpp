@@ -27,7 +27,7 @@ attention::Mask mask_of(const py::array& array) {
 }
 
 py::tuple dispatch(const py::array& q, const py::array& k, const py::array& v, const std::optional<py::array>& mask,
-                   const std::string& backend, float scale) {
+                   const std::string& backend, std::optional<float> scale) {
   attention::Options options;
   if (mask) options.mask = mask_of(*mask);
   options.scale = scale;
@@ -46,10 +46,10 @@ py::tuple dispatch(const py::array& q, const py::array& k, const py::array& v, c
 
 void bind_attention(py::module_& m) {
   m.def("attention_dispatch", &dispatch, py::arg("q"), py::arg("k"), py::arg("v"), py::arg("mask") = py::none(),
-        py::arg("backend") = "", py::arg("scale") = 0.0f,
+        py::arg("backend") = "", py::arg("scale") = py::none(),
         "attention::dispatch on C-contiguous arrays q (B, S_q, H, D), k, v (B, S_k, H_kv, D), read in place; "
-        "returns (out (B, S_q, H, D), lse float32 (B, H, S_q)). backend '' is the process default; scale 0 is "
-        "1/sqrt(D).");
+        "returns (out (B, S_q, H, D), lse float32 (B, H, S_q)). backend '' is the process default; scale None is "
+        "1/sqrt(D), another value must be positive and finite.");
   m.def("attention_backends", &attention::backend_names, "the registered attention backends");
   m.def(
       "check_attention_backend", [](const std::string& name) { attention::backend(name); }, py::arg("name"),

@@ -97,3 +97,20 @@ def test_bad_shapes_raise_value_error():
         cpdit.attention.dispatch(q, k, v, backend="sdpa")
     with pytest.raises(ValueError, match=r"^mask "):
         cpdit.attention.dispatch(q, k, v, mask=np.ones((2, 3, 40), dtype=bool))
+
+
+def test_a_given_scale_is_used_or_refused_never_replaced():
+    q, k, v = inputs(6)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="softmax scale must be positive and finite"):
+            cpdit.attention.dispatch(q, k, v, scale=bad)
+    default = cpdit.attention.dispatch(q, k, v)
+    np.testing.assert_array_equal(cpdit.attention.dispatch(q, k, v, scale=1 / np.sqrt(q.shape[-1])), default)
+    assert not np.array_equal(cpdit.attention.dispatch(q, k, v, scale=0.5), default)
+
+
+def test_an_empty_batch_gives_empty_outputs_on_every_backend():
+    q, k, v = inputs(7)
+    for backend in cpdit.attention.backends():
+        out, lse = cpdit.attention.dispatch(q[:0], k[:0], v[:0], backend=backend, return_lse=True)
+        assert out.shape == (0, *q.shape[1:]) and lse.shape == (0, q.shape[2], q.shape[1])

@@ -47,7 +47,7 @@ bool routed(const Options& opts) { return bound_router && opts.kv == KvPlacement
 // A non-positive head dim (a malformed q) gets scale 1 here; the backend then refuses the shape
 // with a message naming the tensor.
 float resolve_scale(const Options& opts, int64_t head_dim) {
-  if (opts.scale > 0) return opts.scale;
+  if (opts.scale) return *opts.scale;
   return head_dim > 0 ? float(1.0 / std::sqrt(double(head_dim))) : 1.0f;
 }
 

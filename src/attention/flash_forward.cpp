@@ -46,7 +46,8 @@ struct Tasks {
 Tasks split_tasks(const Dims& d, const Tiling& tiling) {
   const int64_t heads = d.B * d.H;
   Tasks t;
-  if (compute_threads() > 1)
+  // No batch, head or query leaves nothing to split (the loops below run zero times).
+  if (compute_threads() > 1 && heads > 0 && tiling.q_tiles > 0)
     t.parts = std::clamp<int64_t>((4 * compute_threads() + heads - 1) / heads, 1, tiling.q_tiles);
   t.threads = int(std::clamp<int64_t>(heads * t.parts, 1, compute_threads()));
   return t;

@@ -2,6 +2,8 @@
 #include <cpdit/io/atomic_file.hpp>
 #include <cpdit/io/json.hpp>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -10,11 +12,20 @@
 
 namespace cpdit::io {
 
-std::string read_text(const std::string& path) {
-  CPDIT_CHECK(!std::filesystem::is_directory(path), io, path, " is a folder, expected a file");
+std::string read_text(const std::string& path, int64_t max_bytes) {
+  // Checked by name before it is opened: a FIFO would block the open, a device (/dev/zero) never end.
+  struct stat info;
+  CPDIT_CHECK(::stat(path.c_str(), &info) == 0, io, "cannot open ", path, ": ", std::strerror(errno));
+  CPDIT_CHECK(!S_ISDIR(info.st_mode), io, path, " is a folder, expected a file");
+  CPDIT_CHECK(S_ISREG(info.st_mode), io, path, " is not a regular file");
+  CPDIT_CHECK(info.st_size <= max_bytes, io, path, " is ", info.st_size, " bytes: more than the ", max_bytes,
+              " a file of its kind may hold");
   std::ifstream in(path, std::ios::binary);
   CPDIT_CHECK(in, io, "cannot open ", path, ": ", std::strerror(errno));
-  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  // Read to its size at the check, not to its end: a file that grows meanwhile is not followed.
+  std::string text(size_t(info.st_size), '\0');
+  in.read(text.data(), std::streamsize(text.size()));
+  text.resize(size_t(in.gcount()));
   CPDIT_CHECK(!in.bad(), io, "cannot read ", path);
   return text;
 }

@@ -120,11 +120,17 @@ Pipeline Pipeline::open(const PipelineSource& source, LoadPolicy policy, StageLo
   s->folder.model = source.model;
   s->folder.preset = source.preset;
   if (!source.preset.empty()) {
+    // A preset is built with its own configs: a file given for one would be silently unused.
+    CPDIT_CHECK(source.config.empty() && source.scheduler_config.empty() && source.transformer.empty(),
+                invalid_argument, "--preset ", source.preset, " has its own configs and weights: --config, "
+                "--scheduler-config and a transformer file are for --model");
     s->family = &family_for_preset(source.preset);
     s->parts = PipelineParts::of_preset(source.preset);
   } else {
     check_same_model_across_ranks({source.model, source.config, source.scheduler_config, source.transformer});
     CPDIT_CHECK(fs::exists(source.model), invalid_argument, "--model ", source.model, " does not exist");
+    CPDIT_CHECK(source.scheduler_config.empty() || fs::is_regular_file(source.scheduler_config), invalid_argument,
+                "--scheduler-config ", source.scheduler_config, " is not a file");
     CPDIT_CHECK(source.transformer.empty() || fs::is_regular_file(source.transformer), invalid_argument,
                 "the transformer file ", source.transformer, " does not exist");
     // A pipeline folder names its pipeline: one cpdit does not run is refused before anything is read.
@@ -342,9 +348,16 @@ Result Pipeline::run(Request request, StageLog& stages) const {
             finite.step_done();
             if (edits) edit_step_latents(first ? r.on_step_latents : nullptr, step, latents, world);
             if (r.on_step && first) r.on_step(step, total, seconds);
-            int64_t stop[2] = {r.cancel != nullptr && r.cancel->load(std::memory_order_relaxed),
-                               r.finish != nullptr && r.finish->load(std::memory_order_relaxed)};
-            if (world.size() > 1) world.all_reduce(stop, 2, DType::i64, comm::ReduceOp::max);
+            // The latents after the step: the transformer's output was finite (the watch), but the guidance
+            // combination or the scheduler after it may overflow (a guidance scale of 1e308). Agreed with
+            // the stop flags, so every rank ends together, whichever part holds the overflow.
+            int64_t stop[3] = {r.cancel != nullptr && r.cancel->load(std::memory_order_relaxed),
+                               r.finish != nullptr && r.finish->load(std::memory_order_relaxed),
+                               latents.latents != nullptr && !all_finite(*latents.latents)};
+            if (world.size() > 1) world.all_reduce(stop, 3, DType::i64, comm::ReduceOp::max);
+            CPDIT_CHECK(stop[2] == 0, invalid_argument, "denoise step ", step + 1,
+                        ": the latents hold NaN or Inf after the guidance and the scheduler step (is a guidance "
+                        "scale too large?)");
             if (stop[0]) throw Cancelled{step + 1};
             return stop[1] == 0 || latents.latents == nullptr;
           };

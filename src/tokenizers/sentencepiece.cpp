@@ -31,7 +31,8 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::from_serialized(
 
 SentencePieceTokenizer::SentencePieceTokenizer(const std::string& folder) : SentencePieceTokenizer() {
   const std::filesystem::path dir(folder);
-  const auto status = processor_->Load((dir / "spiece.model").string());
+  // Read through io::read_text (a regular file of bounded size), then parsed from memory.
+  const auto status = processor_->LoadFromSerializedProto(io::read_text((dir / "spiece.model").string()));
   CPDIT_CHECK(status.ok(), format, (dir / "spiece.model").string(), ": not a SentencePiece model (", status.ToString(),
               ")");
   take_special_ids((dir / "spiece.model").string());

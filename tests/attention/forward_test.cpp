@@ -103,6 +103,50 @@ TEST(AttentionForward, NoKeysGiveZeroOutputMinusInfLseAndZeroGradients) {
   }
 }
 
+// dispatch() on the backend `name`, through the dispatcher's checks.
+Result dispatch_on(const char* name, const Tensor& q, const Tensor& k, const Tensor& v) {
+  const ScopedBackend chosen(name);
+  return dispatch(q, k, v, Options{});
+}
+
+// No batch item or no query: an empty output of q's shape and an empty lse on every backend (the
+// flash backend divided its work by B x H and stopped on SIGFPE).
+TEST(AttentionForward, AnEmptyBatchOrNoQueriesGiveEmptyOutputs) {
+  const Case c = make_case({2, 5, 4, 2, 1, 16}, MaskKind::none, 10);
+  const Tensor no_batch_q = c.q.narrow(0, 0, 0).contiguous(), no_batch_k = c.k.narrow(0, 0, 0).contiguous(),
+               no_batch_v = c.v.narrow(0, 0, 0).contiguous(), no_queries = c.q.narrow(1, 0, 0).contiguous();
+  for (const char* name : kBackends) {
+    SCOPED_TRACE(name);
+    const Result empty = dispatch_on(name, no_batch_q, no_batch_k, no_batch_v);
+    EXPECT_EQ(empty.out.shape(), no_batch_q.shape());
+    EXPECT_EQ(empty.lse.shape(), (Shape{0, 2, 5}));
+    const Result none = dispatch_on(name, no_queries, c.k, c.v);
+    EXPECT_EQ(none.out.shape(), no_queries.shape());
+    EXPECT_EQ(none.lse.shape(), (Shape{2, 2, 0}));
+  }
+}
+
+// A scale given is used or refused, never replaced by the default: 0, a negative one and NaN were
+// silently 1/sqrt(D).
+TEST(AttentionForward, AGivenScaleThatIsNotPositiveAndFiniteIsRefused) {
+  const Case c = make_case({1, 3, 3, 1, 1, 8}, MaskKind::none, 11);
+  for (const float bad : {0.0f, -1.0f, NAN, INFINITY}) {
+    Options options;
+    options.scale = bad;
+    try {
+      dispatch(c.q, c.k, c.v, options);
+      ADD_FAILURE() << "scale " << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("softmax scale must be positive and finite"), std::string::npos) << e.what();
+    }
+  }
+  Options given;
+  given.scale = 0.5f;
+  const Result r = dispatch(c.q, c.k, c.v, given);
+  const Result direct = backend("flash").forward(c.q, c.k, c.v, Mask::none(), 0.5f);
+  EXPECT_EQ(max_abs_diff(values(r.out), values(direct.out)), 0.0);
+}
+
 TEST(AttentionForward, HalfPrecisionInputsComputeInF32) {
   const Case c = make_case({1, 70, 90, 2, 1, 32}, MaskKind::none, 21);
   for (DType t : {DType::bf16, DType::f16}) {

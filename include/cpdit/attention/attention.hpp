@@ -12,6 +12,7 @@
 #include <cpdit/core/tensor.hpp>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -149,7 +150,7 @@ enum class KvPlacement { sharded, replicated };
 
 struct Options {
   Mask mask;
-  float scale = 0;  // 0 -> 1/sqrt(D)
+  std::optional<float> scale;  // unset: 1/sqrt(D); a value given is checked (positive, finite), never replaced
   KvPlacement kv = KvPlacement::sharded;
 };
 

@@ -2,6 +2,7 @@
 // JSON and text files, and the one atomic-write helper of cpdit.
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -12,8 +13,12 @@ namespace cpdit::io {
 nlohmann::json read_json(const std::string& path);
 // Parses JSON text; bad JSON throws cpdit::Error(format) naming `source` and the parse position.
 nlohmann::json parse_json(std::string_view text, const std::string& source);
-// The whole file as bytes; a missing file or a folder throws cpdit::Error(io) naming it.
-std::string read_text(const std::string& path);
+// The largest text file read whole (a config, a tokenizer's vocabulary or model, a prompts list):
+// Qwen2's tokenizer.json, among the largest, is 7 MiB.
+inline constexpr int64_t kMaxTextFileBytes = int64_t(256) << 20;
+// The whole file as bytes; a missing file, a folder, anything but a regular file (a FIFO, a device)
+// and a file over `max_bytes` throw cpdit::Error(io) naming it, before anything is read.
+std::string read_text(const std::string& path, int64_t max_bytes = kMaxTextFileBytes);
 
 // Writes `text` to path atomically: a temp file in the same folder, fsync, rename. On failure the
 // old file (if any) is untouched and no temp file is left behind.

@@ -1,0 +1,90 @@
+// The command line on inputs that hung it, crashed it or let it finish with nonsense: every file a
+// user names is a regular file of bounded size (a FIFO would block, /dev/zero would be read until
+// memory runs out), a flag a model would ignore is refused, a non-finite scale is refused before the
+// run and an overflowing one stops it. Each answer: one line, exit 2, nothing written.
+#include "support/expect_cli_refused.hpp"
+#include "support/model_fixture.hpp"
+#include "support/temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <filesystem>
+
+namespace cpdit::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using cpdit::testing::expect_cli_refused;
+using cpdit::testing::fixture_dir;
+using cpdit::testing::TempDir;
+
+TEST(HostileInputs, AFifoOrADeviceAsAFileIsRefusedBeforeItIsRead) {
+  TempDir dir("hostile_fifo");
+  const std::string fifo = dir.file("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::string model = fixture_dir("flux_tiny") + "/weights.safetensors";
+  for (const std::string& file : {fifo, std::string("/dev/zero")}) {
+    SCOPED_TRACE(file);
+    expect_cli_refused("generate -m " + model + " --config " + file + " --random-embeddings -o " + dir.file("a.png"),
+                       file + " is not a regular file", dir.file("a.png"));
+    expect_cli_refused("tokenize --tokenizer " + fixture_dir("tokenizer_clip_v2") + " --prompts " + file + " -o " +
+                           dir.file("ids.safetensors"),
+                       file + " is not a regular file", dir.file("ids.safetensors"));
+  }
+  // A tokenizer folder whose vocabulary is a device, and one whose spiece.model is a folder.
+  const fs::path clip = dir.file("clip"), t5 = dir.file("t5");
+  fs::copy(fixture_dir("tokenizer_clip_v2"), clip);
+  fs::remove(clip / "vocab.json");
+  fs::create_symlink("/dev/zero", clip / "vocab.json");
+  fs::copy(fixture_dir("tokenizer_t5_v2"), t5);
+  fs::remove(t5 / "spiece.model");
+  fs::create_directory(t5 / "spiece.model");
+  const std::string prompts = fixture_dir("tokenizer_clip_v2") + "/prompts.json";
+  expect_cli_refused("tokenize --tokenizer " + clip.string() + " --prompts " + prompts + " -o " +
+                         dir.file("ids.safetensors"),
+                     "vocab.json is not a regular file");
+  expect_cli_refused("tokenize --tokenizer " + t5.string() + " --prompts " + prompts + " -o " + dir.file("ids.safetensors"),
+                     "spiece.model is a folder, expected a file");
+}
+
+TEST(HostileInputs, ConfigFilesAPresetWouldIgnoreAreRefused) {
+  TempDir dir("hostile_preset_configs");
+  const std::string config = fixture_dir("flux_tiny") + "/config.json";
+  for (const std::string flag : {"--config", "--scheduler-config"})
+    expect_cli_refused("generate --preset flux-tiny " + flag + " " + config + " -o " + dir.file("a.png"),
+                       "--preset flux-tiny has its own configs and weights", dir.file("a.png"));
+  // Given for a model, a scheduler config that is not a file is refused, not silently replaced.
+  const std::string folder = fixture_dir("flux_pipeline_tiny") + "/pipeline";
+  expect_cli_refused("generate -m " + folder + " --random-embeddings --scheduler-config " + dir.file("none.json") +
+                         " -o " + dir.file("a.png"),
+                     "--scheduler-config " + dir.file("none.json") + " is not a file", dir.file("a.png"));
+}
+
+TEST(HostileInputs, NonFiniteOrOverflowingScalesNeverFinishSilently) {
+  TempDir dir("hostile_scales");
+  const std::string flux = "generate --preset flux-tiny --steps 2 -W 32 -H 32 --text-tokens 8 ";
+  expect_cli_refused(flux + "--true-cfg-scale nan -o " + dir.file("a.png"), "must be a finite number, got nan",
+                     dir.file("a.png"));
+  // Finite scales whose product with the guidance difference overflows: the transformer's output is
+  // finite, the guided one is not; the run stops at that step (--json: no progress lines before the error).
+  expect_cli_refused(flux + "-p fox -n blurry --true-cfg-scale 1e308 --json -o " + dir.file("a.png"),
+                     "denoise step 1: the latents hold NaN or Inf", dir.file("a.png"));
+  expect_cli_refused("generate --preset wan-tiny --steps 2 -W 32 -H 32 --frames 5 --text-tokens 8 -p fox "
+                     "--guidance 1e308 --json -o " +
+                         dir.file("a.mp4"),
+                     "denoise step 1: the latents hold NaN or Inf", dir.file("a.mp4"));
+}
+
+TEST(HostileInputs, AnEmptyOutputNameIsRefused) {
+  // Refused while the flags are read (an empty name meant "not given": the run wrote output.png).
+  for (const std::string flag : {"-o", "--image", "--preview"})
+    expect_cli_refused("generate --preset flux-tiny --steps 1 -W 32 -H 32 " + flag + " ''", "needs a file name, got ''");
+  expect_cli_refused("tokenize --tokenizer " + fixture_dir("tokenizer_clip_v2") + " --prompts " +
+                         fixture_dir("tokenizer_clip_v2") + "/prompts.json -o ''",
+                     "needs a file name, got ''");
+}
+
+}  // namespace
+}  // namespace cpdit::pipeline
