@@ -211,6 +211,9 @@ void fill_defaults(Request& r, const Family& family, const Transformer& t) {
     // FluxImg2ImgPipeline's default size: the image's, down to whole packed latents.
     const io::RgbImage image = io::read_image(r.init_image);
     const int64_t unit = 2 * t.vae_scale_factor;
+    CPDIT_CHECK((r.height > 0 || image.height >= unit) && (r.width > 0 || image.width >= unit), invalid_argument,
+                "--init-image ", r.init_image, " is ", image.width, "x", image.height, ": smaller than one packed "
+                "latent (", unit, " pixels a side) in the size it gives the run; give --height and --width");
     if (r.height == 0) r.height = image.height / unit * unit;
     if (r.width == 0) r.width = image.width / unit * unit;
   }

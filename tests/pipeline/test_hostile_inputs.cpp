@@ -6,6 +6,8 @@
 #include "support/model_fixture.hpp"
 #include "support/temp_dir.hpp"
 
+#include <cpdit/io/png.hpp>
+
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -75,6 +77,20 @@ TEST(HostileInputs, NonFiniteOrOverflowingScalesNeverFinishSilently) {
                      "--guidance 1e308 --json -o " +
                          dir.file("a.mp4"),
                      "denoise step 1: the latents hold NaN or Inf", dir.file("a.mp4"));
+}
+
+TEST(HostileInputs, AnInitImageTooSmallToSizeTheRunIsRefused) {
+  TempDir dir("hostile_tiny_init_image");
+  const std::string one = dir.file("one.png");
+  io::write_png(one, {200, 30, 90}, 1, 1);
+  // Its own size, in whole packed latents (16 pixels for flux-tiny's VAE), is none: it used to become a
+  // 256x256 run. With a size given, it is resized to it as any picture.
+  expect_cli_refused("generate --preset flux-tiny --steps 2 --text-tokens 8 --init-image " + one + " -o " +
+                         dir.file("a.png"),
+                     "--init-image " + one + " is 1x1: smaller than one packed latent (16 pixels a side)",
+                     dir.file("a.png"));
+  EXPECT_EQ(cpdit::testing::run_cli("generate --preset flux-tiny --steps 2 --text-tokens 8 -W 32 -H 32 --init-image " +
+                                    one + " -o " + dir.file("a.png")).code, 0);
 }
 
 TEST(HostileInputs, AnEmptyOutputNameIsRefused) {
