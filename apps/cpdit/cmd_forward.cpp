@@ -13,6 +13,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/pipeline/finite_check.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
 
 #include <memory>
@@ -73,6 +74,10 @@ void run_forward(const ForwardOptions& o) {
     }
     nn::TensorMap outputs = model->forward(inputs);
     if (world.rank() != 0) return;
+    // NaN or Inf in the weights (or an overflow) is refused, not written as a result.
+    for (const auto& [name, tensor] : outputs)
+      CPDIT_CHECK(pipeline::all_finite(tensor), invalid_argument, "the model's output `", name,
+                  "` holds NaN or Inf (are the weights and inputs finite?); nothing written");
     io::save_safetensors(o.output, outputs);
     print_weights_line(resident_weight_bytes(), o.dtype);
     print_written({{"--output", o.output}});

@@ -6,6 +6,7 @@
 // names the first module whose output was not finite (modules finish inner first, so it is the one
 // that made them).
 #include <cpdit/nn/module.hpp>
+#include <cpdit/pipeline/finite_check.hpp>
 
 #include <string>
 #include <utility>
@@ -35,8 +36,5 @@ class FiniteWatch {
   bool every_module_;
   int step_ = 1;
 };
-
-// True when every element of `t` (any float dtype, any strides) is finite.
-bool all_finite(const Tensor& t);
 
 }  // namespace cpdit::pipeline

@@ -7,11 +7,13 @@
 #include "support/temp_dir.hpp"
 
 #include <cpdit/io/png.hpp>
+#include <cpdit/io/safetensors.hpp>
 
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
 
+#include <cmath>
 #include <filesystem>
 
 namespace cpdit::pipeline {
@@ -91,6 +93,19 @@ TEST(HostileInputs, AnInitImageTooSmallToSizeTheRunIsRefused) {
                      dir.file("a.png"));
   EXPECT_EQ(cpdit::testing::run_cli("generate --preset flux-tiny --steps 2 --text-tokens 8 -W 32 -H 32 --init-image " +
                                     one + " -o " + dir.file("a.png")).code, 0);
+}
+
+TEST(HostileInputs, ForwardOnNonFiniteWeightsIsRefusedAndWritesNothing) {
+  TempDir dir("hostile_nan_weights");
+  nn::TensorMap weights = io::load_safetensors(fixture_dir("flux_tiny") + "/weights.safetensors");
+  Tensor& first = weights.begin()->second;
+  first = first.to(DType::f32).contiguous();
+  first.data<float>()[0] = NAN;
+  io::save_safetensors(dir.file("diffusion_pytorch_model.safetensors"), weights);
+  fs::copy_file(fixture_dir("flux_tiny") + "/config.json", dir.file("config.json"));
+  expect_cli_refused("forward -m " + dir.path().string() + " --inputs " + fixture_dir("flux_tiny") +
+                         "/inputs.safetensors -o " + dir.file("out.safetensors"),
+                     "the model's output `sample` holds NaN or Inf", dir.file("out.safetensors"));
 }
 
 TEST(HostileInputs, AnEmptyOutputNameIsRefused) {
