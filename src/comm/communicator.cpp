@@ -11,10 +11,12 @@ std::chrono::milliseconds default_timeout() {
   if (text == nullptr || *text == '\0') return std::chrono::seconds(300);
   char* end = nullptr;
   double seconds = std::strtod(text, &end);
-  // The cap keeps deadlines (now + timeout, in nanoseconds) far from overflowing to the past.
-  constexpr double kMaxSeconds = 1e6;
-  CPDIT_CHECK(end != text && *end == '\0' && seconds > 0 && seconds <= kMaxSeconds, invalid_argument,
-              "CPDIT_COMM_TIMEOUT_S must be a number of seconds in (0, ", kMaxSeconds, "], got '", text, "'");
+  // Deadlines count whole milliseconds: less than one would round to no wait at all. The cap keeps
+  // deadlines (now + timeout, in nanoseconds) far from overflowing to the past.
+  constexpr double kMinSeconds = 0.001, kMaxSeconds = 1e6;
+  CPDIT_CHECK(end != text && *end == '\0' && seconds >= kMinSeconds && seconds <= kMaxSeconds, invalid_argument,
+              "CPDIT_COMM_TIMEOUT_S must be a number of seconds from ", kMinSeconds, " to ", kMaxSeconds, ", got '",
+              text, "'");
   return std::chrono::milliseconds(int64_t(seconds * 1000.0 + 0.5));
 }
 

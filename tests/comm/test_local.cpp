@@ -215,10 +215,19 @@ TEST(Selection, DefaultTimeoutFollowsEnvironment) {
   const std::string saved = outer ? outer : "";
   ::setenv("CPDIT_COMM_TIMEOUT_S", "2.5", 1);
   EXPECT_EQ(default_timeout(), std::chrono::milliseconds(2500));
-  // Not a number, not positive, or so large that a deadline computed from it would overflow.
-  for (const char* bad : {"soon", "0", "-3", "nan", "inf", "1e300"}) {
+  ::setenv("CPDIT_COMM_TIMEOUT_S", "0.001", 1);
+  EXPECT_EQ(default_timeout(), std::chrono::milliseconds(1));
+  // Not a number, not positive, below the millisecond deadlines count in (0.0001 was 0 s: no wait), or
+  // so large that a deadline computed from it would overflow.
+  for (const char* bad : {"soon", "0", "-3", "nan", "inf", "0.0001", "1e300"}) {
     ::setenv("CPDIT_COMM_TIMEOUT_S", bad, 1);
-    EXPECT_THROW(default_timeout(), Error) << bad;
+    try {
+      default_timeout();
+      ADD_FAILURE() << bad << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("CPDIT_COMM_TIMEOUT_S must be a number of seconds from 0.001 to"),
+                std::string::npos) << e.what();
+    }
   }
   ::unsetenv("CPDIT_COMM_TIMEOUT_S");
   EXPECT_EQ(default_timeout(), std::chrono::seconds(300));
