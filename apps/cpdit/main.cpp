@@ -76,14 +76,35 @@ std::string unknown_flag(const CLI::App& command, int argc, char** argv) {
 
 // CLI11 answers an unknown command with "A subcommand is required": name it and the choices; an
 // unknown flag with the flags it did not expect: name the closest one.
+// CLI11's wordings that name its internals, in words: "--steps: At Most 1 required but received 2",
+// "--preset: 1 required TEXT missing", "Exactly 1 option from [...] is required and 2 were given".
+std::string in_words(const std::string& what) {
+  const auto ends = [&](const std::string& tail) {
+    return what.size() > tail.size() && what.compare(what.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  const size_t colon = what.find(": ");
+  const std::string flag = what.substr(0, colon);
+  static const std::string kRepeated = ": At Most 1 required but received ";
+  if (const size_t at = what.find(kRepeated); at != std::string::npos)
+    return flag + " was given " + what.substr(at + kRepeated.size()) + " times; give it once";
+  if (colon != std::string::npos && ends(" missing") && what.find(" required ", colon) != std::string::npos)
+    return flag + " needs a value";
+  static const std::string kOneOf = "Exactly 1 option from [";
+  if (what.rfind(kOneOf, 0) == 0) {
+    const std::string options = what.substr(kOneOf.size(), what.find(']') - kOneOf.size());
+    return ends(" were given") ? "give one of " + options + ", not several" : "give one of " + options;
+  }
+  return what;
+}
+
 std::string parse_error_text(const CLI::App& root, int argc, char** argv, const CLI::ParseError& e) {
-  if (argc < 2 || argv[1][0] == '-') return e.what();
+  if (argc < 2 || argv[1][0] == '-') return in_words(e.what());
   std::string names;
   for (const CLI::App* command : root.get_subcommands([](const CLI::App*) { return true; })) {
     if (command->get_name() == argv[1]) {
       const std::string unknown =
           dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr ? unknown_flag(*command, argc, argv) : "";
-      return unknown.empty() ? e.what() : unknown;
+      return unknown.empty() ? in_words(e.what()) : unknown;
     }
     names += (names.empty() ? "" : ", ") + command->get_name();
   }

@@ -113,6 +113,16 @@ TEST(GenerateNames, AMistypedFlagIsAnsweredWithTheClosestOne) {
   expect_cli_refused("forward --model x --inputs y --output z --ouptut w", "did you mean --output?");
 }
 
+// CLI11's own wordings ("At Most 1 required but received 2", "1 required TEXT missing", "Exactly 1
+// option from [...]") in words a user reads.
+TEST(GenerateNames, FlagMistakesAreSaidInWords) {
+  const auto repeated = expect_cli_refused(kFlux + " --steps 2 --steps 3", "--steps was given 2 times; give it once");
+  EXPECT_EQ(repeated.err.find("At Most"), std::string::npos) << repeated.err;
+  expect_cli_refused("generate --preset", "--preset needs a value");
+  expect_cli_refused("generate --steps 1", "give one of -m,--model,--preset (see --help)");
+  expect_cli_refused("generate --preset flux-tiny -m x", "give one of -m,--model,--preset, not several");
+}
+
 TEST(GenerateNames, HelpNamesChoicesInWordsWithTheirDefaults) {
   for (const std::string command : {"generate", "decode", "forward"}) {
     const auto r = run_cli(command + " --help");
