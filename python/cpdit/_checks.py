@@ -5,7 +5,7 @@ an infinite scale would be taken or fail later with a less clear message."""
 import math
 import numbers
 
-__all__ = ["checked"]
+__all__ = ["checked", "checked_degree"]
 
 
 def checked(name, value, kind):
@@ -15,6 +15,11 @@ def checked(name, value, kind):
     if kind is str:
         if not isinstance(value, str):
             raise ValueError(f"{name} must be a string, got {value!r}")
+        try:  # the engine takes UTF-8, which a lone surrogate ("\ud800") has no encoding in
+            value.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(f"{name} is not valid text: it holds the lone surrogate {value[error.start]!r} at "
+                             f"position {error.start}") from None
         return value
     if kind is bool:
         if not isinstance(value, bool):
@@ -31,3 +36,11 @@ def checked(name, value, kind):
     if kind is not int and value < kind:
         raise ValueError(f"{name} must be a whole number >= {kind}, got {value!r}")
     return int(value)
+
+
+def checked_degree(name, value):
+    """A parallel degree: a whole number the engine's int holds (its lower bound is the engine's to check)."""
+    value = checked(name, value, int)
+    if abs(value) > 2**31 - 1:
+        raise ValueError(f"{name} must be at most {2**31 - 1}, got {value}")
+    return value

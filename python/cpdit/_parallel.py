@@ -1,7 +1,7 @@
 """Context parallelism as diffusers spells it: a config, and the transformer that takes it."""
 
 from . import _cpdit
-from ._checks import checked
+from ._checks import checked, checked_degree
 
 __all__ = ["ContextParallelConfig", "Transformer"]
 
@@ -17,8 +17,9 @@ class ContextParallelConfig:
     """
 
     def __init__(self, ring_degree=1, ulysses_degree=1, rotate_method="p2p", cfg_degree=1):
-        # Whole numbers and a string here; their ranges are the engine's to check, in its words.
-        ring_degree, ulysses_degree, cfg_degree = (checked(name, value, int) for name, value in (
+        # Whole numbers the engine's int holds and a string here; their ranges are the engine's to check, in
+        # its words.
+        ring_degree, ulysses_degree, cfg_degree = (checked_degree(name, value) for name, value in (
             ("ring_degree", ring_degree), ("ulysses_degree", ulysses_degree), ("cfg_degree", cfg_degree)))
         rotate_method = checked("rotate_method", rotate_method, str)
         _cpdit.check_parallel_config(ring_degree, ulysses_degree, cfg_degree, rotate_method)

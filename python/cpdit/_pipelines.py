@@ -326,6 +326,8 @@ class _Pipeline:
         if prompt is not None and (not isinstance(prompts, (list, tuple)) or not prompts
                                    or not all(isinstance(p, str) for p in prompts)):
             raise ValueError(f"prompt must be a string or a non-empty list of strings, got {prompt!r}")
+        if prompt is not None:
+            prompts = [checked("prompt", p, str) for p in prompts]
         callback = step_callback(self, call.pop("callback_on_step_end"), call.pop("callback_on_step_end_tensor_inputs"))
         self._interrupt = False  # as diffusers' call starts
         if output_type != "latent" and self._single_file and self._single_file == self.model:

@@ -132,3 +132,15 @@ def test_a_flag_beside_its_keyword_is_named_once():
     assert keyword_message("raise --strength or --steps; --preview stays") == \
         "raise strength= or num_inference_steps=; --preview stays"  # a flag without a keyword stays
     assert keyword_message("--cfg-parallel 3 must be 1 or 2") == "cfg_degree=3 must be 1 or 2"
+
+
+def test_text_with_a_lone_surrogate_is_refused_naming_it():
+    pipe = cpdit.FluxPipeline.from_preset("flux-tiny")
+    for call in (dict(prompt="a fox\ud800"), dict(prompt="fox", negative_prompt="a\udc00b", true_cfg_scale=2.0)):
+        with pytest.raises(ValueError, match="is not valid text: it holds the lone surrogate"):
+            pipe(num_inference_steps=1, height=32, width=32, **call)
+
+
+def test_a_degree_past_the_engines_int_is_refused_in_words():
+    with pytest.raises(ValueError, match=r"ring_degree must be at most 2147483647, got 1099511627776"):
+        cpdit.ContextParallelConfig(ring_degree=2**40)
