@@ -1,4 +1,5 @@
 #include "clip_text.hpp"
+#include "utf8.hpp"
 
 #include <cpdit/core/error.hpp>
 
@@ -16,7 +17,7 @@ namespace cpdit::tokenizers {
 namespace {
 
 icu::UnicodeString from_utf8(const std::string& text) {
-  // u_strFromUTF8 reports malformed input, where UnicodeString::fromUTF8 would quietly substitute.
+  check_utf8(text);  // u_strFromUTF8 would report it too, without saying where
   UErrorCode status = U_ZERO_ERROR;
   int32_t length = 0;
   u_strFromUTF8(nullptr, 0, &length, text.data(), int32_t(text.size()), &status);

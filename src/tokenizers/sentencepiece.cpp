@@ -1,4 +1,5 @@
 #include "sentencepiece.hpp"
+#include "utf8.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
@@ -50,6 +51,7 @@ SentencePieceTokenizer::~SentencePieceTokenizer() = default;
 
 std::vector<int64_t> SentencePieceTokenizer::encode(const std::string& text, int64_t max_length) const {
   CPDIT_CHECK(max_length >= 1, invalid_argument, "T5 max length must be at least 1 (eos), got ", max_length);
+  check_utf8(text);
   std::vector<int> pieces;
   const auto status = processor_->Encode(text, &pieces);
   CPDIT_CHECK(status.ok(), invalid_argument, "SentencePiece cannot encode the text: ", status.ToString());

@@ -3,6 +3,8 @@
 // character model (one piece per character, T5's special ids).
 #include <cpdit/tokenizers/builtin.hpp>
 
+#include <cpdit/core/error.hpp>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -42,6 +44,25 @@ TEST(BuiltinTokenizers, SentencePieceIsOnePiecePerCharacterWithT5SpecialIds) {
   EXPECT_NE(ids[1], ids[3]) << "'a' and 'r' are different pieces";
   EXPECT_EQ(t5->encode("a red fox", 64), ids) << "the same model every time";
   EXPECT_EQ(t5->encode("a red fox", 3).size(), 3u);
+}
+
+// Malformed UTF-8 is refused by every tokenizer alike, naming where (SentencePiece encoded the bytes,
+// so a Wan prompt went through where a FLUX.1 one was refused): a cut sequence, a stray continuation
+// byte, an overlong form, a surrogate's encoding.
+TEST(BuiltinTokenizers, EveryTokenizerRefusesMalformedUtf8AtItsByte) {
+  const auto clip = builtin_clip_tokenizer();
+  const auto t5 = builtin_sentencepiece_tokenizer();
+  for (const std::string bad : {"caf\xC3", "a\x80z", "\xC0\xAF", "x\xED\xA0\x80"}) {
+    for (const Tokenizer* tokenizer : {clip.get(), t5.get()}) {
+      try {
+        tokenizer->encode(bad, 16);
+        ADD_FAILURE() << "accepted " << bad;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("text to tokenise is not valid UTF-8 (byte "), std::string::npos) << e.what();
+      }
+    }
+  }
+  for (const Tokenizer* tokenizer : {clip.get(), t5.get()}) EXPECT_NO_THROW(tokenizer->encode("café 狐 🦊", 16));
 }
 
 }  // namespace
