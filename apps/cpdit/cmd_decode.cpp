@@ -74,7 +74,9 @@ void run_decode(const DecodeOptions& o) {
               o.video, "'");
   CPDIT_CHECK(o.ranks >= 1, invalid_argument, "--ranks must be at least 1, got ", o.ranks);
   pipeline::check_same_model_across_ranks({o.model});
-  refuse_overwrite({{"--out", o.out}, {"--video", o.video}}, {{"--latents", o.latents}});
+  std::vector<NamedPath> inputs = folder_inputs("--model", o.model);
+  inputs.push_back({"--latents", o.latents});
+  refuse_overwrite({{"--out", o.out}, {"--video", o.video}}, inputs);
   if (o.dry_run) {  // the latents' header, not their data nor the VAE's weights
     refuse_missing({{"--model", o.model}, {"--latents", o.latents}});
     const io::SafetensorsFile latents = io::SafetensorsFile::open(o.latents);

@@ -27,6 +27,7 @@ struct EncodePromptOptions {
 
 void run_encode_prompt(const EncodePromptOptions& o) {
   const ScopedMatmulPrecision precision(nn::matmul_precision_for(o.dtype));
+  refuse_overwrite({{"--out", o.out}}, folder_inputs("--model", o.model));
   pipeline::PromptEncoding request{o.prompt, o.negative_prompt, o.max_sequence_length, nn::load_options(o.dtype)};
   // A preset's built-in encoders, or (none) the pipeline folder's.
   std::optional<pipeline::TextComponents> text;

@@ -145,7 +145,11 @@ void refuse_overwriting_inputs(const GenerateFlags& g, const Request& r, const O
     for (NamedPath& file : model_inputs("--model", g.source.model, "transformer",
                                         g.source.config.empty() ? std::nullopt : std::optional(g.source.config)))
       inputs.push_back(std::move(file));
-  refuse_overwrite({{"--out", o.out}, {"--preview", o.preview}, {"--image", o.image}, {"--video", o.video}}, inputs);
+  const std::vector<NamedPath> outputs{{"--out", o.out}, {"--preview", o.preview}, {"--image", o.image},
+                                       {"--video", o.video}};
+  refuse_overwrite(outputs, inputs);
+  refuse_paths_inside({"--frames-dir", o.frames_dir}, inputs);
+  refuse_paths_inside({"--frames-dir", o.frames_dir}, outputs);
 }
 
 // A guidance scale as JSON: null when the run had none (FLUX.1-schnell's guidance, a video's true CFG).

@@ -22,7 +22,9 @@ struct TokenizeOptions {
 };
 
 void run_tokenize(const TokenizeOptions& o) {
-  refuse_overwrite({{"--output", o.output}}, {{"--prompts", o.prompts}});
+  std::vector<NamedPath> inputs = folder_inputs("--tokenizer", o.tokenizer);
+  inputs.push_back({"--prompts", o.prompts});
+  refuse_overwrite({{"--output", o.output}}, inputs);
   const auto tokenizer = tokenizers::load_tokenizer(o.tokenizer);
   const nlohmann::json list = io::read_json(o.prompts);
   CPDIT_CHECK(list.is_array(), invalid_argument, o.prompts, ": expected a JSON list of prompt strings");

@@ -3,6 +3,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/model_files.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -31,10 +32,21 @@ void refuse_overwrite(const std::vector<NamedPath>& outputs, const std::vector<N
   }
 }
 
+std::vector<NamedPath> folder_inputs(const std::string& flag, const std::string& path) {
+  std::vector<NamedPath> inputs{{flag, path}};
+  std::error_code error;
+  if (path.empty() || !fs::is_directory(path, error)) return inputs;
+  for (auto it = fs::recursive_directory_iterator(path, fs::directory_options::skip_permission_denied, error);
+       !error && it != fs::recursive_directory_iterator(); it.increment(error))
+    if (it->is_regular_file(error)) inputs.push_back({flag, it->path().string()});
+  return inputs;
+}
+
 std::vector<NamedPath> model_inputs(const std::string& flag, const std::string& path, const std::string& component,
                                     const std::optional<std::string>& config) {
   const io::ModelFiles files = io::resolve_model(path, component, config);
-  std::vector<NamedPath> inputs{{flag, files.weights}};
+  std::vector<NamedPath> inputs = folder_inputs(flag, path);
+  inputs.push_back({flag, files.weights});
   if (files.config) inputs.push_back({flag, *files.config});
   // A sharded index names shards beside it; any file there may be one.
   const std::string index_suffix = ".index.json";
@@ -43,6 +55,20 @@ std::vector<NamedPath> model_inputs(const std::string& flag, const std::string& 
     for (const fs::directory_entry& entry : fs::directory_iterator(fs::absolute(files.weights).parent_path()))
       if (entry.is_regular_file()) inputs.push_back({flag, entry.path().string()});
   return inputs;
+}
+
+void refuse_paths_inside(const NamedPath& folder, const std::vector<NamedPath>& paths) {
+  if (folder.path.empty()) return;
+  std::error_code error;
+  const fs::path root = fs::weakly_canonical(folder.path, error);
+  for (const NamedPath& in : paths) {
+    if (in.path.empty()) continue;
+    const fs::path file = fs::weakly_canonical(in.path, error);
+    // `file` lies in `root` when root's parts are its first parts.
+    const auto [end, rest] = std::mismatch(root.begin(), root.end(), file.begin(), file.end());
+    CPDIT_CHECK(end != root.end() || rest == file.end(), invalid_argument, folder.flag, " ", folder.path,
+                " is replaced whole by the output, but ", in.flag, " ", in.path, " lies in it; give a folder apart");
+  }
 }
 
 void print_written(const std::vector<NamedPath>& outputs) {

@@ -19,8 +19,16 @@ void refuse_overwrite(const std::vector<NamedPath>& outputs, const std::vector<N
 // What a command wrote, one "wrote PATH" line on stdout per output given (an empty path: not given).
 void print_written(const std::vector<NamedPath>& outputs);
 
-// The files a --model path is read from, as io::resolve_model finds them: the weights (with every
-// file beside a sharded index) and the config.
+// `path` and, for a folder, every file under it: what any stage may read from it (a pipeline
+// folder's VAE, text encoders, tokenizers, scheduler config and model_index.json; a tokenizer folder).
+std::vector<NamedPath> folder_inputs(const std::string& flag, const std::string& path);
+
+// An output folder (--frames-dir) is replaced whole: one-line Error when one of `paths` (an input, or
+// another output) lies inside it.
+void refuse_paths_inside(const NamedPath& folder, const std::vector<NamedPath>& paths);
+
+// The files a --model path is read from: every file of a folder (folder_inputs), and the weights and
+// config io::resolve_model finds (with every file beside a sharded index).
 std::vector<NamedPath> model_inputs(const std::string& flag, const std::string& path, const std::string& component,
                                     const std::optional<std::string>& config);
 

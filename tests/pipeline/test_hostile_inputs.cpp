@@ -108,6 +108,40 @@ TEST(HostileInputs, ForwardOnNonFiniteWeightsIsRefusedAndWritesNothing) {
                      "the model's output `sample` holds NaN or Inf", dir.file("out.safetensors"));
 }
 
+// Every file a stage reads is protected, not only the transformer's: a pipeline folder's VAE weights
+// and model_index.json, a tokenizer's vocabulary; and a --frames-dir (replaced whole) may hold no input
+// and no other output.
+TEST(HostileInputs, NoOutputReplacesAFileAnyStageReads) {
+  TempDir dir("hostile_overwrite");
+  const fs::path folder = dir.file("pipeline"), clip = dir.file("clip");
+  fs::copy(fixture_dir("flux_pipeline_tiny") + "/pipeline", folder, fs::copy_options::recursive);
+  fs::copy(fixture_dir("tokenizer_clip_v2"), clip);
+  const std::string vae = (folder / "vae" / "diffusion_pytorch_model.safetensors").string();
+  const auto vae_size = fs::file_size(vae);
+  const std::string run = "generate -m " + folder.string() + " --random-embeddings --steps 1 -W 32 -H 32 ";
+  expect_cli_refused(run + "--image " + vae, "--image " + vae + " is the file --model reads");
+  expect_cli_refused(run + "--image " + (folder / "model_index.json").string(), "is the file --model reads");
+  const std::string latents = dir.file("latents.safetensors");
+  ASSERT_EQ(cpdit::testing::run_cli(run + "-o " + latents).code, 0);
+  expect_cli_refused("decode -m " + folder.string() + " --latents " + latents + " -o " + vae,
+                     "--out " + vae + " is the file --model reads");
+  EXPECT_EQ(fs::file_size(vae), vae_size);
+  const std::string vocab = (clip / "vocab.json").string();
+  expect_cli_refused("tokenize --tokenizer " + clip.string() + " --prompts " + clip.string() + "/prompts.json -o " + vocab,
+                     "--output " + vocab + " is the file --tokenizer reads");
+  expect_cli_refused("encode-prompt -m " + folder.string() + " -p fox -o " + (folder / "model_index.json").string(),
+                     "is the file --model reads");
+
+  const fs::path frames = dir.file("frames");
+  fs::create_directory(frames);
+  io::write_png((frames / "frame_00000.png").string(), std::vector<uint8_t>(32 * 32 * 3, 90), 32, 32);
+  const std::string wan = "generate --preset wan-tiny --steps 1 -W 32 -H 32 --frames 5 --frames-dir " + frames.string();
+  expect_cli_refused(wan + " --first-image " + (frames / "frame_00000.png").string(),
+                     "--frames-dir " + frames.string() + " is replaced whole by the output, but --first-image");
+  expect_cli_refused(wan + " --video " + (frames / "clip.mp4").string(), "but --video " + (frames / "clip.mp4").string() +
+                                                                             " lies in it");
+}
+
 TEST(HostileInputs, AnEmptyOutputNameIsRefused) {
   // Refused while the flags are read (an empty name meant "not given": the run wrote output.png).
   for (const std::string flag : {"-o", "--image", "--preview"})
