@@ -38,15 +38,16 @@ void restart(BranchState& s) {
   s.accumulated_steps = 0;
 }
 
-// The tail's step count: after the run's last step the state starts over, as diffusers' does (the
-// calibration reported first).
+// The tail's step count: after the run's last step the state starts over, as diffusers' does. The
+// report holds the calibration so far at every call, so a loop that runs fewer steps (image-to-image's
+// strength) still reports what it measured.
 void advance(StepCache::Impl& cache, BranchState& s, int branch) {
-  if (++s.step_index < cache.steps) return;
   if (cache.config.calibrate) {
     auto& reported = cache.report.calibrated_ratios;
     if (reported.size() <= size_t(branch)) reported.resize(size_t(branch) + 1);
     reported[size_t(branch)] = s.calibration;
   }
+  if (++s.step_index < cache.steps) return;
   s.step_index = 0;
   restart(s);
   s.previous_residual = Tensor();

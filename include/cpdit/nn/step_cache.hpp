@@ -52,7 +52,7 @@ struct CacheDecision {
 
 struct StepCacheReport {
   std::vector<CacheDecision> decisions;  // in call order
-  // MagCache calibrate: per branch, the ratios of each finished run of the steps (first 1.0)
+  // MagCache calibrate: per branch, the ratios measured at each computed call so far (the first 1.0)
   std::vector<std::vector<double>> calibrated_ratios;
   int computed() const;
   int skipped() const;
