@@ -117,6 +117,12 @@ TEST(GenerateCache, ModelsWithoutACacheOrRatiosAreRefused) {
   expect_cli_refused("generate --model " + qwen + "/pipeline --embeddings " + qwen + "/inputs.safetensors --latents " +
                          qwen + "/inputs.safetensors --steps 2 --height 32 --width 32 --cache fbcache:0.1 --out " + out,
                      "--cache is for FLUX.1 and Wan for now", out);
+  // Wan 2.2 A14B switches experts mid-loop: one cache state cannot serve two transformers.
+  const std::string experts = fixture_dir("wan22_experts");
+  expect_cli_refused("generate --model " + experts + "/t2v/pipeline --embeddings " + experts +
+                         "/inputs.safetensors --frames 9 --height 48 --width 32 --steps 4 --cache fbcache:0.1 --out " +
+                         out,
+                     "--cache on Wan 2.2's two experts is not supported", out);
 }
 
 }  // namespace
