@@ -47,6 +47,7 @@ struct GenerateFlags {
   std::string embeddings, latents;  // safetensors files: the text tensors, the initial noise (`latents`)
   Outputs outputs;
   std::string prompts;  // a batch: one request per line
+  std::string cache;    // --cache's spec (nn::parse_step_cache)
   int64_t seed = 0;     // -1: drawn at random
   bool keep_loaded = false, staged = false, json = false, verbose = false, dry_run = false;
 };
@@ -218,6 +219,21 @@ nlohmann::json summary(const pipeline::Result& run, const Outputs& o, const std:
     j["gathers_avoided"] = std::max(steps - 1, 0);
     j["gather_bytes_avoided"] = int64_t(std::max(steps - 1, 0)) * result.gather_bytes;
   }
+  if (r.cache.kind != nn::StepCacheConfig::Kind::none) {
+    // Each branch's calibrated ratios from the first rank that ran it (under CFG-parallel the two
+    // passes run on different ranks; under mpirun this process has its own only).
+    nlohmann::json ratios = nlohmann::json::array();
+    for (size_t branch = 0; branch < 2; ++branch)
+      for (const nn::StepCacheReport& report : run.cache_reports)
+        if (report.calibrated_ratios.size() > branch && !report.calibrated_ratios[branch].empty()) {
+          ratios.push_back({{"pass", branch == 0 ? "cond" : "uncond"}, {"ratios", report.calibrated_ratios[branch]}});
+          break;
+        }
+    j["cache"] = {{"spec", nn::step_cache_name(r.cache)},
+                  {"calls_computed", run.cache_computed},
+                  {"calls_skipped", run.cache_skipped},
+                  {"mag_ratios", ratios}};
+  }
   if (!o.out.empty()) j["out"] = o.out;
   if (!o.preview.empty()) j["preview"] = o.preview;
   if (!o.image.empty()) j["image"] = o.image;
@@ -249,6 +265,22 @@ void print_summary(const nlohmann::json& s, bool verbose) {
   std::printf("time         %s wall, %.3f s per step on %d %s rank%s\n", format_duration(s["wall_seconds"]).c_str(),
               double(s["seconds_per_step"]), int(s["ranks"]), s["engine"].get<std::string>().c_str(),
               int(s["ranks"]) == 1 ? "" : "s");
+  if (s.contains("cache")) {
+    const nlohmann::json& c = s["cache"];
+    const int64_t computed = c["calls_computed"], skipped = c["calls_skipped"];
+    std::printf("cache        %s: %lld of %lld transformer calls computed, %lld skipped\n",
+                c["spec"].get<std::string>().c_str(), (long long)computed, (long long)(computed + skipped),
+                (long long)skipped);
+    // Ready to pass back: --cache magcache:THRESHOLD,ratios=... (f32 values in full).
+    for (const nlohmann::json& pass : c["mag_ratios"]) {
+      std::string list;
+      for (double v : pass["ratios"]) {
+        std::snprintf(number, sizeof number, "%s%.9g", list.empty() ? "" : "/", v);
+        list += number;
+      }
+      std::printf("mag ratios   %s: ratios=%s\n", pass["pass"].get<std::string>().c_str(), list.c_str());
+    }
+  }
   if (verbose) {
     std::printf("parallelism  %d %s ranks, %sring %d x ulysses %d (%s), %d threads per rank\n", int(s["ranks"]),
                 s["engine"].get<std::string>().c_str(),
@@ -341,6 +373,7 @@ void run(GenerateFlags g) {
   auto start = std::chrono::steady_clock::now();
   // The seed used is printed in the summary, so a random one can be given again.
   g.request.seed = g.seed == -1 ? pipeline::random_seed_across_ranks() : uint64_t(g.seed);
+  if (!g.cache.empty()) g.request.cache = nn::parse_step_cache(g.cache);
   const Request& r = g.request;
   check_outputs(g.outputs);
   CPDIT_CHECK(!r.fps || *r.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *r.fps);
@@ -570,6 +603,13 @@ void add_generate(CLI::App& parent) {
   cmd->add_flag("-v,--verbose", args->verbose,
                 "add the engine's detail to the summary: ranks and their split, each stage's time and memory, "
                 "the resident weights, activation peaks");
+  cmd->add_option("--cache", args->cache,
+                  "a step cache (diffusers' hooks; FLUX.1 and Wan, each guidance pass apart, every rank deciding "
+                  "alike): fbcache[:THRESHOLD] skips the blocks after the first while its residual changes by at "
+                  "most THRESHOLD (default 0.05; 0.08 is ParaAttention's for FLUX.1-dev); "
+                  "magcache[:THRESHOLD][,max_skip_steps=3][,retention_ratio=0.2][,ratios=a/b/c] by accumulated "
+                  "magnitude ratios (default 0.06; FLUX.1's released ratios unless given), magcache:calibrate "
+                  "prints a model's ratios; the summary counts the transformer calls computed and skipped");
   cmd->add_flag("--check-finite", args->request.check_finite,
                 "check every module's outputs for NaN/Inf and name the first module that made them (slower; "
                 "the transformer's output is always checked once per step)");

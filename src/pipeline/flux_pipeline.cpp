@@ -1,6 +1,7 @@
 #include "pipeline/text_tensors.hpp"
 
 #include <cpdit/core/error.hpp>
+#include <cpdit/nn/step_cache.hpp>
 #include <cpdit/parallel/shard.hpp>
 #include <cpdit/pipeline/flux_pipeline.hpp>
 #include <cpdit/pipeline/guidance.hpp>
@@ -116,6 +117,7 @@ FluxGenerateResult generate_flux(const nn::Model& model, const FluxConfig& confi
     if (guided) {
       inputs["encoder_hidden_states"] = conditioning.negative_prompt_embeds;
       inputs["pooled_projections"] = conditioning.negative_pooled_prompt_embeds;
+      const nn::ScopedCacheBranch negative(1);  // a step cache keeps this pass apart, as diffusers' "uncond"
       velocity = combine_guidance(velocity, model.forward(inputs).at("sample"), {options.true_cfg_scale});
     }
     // The ancestral step's noise: this rank's shard of noise drawn for the whole latents, as the initial noise.

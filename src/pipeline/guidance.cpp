@@ -1,5 +1,6 @@
 #include <cpdit/comm/tensor_ops.hpp>
 #include <cpdit/core/error.hpp>
+#include <cpdit/nn/step_cache.hpp>
 #include <cpdit/pipeline/guidance.hpp>
 #include <cpdit/pipeline/scheduler_common.hpp>
 
@@ -44,9 +45,21 @@ Tensor combine_guidance(const Tensor& cond, const Tensor& uncond, const Guidance
   return out;
 }
 
-GuidancePair predict_cond_uncond(const std::function<Tensor()>& predict_cond,
-                                 const std::function<Tensor()>& predict_uncond, comm::Communicator* cfg) {
-  if (cfg == nullptr || cfg->size() == 1) return {predict_cond(), predict_uncond()};
+GuidancePair predict_cond_uncond(const std::function<Tensor()>& predict_cond_pass,
+                                 const std::function<Tensor()>& predict_uncond_pass, comm::Communicator* cfg) {
+  // A step cache keeps the two passes apart, as diffusers' cache contexts "cond" and "uncond" do.
+  auto predict_cond = [&] {
+    const nn::ScopedCacheBranch branch(0);
+    return predict_cond_pass();
+  };
+  auto predict_uncond = [&] {
+    const nn::ScopedCacheBranch branch(1);
+    return predict_uncond_pass();
+  };
+  if (cfg == nullptr || cfg->size() == 1) {
+    Tensor cond = predict_cond();
+    return {cond, predict_uncond()};
+  }
   CPDIT_CHECK(cfg->size() == 2, invalid_argument, "CFG-parallel guidance needs 2 rank groups, got ", cfg->size());
   const bool conditional = cfg->rank() == 0;
   const int peer = 1 - cfg->rank();

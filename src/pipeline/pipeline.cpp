@@ -248,6 +248,22 @@ void check_options(const Request& r, const Family& family, const Transformer& t)
               t.model.class_name);
 }
 
+// The request's step cache checked against the family and filled in: MagCache without ratios takes the
+// family's released ones.
+void resolve_step_cache(Request& r, const Family& family, const Transformer& t) {
+  nn::StepCacheConfig& c = r.cache;
+  if (c.kind == nn::StepCacheConfig::Kind::none) return;
+  CPDIT_CHECK(family.takes_step_cache(), invalid_argument, "--cache is for FLUX.1 and Wan for now; ", t.name,
+              " is a ", t.model.class_name);
+  CPDIT_CHECK(!t.low_noise, invalid_argument,
+              "--cache on Wan 2.2's two experts is not supported: each would need its own cache state");
+  if (c.kind != nn::StepCacheConfig::Kind::mag || c.calibrate || !c.mag_ratios.empty()) return;
+  c.mag_ratios = family.mag_ratios();
+  CPDIT_CHECK(!c.mag_ratios.empty(), invalid_argument, "MagCache on ", t.model.class_name,
+              " needs its per-step ratios: run once with --cache magcache:calibrate, then pass what it prints "
+              "(magcache:THRESHOLD,ratios=a/b/c)");
+}
+
 // This rank's (cfg, ring, Ulysses) mesh over `world` and its replicas, on the backend asked for, its
 // tokens split over its CFG group when that has more than one rank (by the family's plan, else the
 // model's own).
@@ -321,6 +337,7 @@ Result Pipeline::run(Request request, StageLog& stages) const {
     fill_defaults(r, family, t);
     check_options(r, family, t);
     family.check(r, t);
+    resolve_step_cache(r, family, t);
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
     family.check_fits(r, t);
     result.layout = parallel::resolve_layout(r.parallel, t.model.heads, hardware_threads());
@@ -365,7 +382,11 @@ Result Pipeline::run(Request request, StageLog& stages) const {
             return stop[1] == 0 || latents.latents == nullptr;
           };
           std::pair<Tensor, LoopStats> mine;
+          // This rank's step cache, its state per guidance pass, bound on the rank's thread for the loop.
+          std::unique_ptr<nn::StepCache> cache;
+          if (r.cache.kind != nn::StepCacheConfig::Kind::none) cache = std::make_unique<nn::StepCache>(r.cache, r.steps);
           try {
+            const nn::ScopedStepCache bound(cache.get());
             mine = loop(run);
           } catch (const Cancelled& c) {
             std::lock_guard<std::mutex> lock(kept);
@@ -376,6 +397,20 @@ Result Pipeline::run(Request request, StageLog& stages) const {
           int64_t peak = memory::peak_bytes();
           world.all_gather(&peak, sizeof peak, rank_peaks.data());
           stages.add_rank_peak(peak);
+          if (cache) {
+            // The calls of the run: each CFG group's first rank counts its group's (all of its ranks
+            // decided alike).
+            const nn::StepCacheReport& report = cache->report();
+            int64_t calls[2] = {run.mesh.rank() == 0 ? report.computed() : 0,
+                                run.mesh.rank() == 0 ? report.skipped() : 0};
+            if (world.size() > 1) world.all_reduce(calls, 2, DType::i64, comm::ReduceOp::sum);
+            std::lock_guard<std::mutex> lock(kept);
+            const size_t slot = comm::launched_by_mpi() ? 0 : size_t(world.rank());
+            if (result.cache_reports.size() <= slot) result.cache_reports.resize(slot + 1);
+            result.cache_reports[slot] = report;
+            result.cache_computed = calls[0];
+            result.cache_skipped = calls[1];
+          }
           // Every rank ends with the whole latents: rank 0's are kept (under mpirun, each process's own).
           if (world.rank() != 0 && !comm::launched_by_mpi()) return;
           std::lock_guard<std::mutex> lock(kept);

@@ -126,6 +126,11 @@ class Family {
   virtual std::optional<parallel::ContextParallelPlan> plan() const { return std::nullopt; }
   // The loop every rank runs; what it needs from the request is taken (and checked) here, once.
   virtual RankLoop loop(const LoopInputs& in) const = 0;
+  // Whether its forward runs its blocks through nn::run_blocks, so that a step cache applies.
+  virtual bool takes_step_cache() const { return false; }
+  // MagCache's per-step ratios for the family's released checkpoints (FLUX.1: diffusers' FLUX_MAG_RATIOS);
+  // empty: none known, a run must calibrate or give them.
+  virtual std::vector<float> mag_ratios() const { return {}; }
   // The decoded pixels as the pipeline returns them (Qwen-Image: its one frame).
   virtual Tensor pixels(const Tensor& decoded) const { return decoded; }
 };

@@ -5,6 +5,7 @@
 // (0, NaN, nullopt, empty) take the family's defaults, which the Result's copy of the request shows.
 #include <cpdit/models/vae/autoencoder_kl_wan.hpp>
 #include <cpdit/nn/module.hpp>
+#include <cpdit/nn/step_cache.hpp>
 #include <cpdit/parallel/rank_layout.hpp>
 #include <cpdit/pipeline/scheduler.hpp>
 
@@ -61,6 +62,9 @@ struct Request {
   Decode decode = Decode::no;
   bool check_finite = false;  // every module's outputs checked for NaN/Inf, not only the transformer's
   parallel::RankRequest parallel;
+  // A step cache (nn/step_cache.hpp: --cache fbcache:0.08, magcache); kind none: every block of every step.
+  // MagCache without ratios takes the family's (FLUX.1: diffusers' FLUX_MAG_RATIOS) or is refused.
+  nn::StepCacheConfig cache;
 
   // Called on rank 0 after each denoising step (0-based step, steps in all, seconds of that step).
   std::function<void(int step, int total, double seconds)> on_step;
@@ -99,6 +103,10 @@ struct Result {
   Tensor pixels;
   LoopStats loop;
   std::vector<int64_t> peaks;  // each rank's activation peak during the loop
+  // With a step cache: each rank's report by rank (under mpirun, this process's only), and the
+  // transformer calls computed and skipped over the run (both guidance passes).
+  std::vector<nn::StepCacheReport> cache_reports;
+  int64_t cache_computed = 0, cache_skipped = 0;
 };
 
 }  // namespace cpdit::pipeline

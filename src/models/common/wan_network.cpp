@@ -1,5 +1,6 @@
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/common/wan_network.hpp>
+#include <cpdit/nn/step_cache.hpp>
 
 namespace cpdit::models::common::wan {
 
@@ -30,7 +31,9 @@ Tensor Wan21Network::blocks_and_head(Tensor x, const std::vector<Tensor>& cond, 
                                      const Tensor& temb, const std::vector<Tensor>& rope, const attention::Mask& mask,
                                      std::array<int64_t, 3> grid) const {
   const Tensor image = cond.size() > 3 ? cond[3] : Tensor();
-  for (Block* block : blocks_) x = block->forward(x, cond[2], timestep_proj, rope[0], rope[1], mask, image);
+  x = nn::run_blocks(blocks_.size(), {x}, [&](size_t i, const std::vector<Tensor>& s) {
+    return std::vector<Tensor>{blocks_[i].forward(s[0], cond[2], timestep_proj, rope[0], rope[1], mask, image)};
+  })[0];
   // The output head takes temb itself, not timestep_proj: shift, scale in that order.
   const int64_t batch = temb.size(0), dim = temb.size(-1);
   auto head = scale_shift_modulation(scale_shift_table_.value, temb.dim() == 2

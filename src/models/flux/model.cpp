@@ -1,6 +1,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/flux/model.hpp>
+#include <cpdit/nn/step_cache.hpp>
 
 #include <set>
 
@@ -96,16 +97,15 @@ nn::TensorMap FluxTransformer2DModel::forward(const nn::TensorMap& inputs) const
     Tensor x = x_embedder_.forward(in.at("hidden_states").to(DType::f32));
     Tensor c = context_embedder_.forward(in.at("encoder_hidden_states").to(DType::f32));
     auto rope = pos_embed_.forward(cat({txt_ids.to(DType::f32), img_ids.to(DType::f32)}, 0));  // text first
-    for (DoubleBlock* block : transformer_blocks_) {
-      auto out = block->forward(x, c, temb, rope[0], rope[1]);
-      c = out[0];
-      x = out[1];
-    }
-    for (SingleBlock* block : single_transformer_blocks_) {
-      auto out = block->forward(x, c, temb, rope[0], rope[1]);
-      c = out[0];
-      x = out[1];
-    }
+    // The double blocks, then the single ones, as one run over the streams {image, text} (a step
+    // cache's head block is the first double block, its tail the last single one).
+    const size_t doubles = transformer_blocks_.size();
+    auto block = [&](size_t i, const std::vector<Tensor>& s) {
+      auto out = i < doubles ? transformer_blocks_[i].forward(s[0], s[1], temb, rope[0], rope[1])
+                             : single_transformer_blocks_[i - doubles].forward(s[0], s[1], temb, rope[0], rope[1]);
+      return std::vector<Tensor>{out[1], out[0]};
+    };
+    x = nn::run_blocks(doubles + single_transformer_blocks_.size(), {x, c}, block)[0];
     x = norm_out_.forward(x, temb);
     return std::vector<Tensor>{proj_out_.forward(x)};
   })[0]}};

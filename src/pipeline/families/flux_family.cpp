@@ -23,6 +23,13 @@ class FluxFamily final : public Family {
   FamilyDefaults defaults() const override { return {.steps = 28}; }
   bool takes_init_image() const override { return true; }
   bool has_preview() const override { return true; }
+  bool takes_step_cache() const override { return true; }
+  // diffusers' FLUX_MAG_RATIOS (hooks/mag_cache.py), measured on FLUX.1-dev and -schnell over 28 steps.
+  std::vector<float> mag_ratios() const override {
+    return {1.0f,     1.21094f, 1.11719f, 1.07812f, 1.0625f,  1.03906f, 1.03125f, 1.03906f, 1.02344f, 1.03125f,
+            1.02344f, 0.98047f, 1.01562f, 1.00781f, 1.0f,     1.00781f, 1.0f,     1.00781f, 1.0f,     1.0f,
+            0.99609f, 0.99609f, 0.98047f, 0.98828f, 0.96484f, 0.95703f, 0.93359f, 0.89062f};
+  }
   std::string scheduler_name() const override { return "flow-match Euler"; }
   std::vector<std::string> scheduler_choices() const override { return {"euler", "euler_a", "dpm++2m"}; }
   std::string latents_layout() const override { return "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift"; }

@@ -48,6 +48,7 @@ class WanFamily final : public Family {
     return {.steps = 50, .height = 480, .width = 832, .frames = 81, .preset_frames = 5};
   }
   bool takes_first_image() const override { return true; }
+  bool takes_step_cache() const override { return true; }
   std::string scheduler_name() const override { return "UniPC"; }
   std::vector<std::string> scheduler_choices() const override { return {"unipc", "dpm++2m"}; }
   std::string latents_layout() const override { return "wan latents (B, 16, F, H/8, W/8)"; }

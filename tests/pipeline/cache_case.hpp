@@ -1,0 +1,97 @@
+#pragma once
+// The step-cache fixtures (tests/data/fixtures/cache_flux_tiny, cache_wan_tiny: diffusers' own
+// FirstBlockCache and MagCache hooks on a tiny random FluxPipeline and WanPipeline, with the per-call
+// skip pattern and decision values they recorded), opened once, and one of their cases run as a
+// Request on any split.
+#include "support/model_fixture.hpp"
+
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/pipeline/latents.hpp>
+#include <cpdit/pipeline/pipeline.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <string>
+
+namespace cpdit::testing {
+
+inline nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in);
+}
+
+struct CacheFixture {
+  std::string name;  // "cache_flux_tiny"
+  pipeline::Pipeline pipe;
+  nn::TensorMap inputs, expected;
+  nlohmann::json cases, patterns, run_log, call;
+
+  explicit CacheFixture(const std::string& fixture)
+      : name(fixture),
+        pipe(pipeline::Pipeline::open({.model = fixture_dir(fixture) + "/pipeline"}, pipeline::LoadPolicy::resident)),
+        inputs(fixture_file(fixture, "inputs")),
+        expected(fixture_file(fixture, "expected")),
+        cases(read_json_file(fixture_dir(fixture) + "/cases.json")),
+        patterns(read_json_file(fixture_dir(fixture) + "/skip_patterns.json")),
+        run_log(read_json_file(fixture_dir(fixture) + "/run_log.json")),
+        call(read_json_file(fixture_dir(fixture) + "/call.json")) {}
+
+  // The case's diffusers config (cases.json: `type` and its keyword arguments) as a cache spec.
+  nn::StepCacheConfig config(const std::string& case_name) const {
+    const nlohmann::json& c = cases.at(case_name);
+    nn::StepCacheConfig config;
+    if (c.is_null()) return config;
+    const nlohmann::json& kw = c.at("kwargs");
+    if (c.at("type") == "FirstBlockCacheConfig") {
+      config.kind = nn::StepCacheConfig::Kind::first_block;
+      config.threshold = kw.value("threshold", 0.05);
+    } else {
+      EXPECT_EQ(c.at("type"), "MagCacheConfig") << case_name;
+      config.kind = nn::StepCacheConfig::Kind::mag;
+      config.threshold = kw.value("threshold", 0.06);
+      config.calibrate = kw.value("calibrate", false);
+      if (kw.contains("mag_ratios")) config.mag_ratios = kw.at("mag_ratios").get<std::vector<float>>();
+      EXPECT_EQ(kw.at("num_inference_steps").get<int>(), call.at("num_inference_steps").get<int>()) << case_name;
+    }
+    return config;
+  }
+
+  // diffusers' call (call.json) with the fixture's embeddings and initial latents, on `ranks` local
+  // ranks of one thread each.
+  pipeline::Request request(const nn::StepCacheConfig& cache, int ranks = 1) const {
+    pipeline::Request r;
+    r.embeddings = inputs;
+    r.initial_latents = inputs.at("latents");
+    r.steps = call.at("num_inference_steps").get<int>();
+    r.height = call.at("height").get<int64_t>();
+    r.width = call.at("width").get<int64_t>();
+    if (call.contains("num_frames")) r.frames = call.at("num_frames").get<int64_t>();
+    // guidance_scale is left to the pipeline: the call's (FLUX.1 3.5, Wan 5.0) are both pipelines' defaults,
+    // and this FLUX.1 model has no guidance embedding to take one (diffusers ignores it there).
+    r.cache = cache;
+    r.parallel.ranks = ranks;
+    r.parallel.threads = 1;
+    return r;
+  }
+
+  pipeline::Result run(const pipeline::Request& r) const {
+    pipeline::StageLog log;
+    return pipe.run(r, log);
+  }
+};
+
+// `latents` as the fixture holds them: diffusers' FluxPipeline returns its latents packed (output_type
+// 'latent'), a Result (and --out) holds them unpacked.
+inline Tensor in_fixture_layout(const Tensor& latents, const Tensor& expected) {
+  return latents.dim() == 4 && expected.dim() == 3 ? pipeline::flux_pack(latents) : latents;
+}
+
+// One letter per transformer call in call order, as skip_patterns.json's `compact`: F computed, S skipped.
+inline std::string compact_pattern(const nn::StepCacheReport& report) {
+  std::string s;
+  for (const nn::CacheDecision& d : report.decisions) s += d.computed ? 'F' : 'S';
+  return s;
+}
+
+}  // namespace cpdit::testing
