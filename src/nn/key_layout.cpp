@@ -51,6 +51,31 @@ std::optional<std::string> renamed_key(const std::string& name, const KeyLayout&
   return renamed_stem(name, layout.top);
 }
 
+namespace {
+std::optional<std::string> original_stem(const std::string& module, const StemRenames& stems) {
+  for (const auto& [from, to] : stems)
+    if (module == to) return from;
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<OriginalName> original_name(const std::string& module, const KeyLayout& layout) {
+  for (const BlockRenames& block : layout.blocks) {
+    // "<to>.N.<rest>"
+    if (!has_prefix(module, block.to + ".")) continue;
+    const size_t start = block.to.size() + 1, dot = module.find('.', start);
+    if (dot == std::string::npos) continue;
+    const std::string head = block.from + "." + module.substr(start, dot - start) + ".", rest = module.substr(dot + 1);
+    if (auto stem = original_stem(rest, block.stems)) return OriginalName{head + *stem};
+    for (const FusedStem& fused : block.fused)
+      for (size_t i = 0; i < fused.parts.size(); ++i)
+        if (rest == fused.parts[i]) return OriginalName{head + fused.stem, int(i), int(fused.parts.size())};
+    return std::nullopt;
+  }
+  if (auto stem = original_stem(module, layout.top)) return OriginalName{*stem};
+  return std::nullopt;
+}
+
 StateDict renamed_keys(const StateDict& state, const KeyLayout& layout) {
   StateDict out;
   for (const auto& [name, w] : state) out[renamed_key(name, layout).value_or(name)] = w;

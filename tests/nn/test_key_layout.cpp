@@ -66,5 +66,26 @@ TEST(KeyLayout, FusedRowsAreCutIntoViewsOrRefused) {
   EXPECT_THROW(cut_rows(out, fused, {"q", "kv"}, {6, -1}, "qkv"), Error);  // adds up, but a part is negative
 }
 
+// The inverse of the tables: a diffusers module's original name, a fused stem's part with its index.
+TEST(KeyLayout, OriginalNamesOfModulesAndOfFusedParts) {
+  const KeyLayout layout = {{{"final_layer.linear", "proj_out"}},
+                            {{"double_blocks",
+                              "transformer_blocks",
+                              {{"img_attn.proj", "attn.to_out.0"}},
+                              {{"img_attn.qkv", {"attn.to_q", "attn.to_k", "attn.to_v"}}}}}};
+  const auto proj = original_name("transformer_blocks.4.attn.to_out.0", layout);
+  ASSERT_TRUE(proj);
+  EXPECT_EQ(proj->name, "double_blocks.4.img_attn.proj");
+  EXPECT_EQ(proj->part, -1);
+  const auto k = original_name("transformer_blocks.0.attn.to_k", layout);
+  ASSERT_TRUE(k);
+  EXPECT_EQ(k->name, "double_blocks.0.img_attn.qkv");
+  EXPECT_EQ(k->part, 1);
+  EXPECT_EQ(k->parts, 3);
+  EXPECT_EQ(original_name("proj_out", layout)->name, "final_layer.linear");
+  EXPECT_EQ(original_name("transformer_blocks.0.attn.to_k_extra", layout), std::nullopt);
+  EXPECT_EQ(original_name("single_transformer_blocks.0.attn.to_q", layout), std::nullopt);
+}
+
 }  // namespace
 }  // namespace cpdit::nn

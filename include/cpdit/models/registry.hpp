@@ -18,6 +18,10 @@
 #include <string>
 #include <vector>
 
+namespace cpdit::nn {
+struct KeyLayout;
+}
+
 namespace cpdit::models {
 
 // One loaded copy of a model's weights, and what pipelines need to know about it.
@@ -29,6 +33,9 @@ struct LoadedModel {
   std::any config;
   // A model bound to the loaded weights (shared, not copied): one per rank.
   std::function<std::unique_ptr<nn::Model>()> replica;
+  // The original release's names of its tensors, where they differ from diffusers' (FLUX.1, Wan), for
+  // the files that use them (LoRA adapters); null where none are known.
+  const nn::KeyLayout* original_names = nullptr;
 };
 
 struct ModelEntry {

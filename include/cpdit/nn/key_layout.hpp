@@ -34,10 +34,19 @@ StateDict without_prefix(const StateDict& state);
 // its suffix.
 using StemRenames = std::vector<std::pair<std::string, std::string>>;
 
-// Renames inside numbered blocks: "<from>.N.<stem>" -> "<to>.N.<renamed stem>".
+// A tensor of the original that diffusers holds as several (FLUX.1's fused qkv): its rows are the
+// parts' rows one after another.
+struct FusedStem {
+  std::string stem;                // "img_attn.qkv"
+  std::vector<std::string> parts;  // diffusers stems, in row order: "attn.to_q", "attn.to_k", ...
+};
+
+// Renames inside numbered blocks: "<from>.N.<stem>" -> "<to>.N.<renamed stem>"; fused stems are cut by
+// the family's own code (the parts' rows), named here for the files that address them whole (LoRA).
 struct BlockRenames {
   std::string from, to;
   StemRenames stems;
+  std::vector<FusedStem> fused;
 };
 
 // A family's original names: the stems outside blocks, and each kind of block's.
@@ -48,6 +57,15 @@ struct KeyLayout {
 
 // The diffusers name of an original `name`, or nullopt when no table names its stem.
 std::optional<std::string> renamed_key(const std::string& name, const KeyLayout& layout);
+
+// The original name of a diffusers module path (no .weight suffix), the inverse of renamed_key, and
+// for a part of a fused stem that stem's name and the part's index; nullopt when no table names it.
+struct OriginalName {
+  std::string name;
+  int part = -1;  // -1: renamed whole
+  int parts = 1;
+};
+std::optional<OriginalName> original_name(const std::string& module, const KeyLayout& layout);
 
 // Every key renamed by `layout` (keys it does not name kept as they are, for the loader to report).
 StateDict renamed_keys(const StateDict& state, const KeyLayout& layout);

@@ -36,7 +36,9 @@ const nn::KeyLayout kOriginalNames = {
           {"img_mlp.2", "ff.net.2"},
           {"txt_mlp.0", "ff_context.net.0.proj"},
           {"txt_mlp.2", "ff_context.net.2"},
-      }},
+      },
+      {{"img_attn.qkv", {"attn.to_q", "attn.to_k", "attn.to_v"}},
+       {"txt_attn.qkv", {"attn.add_q_proj", "attn.add_k_proj", "attn.add_v_proj"}}}},
      {"single_blocks",
       "single_transformer_blocks",
       {
@@ -44,43 +46,39 @@ const nn::KeyLayout kOriginalNames = {
           {"modulation.lin", "norm.linear"},
           {"norm.query_norm.scale", "attn.norm_q.weight"},
           {"norm.key_norm.scale", "attn.norm_k.weight"},
-      }}},
+      },
+      {{"linear1", {"attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"}}}}},
 };
 
 bool starts_with(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
 
-// "double_blocks.7.img_attn.qkv.weight" -> ("7", "img_attn.qkv.weight") when s starts with head + ".".
-std::optional<std::pair<std::string, std::string>> block_parts(const std::string& s, const std::string& head) {
-  if (!starts_with(s, head + ".")) return std::nullopt;
-  size_t start = head.size() + 1, dot = s.find('.', start);
-  if (dot == std::string::npos) return std::nullopt;
-  return std::make_pair(s.substr(start, dot - start), s.substr(dot + 1));
-}
-
-// The fused tensors: each block's qkv (and the single blocks' MLP input) cut into diffusers' parts.
-// False when `name` is not one of them.
+// The fused tensors (each block's qkv, the single blocks' MLP input) cut into diffusers' parts: `dim`
+// rows each, the MLP input's rows after the attention's. False when `name` is not one of them.
 bool cut_fused(nn::StateDict& out, const std::string& name, const Weight& t, int64_t dim) {
-  const std::string suffix = name.substr(name.rfind('.'));  // ".weight" / ".bias"
-  auto cut = [&](const std::string& prefix, const std::vector<std::string>& stems, const std::vector<int64_t>& rows) {
-    std::vector<std::string> names;
-    for (const std::string& stem : stems) names.push_back(prefix + stem + suffix);
-    nn::cut_rows(out, t, names, rows, "original FLUX checkpoint: " + name);
-    return true;
-  };
-  if (auto d = block_parts(name, "double_blocks")) {
-    const std::string prefix = "transformer_blocks." + d->first + ".";
-    if (d->second == "img_attn.qkv" + suffix)
-      return cut(prefix, {"attn.to_q", "attn.to_k", "attn.to_v"}, {dim, dim, dim});
-    if (d->second == "txt_attn.qkv" + suffix)
-      return cut(prefix, {"attn.add_q_proj", "attn.add_k_proj", "attn.add_v_proj"}, {dim, dim, dim});
-  } else if (auto s = block_parts(name, "single_blocks")) {
-    if (s->second == "linear1" + suffix)
-      return cut("single_transformer_blocks." + s->first + ".", {"attn.to_q", "attn.to_k", "attn.to_v", "proj_mlp"},
-                 {dim, dim, dim, t.shape()[0] - 3 * dim});
+  const size_t dot = name.rfind('.');
+  if (dot == std::string::npos) return false;
+  const std::string stem = name.substr(0, dot), suffix = name.substr(dot);  // ".weight" / ".bias"
+  for (const nn::BlockRenames& block : kOriginalNames.blocks) {
+    if (!starts_with(stem, block.from + ".")) continue;
+    const size_t start = block.from.size() + 1, end = stem.find('.', start);
+    if (end == std::string::npos) return false;
+    const std::string index = stem.substr(start, end - start), rest = stem.substr(end + 1);
+    for (const nn::FusedStem& fused : block.fused) {
+      if (rest != fused.stem) continue;
+      std::vector<std::string> names;
+      std::vector<int64_t> rows;
+      for (const std::string& part : fused.parts) names.push_back(block.to + "." + index + "." + part + suffix);
+      for (size_t i = 0; i + 1 < fused.parts.size(); ++i) rows.push_back(dim);
+      rows.push_back(fused.parts.back() == "proj_mlp" ? t.shape()[0] - dim * int64_t(rows.size()) : dim);
+      nn::cut_rows(out, t, names, rows, "original FLUX checkpoint: " + name);
+      return true;
+    }
   }
   return false;
 }
 }  // namespace
+
+const nn::KeyLayout& original_names() { return kOriginalNames; }
 
 bool is_original_layout(const nn::StateDict& state) { return nn::contains_key(state, "img_in.weight"); }
 

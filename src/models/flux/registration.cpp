@@ -7,7 +7,9 @@
 namespace cpdit::models::flux {
 
 LoadedModel share_flux(FluxCheckpoint checkpoint, const nn::LoadOptions& options) {
-  return share_weights("FluxTransformer2DModel", std::move(checkpoint), load_flux, options);
+  LoadedModel model = share_weights("FluxTransformer2DModel", std::move(checkpoint), load_flux, options);
+  model.original_names = &original_names();
+  return model;
 }
 
 ModelEntry registry_entry() {

@@ -21,7 +21,8 @@ const nn::KeyLayout kLtxOriginalNames = {
           {"attn1.k_norm", "attn1.norm_k"},
           {"attn2.q_norm", "attn2.norm_q"},
           {"attn2.k_norm", "attn2.norm_k"},
-      }}},
+      },
+      {}}},
 };
 
 nn::StateDict ltx_diffusers_layout(const nn::StateDict& input) {

@@ -50,7 +50,8 @@ const nn::KeyLayout kWanOriginalNames = {
           {"ffn.0", "ffn.net.0.proj"},
           {"ffn.2", "ffn.net.2"},
           {"modulation", "scale_shift_table"},
-      }}},
+      },
+      {}}},
 };
 
 // stable-diffusion.cpp keeps tensors to ggml's 4 dims and stores the (dim, in, t, h, w) patch
@@ -71,6 +72,8 @@ nn::StateDict wan_diffusers_layout(const nn::StateDict& input) {
   return state;
 }
 }  // namespace
+
+const nn::KeyLayout& original_names() { return kWanOriginalNames; }
 
 WanCheckpoint read_wan_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
   return nn::read_transformer_checkpoint<WanCheckpoint>(path, config_path, wan_diffusers_layout);

@@ -7,7 +7,9 @@
 namespace cpdit::models::wan {
 
 LoadedModel share_wan(WanCheckpoint checkpoint, const nn::LoadOptions& options) {
-  return share_weights("WanTransformer3DModel", std::move(checkpoint), load_wan, options);
+  LoadedModel model = share_weights("WanTransformer3DModel", std::move(checkpoint), load_wan, options);
+  model.original_names = &original_names();
+  return model;
 }
 
 ModelEntry registry_entry() {

@@ -4,12 +4,17 @@
 // release (flux1-dev.safetensors: fused qkv, swapped final-norm halves).
 #include <cpdit/models/flux/model.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/nn/key_layout.hpp>
 
 #include <memory>
 #include <optional>
 #include <string>
 
 namespace cpdit::models::flux {
+
+// The original (Black Forest Labs) names of the transformer's tensors and diffusers' for them, for
+// the other files that use them (LoRA adapters: nn/lora.hpp).
+const nn::KeyLayout& original_names();
 
 // True for the original (Black Forest Labs) key layout, with or without ComfyUI's
 // "model.diffusion_model." prefix.

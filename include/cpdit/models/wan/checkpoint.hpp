@@ -4,12 +4,17 @@
 // Wan 2.1's original names (a single file or its GGUF conversion), renamed to diffusers' on reading.
 #include <cpdit/models/wan/model.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/nn/key_layout.hpp>
 
 #include <memory>
 #include <optional>
 #include <string>
 
 namespace cpdit::models::wan {
+
+// Wan 2.1's original names of the transformer's tensors and diffusers' for them, for the other files
+// that use them (LoRA adapters: nn/lora.hpp).
+const nn::KeyLayout& original_names();
 
 struct WanCheckpoint {
   WanConfig config;
