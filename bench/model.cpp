@@ -58,6 +58,17 @@ nn::StateDict shared_random_weights(nn::Module& module, uint64_t seed, const Wei
   return nn::parameters_of(module);
 }
 
+void add_random_lora(nn::Module& module, const WeightSource& source) {
+  if (source.lora_rank <= 0) return;
+  uint64_t seed = 1000;
+  for (const auto& [path, m] : module.named_modules())
+    if (auto* linear = dynamic_cast<nn::Linear*>(m)) {
+      const int64_t rank = source.lora_rank;
+      linear->set_delta({random_tensor({rank, linear->in_features()}, seed++),
+                         random_tensor({linear->out_features(), rank}, seed++)});
+    }
+}
+
 int64_t bytes_of(const nn::StateDict& weights) {
   int64_t bytes = 0;
   for (const auto& [name, t] : weights) bytes += int64_t(t.nbytes());
@@ -74,6 +85,7 @@ struct ModelBenchArgs {
   int repeats = 0;              // default: 1 (quick) or 3
   std::string token_layout;     // default: the family's
   bool mapped = false;          // the weights read from a mapped safetensors file, as a checkpoint's are
+  int64_t lora_rank = 0;        // > 0: each block without and with a LoRA delta of this rank on every Linear
 };
 
 parallel::TokenLayout token_layout_named(const std::string& name) {
@@ -167,11 +179,34 @@ void print_accuracy(const BlockBench& bench, const std::string& dtype, const nn:
   }
 }
 
+// Each block on one rank without and with a random LoRA delta on every Linear (generate --lora's
+// unmerged adapter), timed alternately in the same run: the adapter's cost in CPU time.
+void run_lora_overhead(const ModelBenchArgs& args, const nn::LoadOptions& load) {
+  const BlockBench plain = block_bench(args.model, {load, args.mapped});
+  const BlockBench adapted = block_bench(args.model, {load, args.mapped, args.lora_rank});
+  const int repeats = args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3);
+  for (int64_t tokens : !args.tokens.empty() ? args.tokens : args.quick ? plain.quick_tokens : plain.default_tokens) {
+    const LayoutRun without = time_layout(plain, 1, 1, tokens, repeats);
+    const LayoutRun with = time_layout(adapted, 1, 1, tokens, repeats);
+    for (size_t b = 0; b < with.blocks.size(); ++b) {
+      const Timing &t0 = without.slowest[b], &t1 = with.slowest[b];
+      auto j = line("model_lora");
+      j.update({{"model", plain.class_name}, {"block", with.blocks[b]}, {plain.tokens_field, tokens},
+                {"dtype", args.dtype}, {"lora_rank", args.lora_rank}, {"min_s", t0.min_s}, {"lora_min_s", t1.min_s},
+                {"median_s", t0.median_s}, {"lora_median_s", t1.median_s}, {"cpu_s", t0.cpu_min_s},
+                {"lora_cpu_s", t1.cpu_min_s}, {"lora_cpu_overhead", t1.cpu_min_s / t0.cpu_min_s - 1}});
+      print(j);
+    }
+  }
+}
+
 void run_model_bench(const ModelBenchArgs& args) {
   const nn::LoadOptions load = nn::load_options(args.dtype);  // the random weights are f32: auto is f32
   CPDIT_CHECK(!args.mapped || args.dtype == "f32" || args.dtype == "bf16", invalid_argument,
               "bench model: --mapped maps dense weights (--dtype f32 or bf16), not ", args.dtype);
   const ScopedMatmulPrecision precision(nn::matmul_precision_for(args.dtype));
+  CPDIT_CHECK(args.lora_rank >= 0, invalid_argument, "bench model: --lora-rank must be positive, got ", args.lora_rank);
+  if (args.lora_rank > 0) return run_lora_overhead(args, load);
   BlockBench bench = block_bench(args.model, {load, args.mapped});
   if (!args.token_layout.empty()) bench.layout = token_layout_named(args.token_layout);
   const int repeats = args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3);
@@ -239,6 +274,9 @@ void add_model_bench(CLI::App& parent) {
   cmd->add_flag("--mapped", args->mapped,
                 "the weights written in --dtype to a temporary safetensors file and mapped back (views of the file, "
                 "as a downloaded checkpoint is read; its tensors start 8-byte aligned, not on cache lines)");
+  cmd->add_option("--lora-rank", args->lora_rank,
+                  "time each block on one rank without and with a LoRA delta of this rank on every Linear "
+                  "(flux, wan): the adapter's overhead in CPU time");
   cmd->callback([args] { run_model_bench(*args); });
 }
 

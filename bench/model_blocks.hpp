@@ -24,6 +24,7 @@ struct TimedBlock {
 struct WeightSource {
   nn::LoadOptions load;
   bool mapped = false;
+  int64_t lora_rank = 0;  // > 0: every Linear of the blocks carries a random LoRA delta of this rank
 };
 
 struct BlockBench {
@@ -61,5 +62,9 @@ BlockBench skyreels_blocks(const WeightSource& source);
 nn::StateDict shared_random_weights(nn::Module& module, uint64_t seed, const WeightSource& source);
 
 int64_t bytes_of(const nn::StateDict& weights);
+
+// Where `source` asks for one, a seeded random LoRA delta of its rank on every Linear of `module` (the
+// unmerged adapter generate --lora applies).
+void add_random_lora(nn::Module& module, const WeightSource& source);
 
 }  // namespace cpdit::bench

@@ -51,11 +51,13 @@ BlockBench flux_blocks(const WeightSource& source) {
     const double tokens = double(image + kText);
     return (24.0 * kDim * kDim * tokens + 4.0 * tokens * tokens * kDim) / 1e9;
   };
-  auto blocks = [dbl_weights, single_weights, load](int64_t image, parallel::ParallelContext* context) {
+  auto blocks = [dbl_weights, single_weights, load, source](int64_t image, parallel::ParallelContext* context) {
     auto dbl = std::make_shared<DoubleBlock>(kDim, kHeads, kHeadDim);
     auto single = std::make_shared<SingleBlock>(kDim, kHeads, kHeadDim);
     nn::load_state_dict(*dbl, *dbl_weights, load);
     nn::load_state_dict(*single, *single_weights, load);
+    add_random_lora(*dbl, source);
+    add_random_lora(*single, source);
     const Inputs in = inputs(image, context);
     return std::vector<TimedBlock>{{"double", [dbl, in] { dbl->forward(in.x, in.c, in.temb, in.cos, in.sin); }},
                                    {"single", [single, in] { single->forward(in.x, in.c, in.temb, in.cos, in.sin); }}};

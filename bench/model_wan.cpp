@@ -63,10 +63,12 @@ BlockBench wan21_block_bench(const WeightSource& source, std::string class_name,
       if (tokens[i] == n) return grids[i];
     fail(ErrorKind::invalid_argument, "bench model: --image-tokens must be ", sizes, " for this model, got ", n);
   };
-  auto blocks = [weights, load, grid_for, variants, per_token_temb](int64_t n, parallel::ParallelContext* context) {
+  auto blocks = [weights, load, grid_for, variants, per_token_temb, source](int64_t n,
+                                                                            parallel::ParallelContext* context) {
     const Grid grid = grid_for(n);
     std::shared_ptr<models::common::wan::Block> block = make_block();
     nn::load_state_dict(*block, *weights, load);
+    add_random_lora(*block, source);
     const Tensor latent = Tensor::empty({1, kChannels, grid[0] * kPatch[0], grid[1] * kPatch[1], grid[2] * kPatch[2]});
     std::vector<Tensor> rope = models::common::wan::RotaryPosEmbed(kHeadDim, kPatch, 1024).forward(latent);
     Tensor x = random_tensor({1, n, kDim}, 11), cos = rope[0], sin = rope[1];

@@ -1,10 +1,17 @@
 // libFuzzer entry for the safetensors reader (see each_tensor.hpp); a file that opens must also have
-// ordered offsets for every tensor, as its validation promises.
+// ordered offsets for every tensor, as its validation promises. The same bytes are then read as a LoRA
+// file (nn/lora.hpp: its modules grouped and checked), which must be read or refused with cpdit::Error.
 #include "each_tensor.hpp"
 
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/nn/lora.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const auto* first = reinterpret_cast<const std::byte*>(data);
+  try {
+    cpdit::nn::read_lora(cpdit::io::SafetensorsFile::from_bytes(std::vector<std::byte>(first, first + size), "fuzz input"));
+  } catch (const cpdit::Error&) {
+  }
   return cpdit::fuzz::each_tensor(
       data, size,
       [](std::vector<std::byte> bytes) {

@@ -30,6 +30,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -48,6 +50,7 @@ struct GenerateFlags {
   Outputs outputs;
   std::string prompts;  // a batch: one request per line
   std::string cache;    // --cache's spec (nn::parse_step_cache)
+  std::vector<std::string> loras;  // --lora FILE[:WEIGHT], repeated
   int64_t seed = 0;     // -1: drawn at random
   bool keep_loaded = false, staged = false, json = false, verbose = false, dry_run = false;
 };
@@ -134,9 +137,28 @@ void check_outputs_fit(const Outputs& o, const pipeline::Pipeline& pipe) {
 
 // The files the flags name for the run to read (the model's own files aside).
 std::vector<NamedPath> input_files(const GenerateFlags& g, const Request& r) {
-  return {{"--embeddings", g.embeddings},   {"--latents", g.latents},         {"--config", g.source.config},
-          {"--scheduler-config", g.source.scheduler_config},                  {"--first-image", r.first_image},
-          {"--last-image", r.last_image},   {"--init-image", r.init_image},   {"--prompts", g.prompts}};
+  std::vector<NamedPath> files{{"--embeddings", g.embeddings},   {"--latents", g.latents},
+                               {"--config", g.source.config},    {"--scheduler-config", g.source.scheduler_config},
+                               {"--first-image", r.first_image}, {"--last-image", r.last_image},
+                               {"--init-image", r.init_image},   {"--prompts", g.prompts}};
+  for (const pipeline::LoraChoice& lora : r.loras) files.push_back({"--lora", lora.path});
+  return files;
+}
+
+// --lora FILE[:WEIGHT]: the weight after the last colon when it reads whole as a number (a path may hold
+// colons of its own), else 1.
+pipeline::LoraChoice parse_lora(const std::string& spec) {
+  const size_t colon = spec.rfind(':');
+  if (colon != std::string::npos && colon > 0) {
+    const std::string weight = spec.substr(colon + 1);
+    char* end = nullptr;
+    const double w = std::strtod(weight.c_str(), &end);
+    if (!weight.empty() && end == weight.c_str() + weight.size()) {
+      CPDIT_CHECK(std::isfinite(w), invalid_argument, "--lora ", spec, ": the weight must be a finite number");
+      return {spec.substr(0, colon), w};
+    }
+  }
+  return {spec, 1.0};
 }
 
 // Neither output may replace a file the run reads, nor the other output.
@@ -234,6 +256,10 @@ nlohmann::json summary(const pipeline::Result& run, const Outputs& o, const std:
                   {"calls_skipped", run.cache_skipped},
                   {"mag_ratios", ratios}};
   }
+  if (!r.loras.empty()) {
+    j["loras"] = nlohmann::json::array();
+    for (const pipeline::LoraChoice& lora : r.loras) j["loras"].push_back({{"path", lora.path}, {"weight", lora.weight}});
+  }
   if (!o.out.empty()) j["out"] = o.out;
   if (!o.preview.empty()) j["preview"] = o.preview;
   if (!o.image.empty()) j["image"] = o.image;
@@ -265,6 +291,9 @@ void print_summary(const nlohmann::json& s, bool verbose) {
   std::printf("time         %s wall, %.3f s per step on %d %s rank%s\n", format_duration(s["wall_seconds"]).c_str(),
               double(s["seconds_per_step"]), int(s["ranks"]), s["engine"].get<std::string>().c_str(),
               int(s["ranks"]) == 1 ? "" : "s");
+  if (s.contains("loras"))
+    for (const nlohmann::json& lora : s["loras"])
+      std::printf("lora         %s at weight %g\n", lora["path"].get<std::string>().c_str(), double(lora["weight"]));
   if (s.contains("cache")) {
     const nlohmann::json& c = s["cache"];
     const int64_t computed = c["calls_computed"], skipped = c["calls_skipped"];
@@ -374,6 +403,7 @@ void run(GenerateFlags g) {
   // The seed used is printed in the summary, so a random one can be given again.
   g.request.seed = g.seed == -1 ? pipeline::random_seed_across_ranks() : uint64_t(g.seed);
   if (!g.cache.empty()) g.request.cache = nn::parse_step_cache(g.cache);
+  for (const std::string& lora : g.loras) g.request.loras.push_back(parse_lora(lora));
   const Request& r = g.request;
   check_outputs(g.outputs);
   CPDIT_CHECK(!r.fps || *r.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *r.fps);
@@ -610,6 +640,11 @@ void add_generate(CLI::App& parent) {
                   "magcache[:THRESHOLD][,max_skip_steps=3][,retention_ratio=0.2][,ratios=a/b/c] by accumulated "
                   "magnitude ratios (default 0.06; FLUX.1's released ratios unless given), magcache:calibrate "
                   "prints a model's ratios; the summary counts the transformer calls computed and skipped");
+  cmd->add_option("--lora", args->loras,
+                  "a LoRA adapter: FILE[:WEIGHT] (default weight 1; repeat for several, which add up), in diffusers/"
+                  "PEFT, kohya, ComfyUI or musubi-tuner layout, applied at run time beside the base weights; a "
+                  "module that names no layer of the model is refused")
+      ->type_name("FILE[:WEIGHT]");
   cmd->add_flag("--check-finite", args->request.check_finite,
                 "check every module's outputs for NaN/Inf and name the first module that made them (slower; "
                 "the transformer's output is always checked once per step)");

@@ -2,7 +2,7 @@
 // opened with; tensors with dtype, shape and size; metadata). PATH is a .safetensors file, a
 // *.safetensors.index.json, or a folder holding one of those, a diffusers pipeline folder (its
 // transformer), or a GGUF file (dtype: its ggml type, e.g. Q8_0); or a picture (.png, .jpg, .webp),
-// whose settings (the "parameters" generate stores) are printed.
+// whose settings (the "parameters" generate stores) are printed. A LoRA file says its layout too.
 #include "command.hpp"
 #include "progress.hpp"
 
@@ -10,9 +10,12 @@
 #include <cpdit/io/image.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/nn/lora.hpp>
 #include <cpdit/pipeline/picture_files.hpp>
 
 #include <algorithm>
+#include <climits>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -29,6 +32,31 @@ void print_config(const cpdit::io::ModelFiles& files) {
                   config->dump().c_str());
   } catch (const cpdit::Error& e) {
     std::printf("config: not told (%s); forward and generate take one with --config\n", e.what());
+  }
+}
+
+// A LoRA file (its tensor names end in lora_A/lora_down): its layout, modules, ranks and scales, as
+// generate --lora reads it; a file it would refuse is said, not fatal.
+void print_lora(const std::string& path, const std::vector<std::string>& names) {
+  const bool lora = std::any_of(names.begin(), names.end(), [](const std::string& n) {
+    return n.ends_with(".lora_A.weight") || n.ends_with(".lora_down.weight");
+  });
+  if (!lora) return;
+  try {
+    const cpdit::nn::LoraFile file = cpdit::nn::read_lora(path);
+    int64_t low = INT64_MAX, high = 0;
+    double scale_low = INFINITY, scale_high = 0;
+    for (const cpdit::nn::LoraModule& m : file.modules) {
+      low = std::min(low, m.down.size(0)), high = std::max(high, m.down.size(0));
+      scale_low = std::min(scale_low, m.scale), scale_high = std::max(scale_high, m.scale);
+    }
+    const std::string ranks = low == high ? std::to_string(low) : std::to_string(low) + " to " + std::to_string(high);
+    char scales[64];
+    std::snprintf(scales, sizeof scales, scale_low == scale_high ? "%g" : "%g to %g", scale_low, scale_high);
+    std::printf("lora: %s, %zu modules (e.g. %s), rank %s, alpha/rank %s\n", file.layout.c_str(), file.modules.size(),
+                file.modules.front().name.c_str(), ranks.c_str(), scales);
+  } catch (const cpdit::Error& e) {
+    std::printf("lora: generate --lora would refuse it (%s)\n", e.what());
   }
 }
 
@@ -54,6 +82,7 @@ void inspect(const std::string& path) {
   const size_t files = checkpoint.gguf() ? 1 : checkpoint.shards().size();
   std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(),
               cpdit::app::format_bytes(total).c_str(), files, files == 1 ? "" : "s");
+  print_lora(path, names);
   // The class the model registry would open it as (a class it does not know is still named).
   const cpdit::io::ModelFiles model_files = cpdit::io::resolve_model(path);
   if (auto model = cpdit::models::checkpoint_class(model_files)) {

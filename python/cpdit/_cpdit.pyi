@@ -38,6 +38,9 @@ class PipelineSource:
     transformer: str
     dtype: str
 
+def read_lora(path: str) -> Dict[str, Any]:
+    """A LoRA file read and checked as a run reads it: its layout and module count."""
+
 class Request:
     """One generation's options; a field left alone keeps the pipeline's default."""
 
@@ -68,6 +71,7 @@ class Request:
     flow_shift: Optional[float]
     sigmas: List[float]
     decode: bool
+    loras: List[Tuple[str, float]]
     parallel: RankRequest
 
 class LoadPolicy:

@@ -25,6 +25,7 @@ from . import _cpdit
 from ._arrays import engine_array
 from ._checks import checked
 from ._keywords import with_keywords
+from ._lora import LoraMethods
 from ._parallel import Transformer
 from . import schedulers as _schedulers
 from ._steps import StepBar, step_callback
@@ -149,7 +150,7 @@ def _packed_tokens(latents):
     return np.ascontiguousarray(latents.reshape(b, c, -1).transpose(0, 2, 1))
 
 
-class _Pipeline:
+class _Pipeline(LoraMethods):
     # Set by each family (see the module's docstring).
     _pipeline_classes: tuple = ()
     _preset_prefix = ""
@@ -344,6 +345,7 @@ class _Pipeline:
                 for image in range(per_prompt):
                     args = _cpdit.Request()
                     args.prompt, args.decode = text, output_type != "latent"
+                    args.loras = self._lora_pairs()
                     if sigmas is not None:
                         args.sigmas = sigmas
                     for name, path in images.items():

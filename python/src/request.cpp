@@ -4,6 +4,7 @@
 // None: the pipeline's own).
 #include "bindings.hpp"
 
+#include <cpdit/nn/lora.hpp>
 #include <cpdit/pipeline/pipeline.hpp>
 
 #include <pybind11/stl.h>
@@ -13,6 +14,16 @@ namespace py = pybind11;
 namespace cpdit::python {
 
 void bind_request(py::module_& m) {
+  m.def(
+      "read_lora",
+      [](const std::string& path) {
+        const nn::LoraFile file = nn::read_lora(path);
+        py::dict out;
+        out["layout"] = file.layout;
+        out["modules"] = file.modules.size();
+        return out;
+      },
+      py::arg("path"), "a LoRA file read and checked as a run reads it: its layout and module count");
   using parallel::RankRequest;
   using pipeline::PipelineSource;
   using pipeline::Request;
@@ -71,6 +82,18 @@ void bind_request(py::module_& m) {
       .def_property(
           "sigmas", [](const Request& r) { return r.scheduler.sigmas; },
           [](Request& r, const std::vector<double>& sigmas) { r.scheduler.sigmas = sigmas; })
+      // The request's LoRA adapters as (path, weight) pairs: --lora FILE:WEIGHT.
+      .def_property(
+          "loras",
+          [](const Request& r) {
+            std::vector<std::pair<std::string, double>> loras;
+            for (const pipeline::LoraChoice& lora : r.loras) loras.emplace_back(lora.path, lora.weight);
+            return loras;
+          },
+          [](Request& r, const std::vector<std::pair<std::string, double>>& loras) {
+            r.loras.clear();
+            for (const auto& [path, weight] : loras) r.loras.push_back({path, weight});
+          })
       .def_readwrite("parallel", &Request::parallel);
 }
 

@@ -1,3 +1,4 @@
+#include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/nn/layers.hpp>
 
@@ -16,8 +17,24 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool bias)
 
 Tensor Linear::forward(const Tensor& x) const {
   return with_hooks({{"input", x}}, [&](const TensorMap& in) {
-    return std::vector<Tensor>{kernels::linear(in.at("input"), weight_.value, bias())};
+    const Tensor& input = in.at("input");
+    Tensor y = kernels::linear(input, weight_.value, bias());
+    if (delta_.down.defined()) kernels::add_(y, kernels::linear(kernels::linear(input, delta_.down), delta_.up));
+    return std::vector<Tensor>{y};
   })[0];
+}
+
+void Linear::set_delta(LowRankDelta delta) {
+  if (delta.down.defined()) {
+    const Shape& d = delta.down.shape();
+    const Shape& u = delta.up.shape();
+    CPDIT_CHECK(delta.down.dtype() == DType::f32 && delta.up.dtype() == DType::f32 && d.size() == 2 &&
+                    u.size() == 2 && d[0] == u[1] && d[1] == in_features() && u[0] == out_features(),
+                invalid_argument, "a low-rank delta of a Linear(", in_features(), ", ", out_features(),
+                ") must be f32 down (rank, ", in_features(), ") and up (", out_features(), ", rank), got ",
+                delta.down.describe(), " and ", delta.up.describe());
+  }
+  delta_ = std::move(delta);
 }
 
 Tensor Linear::bias() const { return value_or_none(bias_); }

@@ -35,8 +35,14 @@ std::string scheduler_that_ran(const Result& result) {
 io::PictureText generation_parameters(const Result& result) {
   const Request& r = result.request;
   std::string text = r.prompt.value_or("");
-  if (r.negative_prompt && !r.negative_prompt->empty()) text += "\nNegative prompt: " + *r.negative_prompt;
   char number[32];
+  // Adapters as A1111 and stable-diffusion.cpp write them into the prompt: <lora:NAME:WEIGHT>, NAME the
+  // file's stem.
+  for (const LoraChoice& lora : r.loras) {
+    std::snprintf(number, sizeof number, "%g", lora.weight);
+    text += (text.empty() ? "<lora:" : " <lora:") + std::filesystem::path(lora.path).stem().string() + ":" + number + ">";
+  }
+  if (r.negative_prompt && !r.negative_prompt->empty()) text += "\nNegative prompt: " + *r.negative_prompt;
   auto scale = [&](const char* name, float value) {
     if (std::isnan(value)) return std::string();
     std::snprintf(number, sizeof number, "%g", double(value));

@@ -11,6 +11,7 @@
 #include <cpdit/core/threads.hpp>
 #include <cpdit/io/model_files.hpp>
 #include <cpdit/io/image.hpp>
+#include <cpdit/nn/lora.hpp>
 #include <cpdit/pipeline/image_start.hpp>
 #include <cpdit/pipeline/pipeline.hpp>
 #include <cpdit/pipeline/preset_pipelines.hpp>
@@ -84,6 +85,32 @@ struct Pipeline::State {
   PipelineParts parts;
   PipelineFolder folder;
   std::optional<Transformer> transformer;  // resident: opened once
+  // The LoRA files read so far, by path, each kept while its file's size and time are unchanged.
+  mutable std::mutex lora_mutex;
+  mutable std::map<std::string, std::pair<std::string, std::shared_ptr<const nn::LoraFile>>> lora_files;
+
+  std::shared_ptr<const nn::LoraFile> lora_file(const std::string& path) const {
+    std::error_code error;
+    const auto stamp = std::to_string(fs::file_size(path, error)) + "@" +
+                       std::to_string(fs::last_write_time(path, error).time_since_epoch().count());
+    std::lock_guard<std::mutex> lock(lora_mutex);
+    auto& [kept_stamp, file] = lora_files[path];
+    if (!file || kept_stamp != stamp) {
+      file = std::make_shared<const nn::LoraFile>(nn::read_lora(path));
+      kept_stamp = stamp;
+    }
+    return file;
+  }
+
+  // The request's adapters as deltas on the transformer's layers (none: empty).
+  nn::LoraDeltas lora_deltas(const Request& r, const Transformer& t) const {
+    if (r.loras.empty()) return {};
+    CPDIT_CHECK(!t.low_noise, unsupported, "--lora on Wan 2.2's two experts is not supported yet (", t.name,
+                " has transformer_2/)");
+    std::vector<nn::LoraUse> uses;
+    for (const LoraChoice& choice : r.loras) uses.push_back({lora_file(choice.path), choice.weight});
+    return nn::lora_deltas(*t.model.replica(), uses, t.model.original_names, t.name);
+  }
 
   std::string name() const { return source.preset.empty() ? source.model : "preset " + source.preset; }
 
@@ -268,12 +295,13 @@ void resolve_step_cache(Request& r, const Family& family, const Transformer& t) 
 // tokens split over its CFG group when that has more than one rank (by the family's plan, else the
 // model's own).
 RankRun rank_run(comm::Communicator& world, const Request& r, const Family& family, const Transformer& t,
-                 const parallel::RankLayout& layout) {
+                 const parallel::RankLayout& layout, const nn::LoraDeltas& loras) {
   const parallel::ContextParallelConfig& c = layout.config;
   RankRun run{world, comm::Mesh(world.split(0, world.rank()), c.ring_degree, c.ulysses_degree, c.cfg_degree),
               t.model.replica(), t.low_noise ? t.low_noise->replica() : nullptr, {}};
   for (nn::Model* model : {run.model.get(), run.low_noise.get()}) {
     if (model == nullptr) continue;
+    nn::apply_lora_deltas(*model, loras);
     if (!r.parallel.backend.empty()) model->set_attention_backend(r.parallel.backend);
     if (run.mesh.flat().size() > 1) model->enable_parallelism(run.mesh.flat_group(), c, family.plan());
   }
@@ -294,6 +322,11 @@ Request Pipeline::check(Request r) const {
   apply_cfg_scale(r, family, s.name());
   family.check_request(r, s.folder);
   check_scheduler_choice(r.scheduler, family.scheduler_choices(), family.name());
+  for (const LoraChoice& lora : r.loras) {
+    CPDIT_CHECK(std::isfinite(lora.weight), invalid_argument, "LoRA ", lora.path, ": weight ", lora.weight,
+                " is not a finite number");
+    CPDIT_CHECK(fs::is_regular_file(lora.path), invalid_argument, "LoRA ", lora.path, ": no such file");
+  }
   CPDIT_CHECK(r.decode != Decode::yes || s.parts.vae, invalid_argument, "decoding needs the pipeline's VAE: ",
               s.name(), " has no vae/ (give a diffusers pipeline folder or a preset, or ask for the latents)");
   CPDIT_CHECK(r.prompt || !r.embeddings.empty() || r.random_embeddings || !s.source.preset.empty(), invalid_argument,
@@ -338,6 +371,7 @@ Result Pipeline::run(Request request, StageLog& stages) const {
     check_options(r, family, t);
     family.check(r, t);
     resolve_step_cache(r, family, t);
+    const nn::LoraDeltas loras = s.lora_deltas(r, t);
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
     family.check_fits(r, t);
     result.layout = parallel::resolve_layout(r.parallel, t.model.heads, hardware_threads());
@@ -354,7 +388,7 @@ Result Pipeline::run(Request request, StageLog& stages) const {
           CPDIT_CHECK(world.size() == result.layout.ranks, internal, "expected ", result.layout.ranks,
                       " ranks, got ", world.size());
           memory::reset_peak();
-          RankRun run = rank_run(world, r, family, t, result.layout);
+          RankRun run = rank_run(world, r, family, t, result.layout, loras);
           FiniteWatch finite({run.model.get(), run.low_noise.get()}, "denoise", r.check_finite);
           // The step callback runs on rank 0; whether there is one, the ranks agree once (under mpirun each
           // process has its own request), so that all or none of them take part in it after each step.

@@ -6,7 +6,14 @@
 
 namespace cpdit::nn {
 
-// y = x W^T + b; weight [out, in], bias [out].
+// A low-rank update of a Linear's weight, W + up·down (LoRA adapters, nn/lora.hpp), kept apart from
+// W so that W stays as loaded (mapped, bf16, quantised). down (rank, in) and up (out, rank) f32, the
+// adapters' scales already in up; several adapters are one delta of their ranks side by side.
+struct LowRankDelta {
+  Tensor down, up;
+};
+
+// y = x W^T + b (+ (x down^T) up^T with a low-rank delta); weight [out, in], bias [out].
 class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias = true);
@@ -16,10 +23,17 @@ class Linear : public Module {
   // For callers that add the bias in a pass of their own (fused with what follows the layer).
   const Weight& weight() const { return weight_.value; }
   Tensor bias() const;  // undefined without one
+  // Adds the delta's product to every output from now on; an undefined delta removes it.
+  void set_delta(LowRankDelta delta);
+  const LowRankDelta& delta() const { return delta_; }
+  // Whether kernels::linear(x, weight(), bias()) is the whole layer: no hook expects to see it run and
+  // no delta adds to it. A caller that fuses the layer into a pass of its own checks this first.
+  bool plain() const { return !has_hooks() && !delta_.down.defined(); }
 
  private:
   Parameter& weight_;
   Parameter* bias_ = nullptr;
+  LowRankDelta delta_;
 };
 
 // x / sqrt(mean(x^2) + eps) * weight over the last dim; weight [dim].

@@ -22,8 +22,8 @@ std::vector<std::string> picture_paths(const std::string& path, int64_t batch);
 void write_pictures(const std::string& path, const Tensor& image, const io::PictureText& text = {});
 
 // A run's settings as the text "parameters" (a PNG's text chunk, a JPEG's or WebP's EXIF), laid out as
-// stable-diffusion.cpp and A1111 write it (so the tools that read theirs read cpdit's): the prompt, "Negative prompt: ..." when there is
-// one, then "Steps: 4, Sampler: flow-match Euler, Seed: 7, Size: 256x256, Model: preset flux-mini,
+// stable-diffusion.cpp and A1111 write it (so the tools that read theirs read cpdit's): the prompt (its
+// LoRA adapters after it as <lora:NAME:WEIGHT>), "Negative prompt: ..." when there is one, then "Steps: 4, Sampler: flow-match Euler, Seed: 7, Size: 256x256, Model: preset flux-mini,
 // Version: cpdit 0.1.0", with "Guidance" and "True CFG scale" when the request gave them.
 io::PictureText generation_parameters(const Result& result);
 // The scheduler the run took, in words ("DPM++ 2M"), as the parameters and generate's summary name it.

@@ -24,6 +24,12 @@ class Family;
 // Whether a run decodes its latents: never, when the pipeline has a VAE, or always (refused without one).
 enum class Decode { no, if_vae, yes };
 
+// A LoRA adapter of a request (nn/lora.hpp): its file and the weight it is applied with.
+struct LoraChoice {
+  std::string path;
+  double weight = 1.0;
+};
+
 struct Request {
   // The text: a prompt through the pipeline's text encoders, or `embeddings` (the tensors encode-prompt
   // writes, named as there), or neither (deterministic random embeddings at the model's widths). A real
@@ -66,6 +72,9 @@ struct Request {
   // MagCache without ratios takes the family's (FLUX.1: diffusers' FLUX_MAG_RATIOS) or is refused.
   nn::StepCacheConfig cache;
 
+  // LoRA adapters on the transformer's layers, applied at run time beside its weights (which stay as
+  // loaded); several add up. A resident pipeline reads each file once.
+  std::vector<LoraChoice> loras;
   // Called on rank 0 after each denoising step (0-based step, steps in all, seconds of that step).
   std::function<void(int step, int total, double seconds)> on_step;
   // diffusers' callback_on_step_end on the latents: called on rank 0 after each step's scheduler step

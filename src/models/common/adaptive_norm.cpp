@@ -13,11 +13,12 @@ Tensor over_tokens(const Tensor& v) { return v.dim() == 2 ? v.contiguous().resha
 
 // linear(SiLU(emb)) (B, chunks·D) cut into `chunks` vectors (B, D), in checkpoint order. emb holds one
 // vector per sample, the same on every rank of a context-parallel group, so the ranks share the
-// product's output features out (a hooked layer must see its own input and output, so runs whole).
+// product's output features out (a hooked layer must see its own input and output, and a layer with a
+// low-rank delta adds it: both run whole).
 std::vector<Tensor> chunked(const nn::Linear& linear, const Tensor& emb, int chunks) {
   CPDIT_CHECK(emb.dim() == 2, invalid_argument, "modulation: embedding must be (B, D), got ", emb.describe());
   const Tensor e = k::silu(emb);
-  Tensor m = linear.has_hooks() ? linear.forward(e) : parallel::shared_linear(e, linear.weight(), linear.bias());
+  Tensor m = linear.plain() ? parallel::shared_linear(e, linear.weight(), linear.bias()) : linear.forward(e);
   const int64_t dim = m.size(1) / chunks;
   std::vector<Tensor> out;
   for (int i = 0; i < chunks; ++i) out.push_back(m.narrow(1, i * dim, dim));
@@ -87,7 +88,7 @@ Tensor gated_residual(const Tensor& x, const Tensor& y, const Tensor& gate) {
 }
 
 Tensor projected_residual(const Tensor& x, const nn::Linear& proj, const std::vector<Tensor>& o, const Tensor& gate) {
-  if (proj.has_hooks()) {  // a hook may hold proj's output: a new tensor
+  if (!proj.plain()) {  // a hook may hold proj's output: a new tensor
     return gated_residual(x, proj.forward(o.size() == 1 ? o[0] : cat(o, -1)), gate);
   }
   Tensor y = k::linear_cat(o, proj.weight());

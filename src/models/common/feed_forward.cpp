@@ -5,7 +5,7 @@
 namespace cpdit::models::common {
 
 Tensor linear_gelu(const nn::Linear& layer, const Tensor& x, bool tanh_approx) {
-  if (layer.has_hooks()) return kernels::gelu(layer.forward(x), tanh_approx);
+  if (!layer.plain()) return kernels::gelu(layer.forward(x), tanh_approx);
   // The tanh form is the Linear's epilogue (on the AMX kernel's tiles as it writes them).
   if (tanh_approx) return kernels::linear(x, layer.weight(), layer.bias(), kernels::Epilogue::gelu_tanh);
   Tensor h = kernels::linear(x, layer.weight());

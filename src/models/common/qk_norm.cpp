@@ -23,7 +23,7 @@ Tensor project_as_modules(const nn::Linear& proj, const nn::RMSNorm* norm, QkNor
 
 void project_heads_into(const nn::Linear& proj, const nn::RMSNorm* norm, QkNorm where, int64_t heads, const Tensor& x,
                         const RopeTables* rope, Tensor& out) {
-  if (proj.has_hooks() || (norm && norm->has_hooks()) || (rope && !norm)) {
+  if (!proj.plain() || (norm && norm->has_hooks()) || (rope && !norm)) {
     out.copy_(project_as_modules(proj, norm, where, heads, x, rope).reshape(out.shape()));
     return;
   }

@@ -1,0 +1,271 @@
+// LoRA adapters against diffusers' load_lora_weights (tests/data/fixtures/lora_flux_tiny, lora_wan_tiny:
+// two adapters on a tiny random FluxPipeline and WanPipeline, each in the four layouts users download,
+// the fixture's README proving the layouts hold the same adapter): one adapter at scale 1 in every
+// layout, at weight 0.7, two stacked, fuse_lora's merged run, the decoded picture; the same adapter
+// on every split; a resident pipeline switching adapters between runs; and the files that must be
+// refused, each in one line naming what is wrong.
+#include "pipeline/cache_case.hpp"
+#include "support/expect_cli_refused.hpp"
+#include "support/run_cli.hpp"
+
+#include <cpdit/core/error.hpp>
+#include <cpdit/io/safetensors.hpp>
+#include <cpdit/nn/lora.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+namespace cpdit::pipeline {
+namespace {
+
+using cpdit::testing::expect_cli_refused;
+using cpdit::testing::fixture_dir;
+using cpdit::testing::fixture_file;
+using cpdit::testing::in_fixture_layout;
+using cpdit::testing::read_json_file;
+using cpdit::testing::run_cli;
+using cpdit::testing::TempDir;
+
+// diffusers' float32 run against ours: the same products in another summation order, which moves
+// these tiny models' final latents (of magnitude ~3 to 5, after 3 steps) by at most 1e-5 (measured:
+// FLUX.1 3.7e-6, Wan 9.7e-6); diffusers' fuse_lora adds the delta into W before the product, a
+// rounding apart from adding x·Aᵀ·Bᵀ after it.
+constexpr double kLatentsTolerance = 2e-5;
+// Splits against one rank: the attention's summation order only.
+constexpr double kSplitTolerance = 1e-5;
+
+struct LoraFixture {
+  std::string name;
+  Pipeline pipe;
+  nn::TensorMap inputs, expected;
+  nlohmann::json call;
+  std::vector<std::string> layouts;  // the files of each adapter folder, the PEFT truth first
+
+  LoraFixture(const std::string& fixture, std::vector<std::string> files)
+      : name(fixture),
+        pipe(Pipeline::open({.model = fixture_dir(fixture) + "/pipeline"}, LoadPolicy::resident)),
+        inputs(fixture_file(fixture, "inputs")),
+        expected(fixture_file(fixture, "expected")),
+        call(read_json_file(fixture_dir(fixture) + "/call.json")),
+        layouts(std::move(files)) {}
+
+  std::string lora(const std::string& adapter, const std::string& file = "pytorch_lora_weights.safetensors") const {
+    return fixture_dir(name) + "/" + adapter + "/" + file;
+  }
+
+  Request request(std::vector<LoraChoice> loras, int ranks = 1) const {
+    Request r;
+    r.embeddings = inputs;
+    r.initial_latents = inputs.at("latents");
+    r.steps = call.at("num_inference_steps").get<int>();
+    r.height = call.at("height").get<int64_t>();
+    r.width = call.at("width").get<int64_t>();
+    if (call.contains("num_frames")) r.frames = call.at("num_frames").get<int64_t>();
+    // guidance_scale: both pipelines' default (this FLUX.1 model has no guidance embedding to take one)
+    r.loras = std::move(loras);
+    r.parallel.ranks = ranks;
+    r.parallel.threads = 1;
+    return r;
+  }
+
+  Result run(const Request& r) const {
+    StageLog log;
+    return pipe.run(r, log);
+  }
+
+  double error(const Result& got, const std::string& key) const {
+    const Tensor& want = expected.at(key);
+    return max_abs_diff(in_fixture_layout(got.latents, want), want);
+  }
+};
+
+const LoraFixture& flux() {
+  static const LoraFixture f("lora_flux_tiny", {"pytorch_lora_weights.safetensors", "kohya_sd_scripts.safetensors",
+                                                "comfyui_diffusion_model_lora_down.safetensors",
+                                                "bfl_diffusion_model_lora_A.safetensors"});
+  return f;
+}
+const LoraFixture& wan() {
+  static const LoraFixture f("lora_wan_tiny", {"pytorch_lora_weights.safetensors", "wan_diffusion_model_lora_A.safetensors",
+                                               "wan_diffusion_model_lora_down.safetensors",
+                                               "musubi_tuner_lora_unet.safetensors"});
+  return f;
+}
+
+class LoraFixtures : public ::testing::TestWithParam<const LoraFixture& (*)()> {};
+
+TEST_P(LoraFixtures, WithoutAdaptersTheBaseRuns) {
+  const LoraFixture& f = GetParam()();
+  EXPECT_LT(f.error(f.run(f.request({})), "base_latents"), kLatentsTolerance);
+}
+
+// Each layout's file of each adapter gives diffusers' run of the PEFT file: the names of the model, of
+// its release (FLUX.1's fused qkv and linear1 cut into their parts) and kohya's underscores all land on
+// the same layers with the same scales.
+TEST_P(LoraFixtures, EveryLayoutOfAnAdapterGivesDiffusersLatents) {
+  const LoraFixture& f = GetParam()();
+  for (const std::string adapter : {"lora1", "lora2"})
+    for (const std::string& file : f.layouts) {
+      SCOPED_TRACE(adapter + "/" + file);
+      const Result got = f.run(f.request({{f.lora(adapter, file), 1.0}}));
+      EXPECT_LT(f.error(got, adapter + "_scale1.0_latents"), kLatentsTolerance);
+      // The adapter changed the run by far more than the tolerance (the README's max |case - base|).
+      EXPECT_GT(f.error(got, "base_latents"), 0.1);
+    }
+}
+
+TEST_P(LoraFixtures, WeightsScaleAndStackedAdaptersAddUp) {
+  const LoraFixture& f = GetParam()();
+  EXPECT_LT(f.error(f.run(f.request({{f.lora("lora1"), 0.7}})), "lora1_weight0.7_latents"), kLatentsTolerance);
+  EXPECT_LT(f.error(f.run(f.request({{f.lora("lora1"), 0.8}, {f.lora("lora2"), 0.5}})), "lora1x0.8_lora2x0.5_latents"),
+            kLatentsTolerance);
+  // fuse_lora(lora_scale=0.6): W + 0.6·ΔW merged, the same function as the unmerged delta at weight 0.6.
+  EXPECT_LT(f.error(f.run(f.request({{f.lora("lora1", f.layouts.back()), 0.6}})), "lora1_fused0.6_latents"),
+            kLatentsTolerance);
+}
+
+// One pipeline, adapters switched between its runs: nothing of an adapter stays after it, and an
+// adapter run again gives bitwise its first run.
+TEST_P(LoraFixtures, AResidentPipelineSwitchesAdapters) {
+  const LoraFixture& f = GetParam()();
+  const Result first = f.run(f.request({{f.lora("lora1"), 1.0}}));
+  const Result base = f.run(f.request({}));
+  const Result other = f.run(f.request({{f.lora("lora2"), 1.0}}));
+  const Result again = f.run(f.request({{f.lora("lora1"), 1.0}}));
+  EXPECT_LT(f.error(base, "base_latents"), kLatentsTolerance);
+  EXPECT_LT(f.error(other, "lora2_scale1.0_latents"), kLatentsTolerance);
+  EXPECT_EQ(max_abs_diff(first.latents, again.latents), 0.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(FluxAndWan, LoraFixtures, ::testing::Values(&flux, &wan),
+                         [](const auto& info) { return info.index == 0 ? std::string("Flux") : std::string("Wan"); });
+
+// The adapter on every rank of every split (each rank's replica of the layers carries the same deltas,
+// the modulations computed whole where an adapter touches them): the one-rank latents.
+TEST(LoraSplits, EverySplitGivesTheOneRankLatents) {
+  struct Split {
+    const char* name;
+    int ranks, ring, ulysses, cfg;
+  };
+  for (const LoraFixture* f : {&flux(), &wan()}) {
+    const std::vector<LoraChoice> loras{{f->lora("lora1", f->layouts[1]), 0.8}, {f->lora("lora2"), 0.5}};
+    const Result one = f->run(f->request(loras));
+    EXPECT_LT(f->error(one, "lora1x0.8_lora2x0.5_latents"), kLatentsTolerance) << f->name;
+    std::vector<Split> splits{{"ring 2", 2, 2, 1, 1}, {"ulysses 2", 2, 1, 2, 1}, {"ring 2 x ulysses 2", 4, 2, 2, 1}};
+    if (f == &wan()) splits.push_back({"cfg 2", 2, 1, 1, 2});
+    for (const Split& s : splits) {
+      SCOPED_TRACE(f->name + " on " + s.name);
+      Request r = f->request(loras, s.ranks);
+      r.parallel.ring = s.ring;
+      r.parallel.ulysses = s.ulysses;
+      r.parallel.cfg = s.cfg;
+      EXPECT_LT(max_abs_diff(f->run(r).latents, one.latents), kSplitTolerance);
+    }
+  }
+}
+
+// The decoded picture of the adapter's run: diffusers' output_type='np'.
+TEST(LoraPicture, TheDecodedPictureIsDiffusers) {
+  const LoraFixture& f = flux();
+  Request r = f.request({{f.lora("lora1"), 1.0}});
+  r.decode = Decode::yes;
+  const Result got = f.run(r);
+  const Tensor& want = f.expected.at("lora1_scale1.0_image");
+  ASSERT_TRUE(got.pixels.defined());
+  // The VAE's own parity bound over latents already 2e-5 apart (fixture VAE tests hold 1e-5 alone).
+  EXPECT_LT(max_abs_diff(got.pixels.reshape(want.shape()), want), 1e-4);
+}
+
+// A file written for the refusal tests: `tensors` in a temporary folder.
+std::string lora_file(const TempDir& dir, const std::string& name, const std::map<std::string, Tensor>& tensors) {
+  const std::string path = dir.file(name);
+  io::save_safetensors(path, tensors);
+  return path;
+}
+
+void expect_refused(const LoraFixture& f, const std::string& path, const std::string& words) {
+  try {
+    f.run(f.request({{path, 1.0}}));
+    ADD_FAILURE() << path << " was applied";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(words), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+  }
+}
+
+TEST(LoraRefused, AnotherFamilysAdapterNamesWhatMatchedNothing) {
+  // Wan's adapter on FLUX.1: none of its modules is a layer of the FLUX.1 model.
+  expect_refused(flux(), wan().lora("lora1"), "name no layer of");
+  expect_refused(flux(), wan().lora("lora1", "musubi_tuner_lora_unet.safetensors"), "(e.g. 'lora_unet_blocks_0_");
+}
+
+TEST(LoraRefused, BrokenFilesAreOneLine) {
+  TempDir dir("lora_refused");
+  const LoraFixture& f = flux();
+  const std::string layer = "transformer.transformer_blocks.0.attn.to_q";
+  const Tensor down = Tensor::full({4, 32}, 0.1), up = Tensor::full({32, 4}, 0.1);
+  // A rank mismatch between A and B.
+  expect_refused(f, lora_file(dir, "rank.safetensors", {{layer + ".lora_A.weight", down},
+                                                        {layer + ".lora_B.weight", Tensor::full({32, 8}, 0.1)}}),
+                 "has rank 4 but");
+  // NaN in a matrix.
+  Tensor nan = down.clone();
+  nan.data<float>()[5] = std::nanf("");
+  expect_refused(f, lora_file(dir, "nan.safetensors", {{layer + ".lora_A.weight", nan}, {layer + ".lora_B.weight", up}}),
+                 "holds NaN or Inf");
+  // A down without its up.
+  expect_refused(f, lora_file(dir, "half.safetensors", {{layer + ".lora_A.weight", down}}), "has a down matrix but no up");
+  // A LoRA of another size: the layer takes 32 features, this one 64.
+  expect_refused(f, lora_file(dir, "size.safetensors", {{layer + ".lora_A.weight", Tensor::full({4, 64}, 0.1)},
+                                                        {layer + ".lora_B.weight", up}}),
+                 "(a LoRA for another model or size?)");
+  // LoCon's mid tensor: not plain LoRA.
+  expect_refused(f, lora_file(dir, "locon.safetensors", {{layer + ".lora_A.weight", down}, {layer + ".lora_B.weight", up},
+                                                         {layer + ".lora_mid.weight", down}}),
+                 "is not a LoRA down, up or alpha tensor");
+  // A truncated file.
+  const std::string whole = f.lora("lora1");
+  std::ifstream in(whole, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string cut = dir.file("truncated.safetensors");
+  std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  expect_refused(f, cut, "truncated.safetensors");
+}
+
+// The command line: --lora FILE:WEIGHT gives diffusers' weighted run and names the adapter in the
+// summary; a file for another family exits 2 in one line and writes nothing.
+TEST(LoraCli, GenerateTakesLoraWithAWeight) {
+  TempDir dir("lora_cli");
+  const LoraFixture& f = flux();
+  const std::string inputs = fixture_dir(f.name) + "/inputs.safetensors";
+  const std::string args = "generate --model " + fixture_dir(f.name) + "/pipeline --embeddings " + inputs +
+                           " --latents " + inputs + " --threads 1 --steps 3 --height 16 --width 24";
+  const std::string out = dir.file("out.safetensors");
+  const auto r = run_cli(args + " --lora " + f.lora("lora1", "kohya_sd_scripts.safetensors") + ":0.7 --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("lora         " + f.lora("lora1", "kohya_sd_scripts.safetensors") + " at weight 0.7\n"),
+            std::string::npos)
+      << r.out;
+  const Tensor& want = f.expected.at("lora1_weight0.7_latents");
+  EXPECT_LT(max_abs_diff(in_fixture_layout(io::load_safetensors(out).at("latents"), want), want), kLatentsTolerance);
+
+  const std::string refused = dir.file("refused.safetensors");
+  expect_cli_refused(args + " --lora " + wan().lora("lora1") + " --json --out " + refused, "name no layer of");
+  EXPECT_FALSE(std::filesystem::exists(refused));
+  expect_cli_refused(args + " --lora " + dir.file("none.safetensors") + ":0.5 --json --out " + refused, "no such file");
+}
+
+// inspect on a LoRA file says its layout, modules, rank and scale as generate reads them.
+TEST(LoraCli, InspectSaysTheLayoutRankAndScale) {
+  const auto r = run_cli("inspect " + wan().lora("lora1", "musubi_tuner_lora_unet.safetensors"));
+  ASSERT_EQ(r.code, 0) << r.err;
+  // 2 blocks x (self- and cross-attention's q, k, v, o and the two FFN layers); rank 4, lora_alpha 8.
+  EXPECT_NE(r.out.find("lora: kohya (lora_down, lora_up, alpha), 20 modules (e.g. lora_unet_blocks_0_"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(", rank 4, alpha/rank 2\n"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace cpdit::pipeline
