@@ -3,6 +3,7 @@
 // parallelism across local thread ranks (or the processes of an mpirun launch).
 #include "command.hpp"
 #include <cpdit/pipeline/same_across_ranks.hpp>
+#include "lora_flags.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "parallel_flags.hpp"
@@ -13,6 +14,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/nn/lora.hpp>
 #include <cpdit/pipeline/finite_check.hpp>
 #include <cpdit/pipeline/vae_decode.hpp>
 
@@ -27,6 +29,7 @@ struct ForwardOptions {
   std::string model, inputs, output, config, backend, rotate = "p2p", dtype = "auto";
   int ring = 1, ulysses = 1, ranks = 0, threads = 0;
   models::vae::VideoSplit vae_split = models::vae::VideoSplit::rows;  // frames: Wan's video VAE only
+  LoraFlags loras;
 };
 
 void run_forward(const ForwardOptions& o) {
@@ -58,13 +61,22 @@ void run_forward(const ForwardOptions& o) {
   std::vector<NamedPath> read = model_inputs("--model", o.model, "transformer",
                                              o.config.empty() ? std::nullopt : std::optional(o.config));
   read.push_back({"--inputs", o.inputs});
+  std::vector<nn::LoraUse> uses;
+  for (const pipeline::LoraChoice& choice : lora_choices(o.loras)) {
+    read.push_back({"--lora", choice.path});
+    uses.push_back({std::make_shared<const nn::LoraFile>(nn::read_lora(choice.path)), choice.weight, choice.merge});
+  }
   refuse_overwrite({{"--output", o.output}}, read);
   const nn::TensorMap inputs = io::load_safetensors(o.inputs);
+  // The adapters matched to the model once; each rank's replica takes them.
+  const nn::LoraApplication lora =
+      uses.empty() ? nn::LoraApplication{} : nn::lora_application(*loaded.replica(), uses, loaded.original_names, o.model);
 
   comm::LocalOptions local;
   local.threads_per_rank = o.threads;
   comm::run_ranks(ranks, [&](comm::Communicator& world) {
     auto model = loaded.replica();
+    nn::apply_lora(*model, lora);
     if (!o.backend.empty()) model->set_attention_backend(o.backend);
     if (by_frames) dynamic_cast<models::vae::AutoencoderKLWan&>(*model).set_video_split(o.vae_split);
     if (world.size() > 1 || config.group_size() > 1) {
@@ -111,6 +123,7 @@ void add_forward(CLI::App& parent) {
       ->check(whole_number<int>());
   add_dtype_flag(*cmd, o->dtype);
   add_vae_split_option(cmd, o->vae_split);
+  add_lora_flags(*cmd, o->loras);
   cmd->callback([o] { run_forward(*o); });
 }
 

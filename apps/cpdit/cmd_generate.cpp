@@ -7,6 +7,7 @@
 #include "command.hpp"
 #include "dry_run.hpp"
 #include "generate_batch.hpp"
+#include "lora_flags.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "parallel_flags.hpp"
@@ -50,7 +51,7 @@ struct GenerateFlags {
   Outputs outputs;
   std::string prompts;  // a batch: one request per line
   std::string cache;    // --cache's spec (nn::parse_step_cache)
-  std::vector<std::string> loras;  // --lora FILE[:WEIGHT], repeated
+  LoraFlags loras;
   int64_t seed = 0;     // -1: drawn at random
   bool keep_loaded = false, staged = false, json = false, verbose = false, dry_run = false;
 };
@@ -143,22 +144,6 @@ std::vector<NamedPath> input_files(const GenerateFlags& g, const Request& r) {
                                {"--init-image", r.init_image},   {"--prompts", g.prompts}};
   for (const pipeline::LoraChoice& lora : r.loras) files.push_back({"--lora", lora.path});
   return files;
-}
-
-// --lora FILE[:WEIGHT]: the weight after the last colon when it reads whole as a number (a path may hold
-// colons of its own), else 1.
-pipeline::LoraChoice parse_lora(const std::string& spec) {
-  const size_t colon = spec.rfind(':');
-  if (colon != std::string::npos && colon > 0) {
-    const std::string weight = spec.substr(colon + 1);
-    char* end = nullptr;
-    const double w = std::strtod(weight.c_str(), &end);
-    if (!weight.empty() && end == weight.c_str() + weight.size()) {
-      CPDIT_CHECK(std::isfinite(w), invalid_argument, "--lora ", spec, ": the weight must be a finite number");
-      return {spec.substr(0, colon), w};
-    }
-  }
-  return {spec, 1.0};
 }
 
 // Neither output may replace a file the run reads, nor the other output.
@@ -258,7 +243,8 @@ nlohmann::json summary(const pipeline::Result& run, const Outputs& o, const std:
   }
   if (!r.loras.empty()) {
     j["loras"] = nlohmann::json::array();
-    for (const pipeline::LoraChoice& lora : r.loras) j["loras"].push_back({{"path", lora.path}, {"weight", lora.weight}});
+    for (const pipeline::LoraChoice& lora : r.loras)
+      j["loras"].push_back({{"path", lora.path}, {"weight", lora.weight}, {"merged", lora.merge}});
   }
   if (!o.out.empty()) j["out"] = o.out;
   if (!o.preview.empty()) j["preview"] = o.preview;
@@ -293,7 +279,8 @@ void print_summary(const nlohmann::json& s, bool verbose) {
               int(s["ranks"]) == 1 ? "" : "s");
   if (s.contains("loras"))
     for (const nlohmann::json& lora : s["loras"])
-      std::printf("lora         %s at weight %g\n", lora["path"].get<std::string>().c_str(), double(lora["weight"]));
+      std::printf("lora         %s at weight %g%s\n", lora["path"].get<std::string>().c_str(), double(lora["weight"]),
+                  lora["merged"] ? ", merged" : "");
   if (s.contains("cache")) {
     const nlohmann::json& c = s["cache"];
     const int64_t computed = c["calls_computed"], skipped = c["calls_skipped"];
@@ -403,7 +390,7 @@ void run(GenerateFlags g) {
   // The seed used is printed in the summary, so a random one can be given again.
   g.request.seed = g.seed == -1 ? pipeline::random_seed_across_ranks() : uint64_t(g.seed);
   if (!g.cache.empty()) g.request.cache = nn::parse_step_cache(g.cache);
-  for (const std::string& lora : g.loras) g.request.loras.push_back(parse_lora(lora));
+  g.request.loras = lora_choices(g.loras);
   const Request& r = g.request;
   check_outputs(g.outputs);
   CPDIT_CHECK(!r.fps || *r.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *r.fps);
@@ -640,11 +627,7 @@ void add_generate(CLI::App& parent) {
                   "magcache[:THRESHOLD][,max_skip_steps=3][,retention_ratio=0.2][,ratios=a/b/c] by accumulated "
                   "magnitude ratios (default 0.06; FLUX.1's released ratios unless given), magcache:calibrate "
                   "prints a model's ratios; the summary counts the transformer calls computed and skipped");
-  cmd->add_option("--lora", args->loras,
-                  "a LoRA adapter: FILE[:WEIGHT] (default weight 1; repeat for several, which add up), in diffusers/"
-                  "PEFT, kohya, ComfyUI or musubi-tuner layout, applied at run time beside the base weights; a "
-                  "module that names no layer of the model is refused")
-      ->type_name("FILE[:WEIGHT]");
+  add_lora_flags(*cmd, args->loras);
   cmd->add_flag("--check-finite", args->request.check_finite,
                 "check every module's outputs for NaN/Inf and name the first module that made them (slower; "
                 "the transformer's output is always checked once per step)");

@@ -12,12 +12,14 @@
 #include <cpdit/models/registry.hpp>
 #include <cpdit/nn/lora.hpp>
 #include <cpdit/pipeline/picture_files.hpp>
+#include <cpdit/pipeline/presets.hpp>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace {
@@ -37,27 +39,57 @@ void print_config(const cpdit::io::ModelFiles& files) {
 
 // A LoRA file (its tensor names end in lora_A/lora_down): its layout, modules, ranks and scales, as
 // generate --lora reads it; a file it would refuse is said, not fatal.
-void print_lora(const std::string& path, const std::vector<std::string>& names) {
+// With a model (--model, --preset): how its modules meet that model's layers.
+struct LoraTarget {
+  std::string model, preset;
+};
+
+void print_lora_match(const cpdit::nn::LoraFile& file, const LoraTarget& target) {
+  const cpdit::models::LoadedModel model =
+      target.preset.empty() ? cpdit::models::open_model(target.model, std::nullopt, {})
+                            : cpdit::pipeline::preset_model(target.preset, 0, {});
+  const std::string name = target.preset.empty() ? target.model : "preset " + target.preset;
+  const cpdit::nn::LoraMatch match = cpdit::nn::match_lora(*model.replica(), file, model.original_names);
+  size_t layers = 0;
+  for (const auto& [module, paths] : match.layers) layers += paths.size();
+  std::printf("lora on %s (%s): %zu of %zu modules match %zu layers", name.c_str(), model.class_name.c_str(),
+              match.layers.size(), file.modules.size(), layers);
+  if (!match.layers.empty()) {
+    const auto& [module, paths] = *match.layers.begin();
+    std::printf(" (e.g. %s -> %s%s)", module.c_str(), paths.front().c_str(), paths.size() > 1 ? ", ..." : "");
+  }
+  std::printf("\n");
+  for (size_t i = 0; i < match.unmatched.size() && i < 3; ++i)
+    std::printf("  names no layer: %s\n", match.unmatched[i].c_str());
+  if (match.unmatched.size() > 3) std::printf("  ... and %zu more\n", match.unmatched.size() - 3);
+}
+
+void print_lora(const std::string& path, const std::vector<std::string>& names, const LoraTarget& target) {
   const bool lora = std::any_of(names.begin(), names.end(), [](const std::string& n) {
     return n.ends_with(".lora_A.weight") || n.ends_with(".lora_down.weight");
   });
+  CPDIT_CHECK(lora || (target.model.empty() && target.preset.empty()), invalid_argument, "inspect: ", path,
+              " is no LoRA file, so --model and --preset have nothing to match");
   if (!lora) return;
+  std::optional<cpdit::nn::LoraFile> file;
   try {
-    const cpdit::nn::LoraFile file = cpdit::nn::read_lora(path);
-    int64_t low = INT64_MAX, high = 0;
-    double scale_low = INFINITY, scale_high = 0;
-    for (const cpdit::nn::LoraModule& m : file.modules) {
-      low = std::min(low, m.down.size(0)), high = std::max(high, m.down.size(0));
-      scale_low = std::min(scale_low, m.scale), scale_high = std::max(scale_high, m.scale);
-    }
-    const std::string ranks = low == high ? std::to_string(low) : std::to_string(low) + " to " + std::to_string(high);
-    char scales[64];
-    std::snprintf(scales, sizeof scales, scale_low == scale_high ? "%g" : "%g to %g", scale_low, scale_high);
-    std::printf("lora: %s, %zu modules (e.g. %s), rank %s, alpha/rank %s\n", file.layout.c_str(), file.modules.size(),
-                file.modules.front().name.c_str(), ranks.c_str(), scales);
+    file = cpdit::nn::read_lora(path);
   } catch (const cpdit::Error& e) {
     std::printf("lora: generate --lora would refuse it (%s)\n", e.what());
+    return;
   }
+  int64_t low = INT64_MAX, high = 0;
+  double scale_low = INFINITY, scale_high = 0;
+  for (const cpdit::nn::LoraModule& m : file->modules) {
+    low = std::min(low, m.down.size(0)), high = std::max(high, m.down.size(0));
+    scale_low = std::min(scale_low, m.scale), scale_high = std::max(scale_high, m.scale);
+  }
+  const std::string ranks = low == high ? std::to_string(low) : std::to_string(low) + " to " + std::to_string(high);
+  char scales[64];
+  std::snprintf(scales, sizeof scales, scale_low == scale_high ? "%g" : "%g to %g", scale_low, scale_high);
+  std::printf("lora: %s, %zu modules (e.g. %s), rank %s, alpha/rank %s\n", file->layout.c_str(), file->modules.size(),
+              file->modules.front().name.c_str(), ranks.c_str(), scales);
+  if (!target.model.empty() || !target.preset.empty()) print_lora_match(*file, target);
 }
 
 // A picture's text: the settings generate stored in "parameters" (or another tool's text chunks).
@@ -67,7 +99,9 @@ void inspect_picture(const std::string& path) {
   for (const auto& [key, value] : text) std::printf("%s:\n%s\n", key.c_str(), value.c_str());
 }
 
-void inspect(const std::string& path) {
+void inspect(const std::string& path, const LoraTarget& target) {
+  CPDIT_CHECK(target.model.empty() || target.preset.empty(), invalid_argument,
+              "inspect: give --model or --preset, not both");
   if (cpdit::pipeline::is_picture_name(path)) return inspect_picture(path);
   cpdit::io::Checkpoint checkpoint = cpdit::io::Checkpoint::open(path);
   std::vector<std::string> names = checkpoint.names();
@@ -82,7 +116,7 @@ void inspect(const std::string& path) {
   const size_t files = checkpoint.gguf() ? 1 : checkpoint.shards().size();
   std::printf("%s: %zu tensors, %s in %zu file%s\n", path.c_str(), names.size(),
               cpdit::app::format_bytes(total).c_str(), files, files == 1 ? "" : "s");
-  print_lora(path, names);
+  print_lora(path, names, target);
   // The class the model registry would open it as (a class it does not know is still named).
   const cpdit::io::ModelFiles model_files = cpdit::io::resolve_model(path);
   if (auto model = cpdit::models::checkpoint_class(model_files)) {
@@ -118,8 +152,12 @@ void add_inspect(CLI::App& parent) {
                  "diffusers pipeline folder (its transformer) or a GGUF file; or the settings a picture carries "
                  "(a PNG's text chunks, a JPEG's or WebP's EXIF UserComment, as generate and A1111 write them)");
   auto path = std::make_shared<std::string>();
+  auto target = std::make_shared<LoraTarget>();
   cmd->add_option("path", *path, "file, index or folder")->required();
-  cmd->callback([path] { inspect(*path); });
+  cmd->add_option("-m,--model", target->model,
+                  "for a LoRA file: the model (folder or file) whose layers its modules are matched to");
+  cmd->add_option("--preset", target->preset, "for a LoRA file: the preset whose layers its modules are matched to");
+  cmd->callback([path, target] { inspect(*path, *target); });
 }
 
 const bool registered = cpdit::app::register_command("inspect", add_inspect);

@@ -71,7 +71,7 @@ class Request:
     flow_shift: Optional[float]
     sigmas: List[float]
     decode: bool
-    loras: List[Tuple[str, float]]
+    loras: List[Tuple[str, float, bool]]
     parallel: RankRequest
 
 class LoadPolicy:

@@ -1,8 +1,9 @@
 """diffusers' LoRA methods on every pipeline (its LoraLoaderMixin's names): adapters loaded by name,
-the active ones and their weights, fused at a scale. The engine applies them at each call beside the
-transformer's weights (``cpdit generate --lora FILE:WEIGHT``), which stay as loaded, so switching
-adapters between calls reloads nothing; a file is read and checked when it is loaded, and matched
-against the model at the first call that uses it (a module that names no layer is refused then)."""
+the active ones and their weights, fused at a scale. The engine applies the active ones at each call
+beside the transformer's weights (``cpdit generate --lora FILE:WEIGHT``), which stay as loaded, so
+switching adapters between calls reloads nothing; fused ones are merged into the weights they touch
+(``--lora-merge``). A file is read and checked when it is loaded, and matched against the model at the
+first call that uses it (a module that names no layer is refused then)."""
 
 import os
 
@@ -14,7 +15,7 @@ class LoraMethods:
 
     def _loras(self):
         if not hasattr(self, "_lora_state"):
-            # name -> path (in load order); the active names and weights; the fused (path, scale) pairs
+            # name -> path (in load order); the active names and weights; the fused (name, scale) pairs
             self._lora_state = {"paths": {}, "active": [], "weights": {}, "fused": [], "enabled": True}
         return self._lora_state
 
@@ -84,16 +85,17 @@ class LoraMethods:
             del state["paths"][name]
             state["weights"].pop(name, None)
             state["active"] = [n for n in state["active"] if n != name]
+            state["fused"] = [(n, scale) for n, scale in state["fused"] if n != name]
 
     def unload_lora_weights(self):
         """Unloads every adapter, fused ones included: the next calls run the base weights."""
         self.__dict__.pop("_lora_state", None)
 
     def fuse_lora(self, components=("transformer",), lora_scale=1.0, adapter_names=None, **unused):
-        """diffusers' fuse_lora: W + lora_scale·ΔW of the named (default: active) adapters from now on, whatever
-        set_adapters says after, until unfuse_lora. The engine applies the fused update as it applies an
-        active one (the same low-rank product beside W, not written into W, so a quantised base takes it too):
-        the function is diffusers' fused one, the rounding that of the unmerged product."""
+        """diffusers' fuse_lora: W + lora_scale·ΔW of the named (default: active) adapters merged into the
+        weights they touch (``cpdit generate --lora-merge``: computed at the next call, a copy of each such
+        weight kept while the same adapters stay fused, no cost per step), whatever set_adapters says after,
+        until unfuse_lora. Dense weights only: a GGUF-quantised base is refused at the call."""
         state = self._loras()
         if "transformer" not in components:
             raise ValueError(f"fuse_lora: cpdit's adapters are on the transformer; components={components!r}")
@@ -101,19 +103,24 @@ class LoraMethods:
         for name in names:
             if name not in state["paths"]:
                 raise ValueError(f"adapter {name!r} is not loaded")
-        state["fused"] = [(state["paths"][n], float(lora_scale) * state["weights"].get(n, 1.0)) for n in names]
+        state["fused"] = [(n, float(lora_scale) * state["weights"].get(n, 1.0)) for n in names]
         state["active"] = [n for n in state["active"] if n not in names]  # fused, so not applied twice
 
     def unfuse_lora(self, components=("transformer",), **unused):
-        """Undoes fuse_lora: the fused adapters are loaded and off again."""
-        self._loras()["fused"] = []
+        """Undoes fuse_lora: the fused adapters are active again, at their set_adapters weights, beside the
+        weights (as diffusers' LoRA layers are after unfusing)."""
+        state = self._loras()
+        state["active"] += [n for n, _ in state["fused"] if n in state["paths"] and n not in state["active"]]
+        for name, _ in state["fused"]:
+            state["weights"].setdefault(name, 1.0)
+        state["fused"] = []
 
     def _lora_pairs(self):
-        """The (path, weight) pairs of the next call: the fused ones, then the active ones when enabled."""
+        """The (path, weight, merged) triples of the next call: the fused ones, then the active ones when enabled."""
         if not hasattr(self, "_lora_state"):
             return []
         state = self._lora_state
-        pairs = list(state["fused"])
+        pairs = [(state["paths"][n], scale, True) for n, scale in state["fused"] if n in state["paths"]]
         if state["enabled"]:
-            pairs += [(state["paths"][n], state["weights"][n]) for n in state["active"]]
+            pairs += [(state["paths"][n], state["weights"][n], False) for n in state["active"]]
         return pairs

@@ -82,17 +82,17 @@ void bind_request(py::module_& m) {
       .def_property(
           "sigmas", [](const Request& r) { return r.scheduler.sigmas; },
           [](Request& r, const std::vector<double>& sigmas) { r.scheduler.sigmas = sigmas; })
-      // The request's LoRA adapters as (path, weight) pairs: --lora FILE:WEIGHT.
+      // The request's LoRA adapters as (path, weight, merge) triples: --lora FILE:WEIGHT [--lora-merge].
       .def_property(
           "loras",
           [](const Request& r) {
-            std::vector<std::pair<std::string, double>> loras;
-            for (const pipeline::LoraChoice& lora : r.loras) loras.emplace_back(lora.path, lora.weight);
+            std::vector<std::tuple<std::string, double, bool>> loras;
+            for (const pipeline::LoraChoice& lora : r.loras) loras.emplace_back(lora.path, lora.weight, lora.merge);
             return loras;
           },
-          [](Request& r, const std::vector<std::pair<std::string, double>>& loras) {
+          [](Request& r, const std::vector<std::tuple<std::string, double, bool>>& loras) {
             r.loras.clear();
-            for (const auto& [path, weight] : loras) r.loras.push_back({path, weight});
+            for (const auto& [path, weight, merge] : loras) r.loras.push_back({path, weight, merge});
           })
       .def_readwrite("parallel", &Request::parallel);
 }

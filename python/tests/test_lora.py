@@ -48,7 +48,11 @@ def test_flux_adapters_as_diffusers_sets_them():
     pipe.fuse_lora(components=["transformer"], lora_scale=0.6, adapter_names=["lora1"])
     check("lora1_fused0.6_latents")
     pipe.unfuse_lora()
-    check("base_latents")  # fused, then unfused: lora1 is loaded and off
+    check("lora1_scale1.0_latents")  # unfused: lora1 active again at its weight, as diffusers' layers are
+    pipe.set_adapters(["lora1"], [0.7])
+    pipe.fuse_lora(lora_scale=1.0)  # the active adapter at its weight, merged
+    check("lora1_weight0.7_latents")
+    pipe.unfuse_lora()
     pipe.unload_lora_weights()
     assert pipe.get_list_adapters() == {"transformer": []}
     check("base_latents")

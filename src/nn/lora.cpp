@@ -2,6 +2,7 @@
 // the model's path, the release's name, either with dots as kohya's underscores — built once from the
 // model's own tree, then each module looked up in it.
 #include <cpdit/core/error.hpp>
+#include <cpdit/kernels/cpu.hpp>
 #include <cpdit/nn/key_layout.hpp>
 #include <cpdit/nn/lora.hpp>
 
@@ -121,17 +122,50 @@ LoraDeltas lora_deltas(Module& model, const std::vector<LoraUse>& uses, const Ke
   return deltas;
 }
 
-void apply_lora_deltas(Module& model, const LoraDeltas& deltas) {
-  size_t applied = 0;
+MergedWeights merged_weights(Module& model, const LoraDeltas& deltas, const std::string& model_name) {
+  MergedWeights merged;
+  for (const auto& [path, delta] : deltas) {
+    const auto* linear = dynamic_cast<const Linear*>(model.find(path));
+    CPDIT_CHECK(linear != nullptr, internal, "LoRA: ", path, " is no Linear of ", model_name);
+    const Weight& w = linear->weight();
+    CPDIT_CHECK(!w.is_quantised(), unsupported, "LoRA: merging needs dense weights, but ", path, " of ", model_name,
+                " is ", w.format(), ": apply the adapter unmerged (without --lora-merge / fuse_lora)");
+    Tensor sum = w.values("LoRA merging").to(DType::f32).clone();
+    const int64_t out = sum.size(0), in = sum.size(1), rank = delta.down.size(0);
+    kernels::gemm(false, false, out, in, rank, 1.0f, delta.up.contiguous().data<float>(), rank,
+                  delta.down.contiguous().data<float>(), in, 1.0f, sum.data<float>(), in);
+    merged[path] = w.dtype() == DType::f32 ? sum : sum.to(w.dtype());
+  }
+  return merged;
+}
+
+LoraApplication lora_application(Module& model, const std::vector<LoraUse>& uses, const KeyLayout* original_names,
+                                 const std::string& model_name) {
+  std::vector<LoraUse> beside, merged;
+  for (const LoraUse& use : uses) (use.merge ? merged : beside).push_back(use);
+  LoraApplication lora;
+  lora.deltas = lora_deltas(model, beside, original_names, model_name);
+  if (!merged.empty())
+    lora.merged = merged_weights(model, lora_deltas(model, merged, original_names, model_name), model_name);
+  return lora;
+}
+
+void apply_lora(Module& model, const LoraApplication& lora) {
+  size_t deltas = 0, merged = 0;
   for (const auto& [path, module] : model.named_modules()) {
     auto* linear = dynamic_cast<Linear*>(module);
     if (linear == nullptr) continue;
-    const auto it = deltas.find(path);
-    linear->set_delta(it == deltas.end() ? LowRankDelta{} : it->second);
-    applied += it != deltas.end();
+    const auto delta = lora.deltas.find(path);
+    linear->set_delta(delta == lora.deltas.end() ? LowRankDelta{} : delta->second);
+    deltas += delta != lora.deltas.end();
+    if (const auto weight = lora.merged.find(path); weight != lora.merged.end()) {
+      for (auto& [name, parameter] : linear->named_parameters())
+        if (name == "weight") parameter->value = weight->second;
+      ++merged;
+    }
   }
-  CPDIT_CHECK(applied == deltas.size(), internal, "LoRA: ", deltas.size() - applied,
-              " deltas name no Linear of the model they were made for");
+  CPDIT_CHECK(deltas == lora.deltas.size() && merged == lora.merged.size(), internal,
+              "LoRA: some deltas or merged weights name no Linear of the model they were made for");
 }
 
 }  // namespace cpdit::nn

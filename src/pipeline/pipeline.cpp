@@ -22,6 +22,7 @@
 #include "pipeline/memory_check.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -89,10 +90,15 @@ struct Pipeline::State {
   mutable std::mutex lora_mutex;
   mutable std::map<std::string, std::pair<std::string, std::shared_ptr<const nn::LoraFile>>> lora_files;
 
-  std::shared_ptr<const nn::LoraFile> lora_file(const std::string& path) const {
+  // A file's size and time of change, which say whether the copy read before still holds.
+  static std::string file_stamp(const std::string& path) {
     std::error_code error;
-    const auto stamp = std::to_string(fs::file_size(path, error)) + "@" +
-                       std::to_string(fs::last_write_time(path, error).time_since_epoch().count());
+    return std::to_string(fs::file_size(path, error)) + "@" +
+           std::to_string(fs::last_write_time(path, error).time_since_epoch().count());
+  }
+
+  std::shared_ptr<const nn::LoraFile> lora_file(const std::string& path) const {
+    const std::string stamp = file_stamp(path);
     std::lock_guard<std::mutex> lock(lora_mutex);
     auto& [kept_stamp, file] = lora_files[path];
     if (!file || kept_stamp != stamp) {
@@ -102,14 +108,30 @@ struct Pipeline::State {
     return file;
   }
 
-  // The request's adapters as deltas on the transformer's layers (none: empty).
-  nn::LoraDeltas lora_deltas(const Request& r, const Transformer& t) const {
+  // The request's adapters on the transformer's layers, kept for the next run of the same adapters
+  // (merging reads and copies every weight it touches).
+  mutable std::pair<std::string, std::shared_ptr<const nn::LoraApplication>> kept_lora;
+
+  nn::LoraApplication lora_application(const Request& r, const Transformer& t) const {
     if (r.loras.empty()) return {};
     CPDIT_CHECK(!t.low_noise, unsupported, "--lora on Wan 2.2's two experts is not supported yet (", t.name,
                 " has transformer_2/)");
     std::vector<nn::LoraUse> uses;
-    for (const LoraChoice& choice : r.loras) uses.push_back({lora_file(choice.path), choice.weight});
-    return nn::lora_deltas(*t.model.replica(), uses, t.model.original_names, t.name);
+    std::string key;
+    for (const LoraChoice& choice : r.loras) {
+      uses.push_back({lora_file(choice.path), choice.weight, choice.merge});
+      char weight[40];
+      std::snprintf(weight, sizeof weight, "%.17g%s", choice.weight, choice.merge ? " merged" : "");
+      key += choice.path + "\n" + file_stamp(choice.path) + "\n" + weight + "\n";
+    }
+    auto make = [&] { return nn::lora_application(*t.model.replica(), uses, t.model.original_names, t.name); };
+    if (!transformer) return make();  // staged: its weights are read again next run, so are merged ones
+    std::lock_guard<std::mutex> lock(lora_mutex);
+    if (!kept_lora.second || kept_lora.first != key) {
+      kept_lora.second.reset();  // the old merged copies freed before the new ones are made
+      kept_lora = {key, std::make_shared<const nn::LoraApplication>(make())};
+    }
+    return *kept_lora.second;
   }
 
   std::string name() const { return source.preset.empty() ? source.model : "preset " + source.preset; }
@@ -295,13 +317,13 @@ void resolve_step_cache(Request& r, const Family& family, const Transformer& t) 
 // tokens split over its CFG group when that has more than one rank (by the family's plan, else the
 // model's own).
 RankRun rank_run(comm::Communicator& world, const Request& r, const Family& family, const Transformer& t,
-                 const parallel::RankLayout& layout, const nn::LoraDeltas& loras) {
+                 const parallel::RankLayout& layout, const nn::LoraApplication& lora) {
   const parallel::ContextParallelConfig& c = layout.config;
   RankRun run{world, comm::Mesh(world.split(0, world.rank()), c.ring_degree, c.ulysses_degree, c.cfg_degree),
               t.model.replica(), t.low_noise ? t.low_noise->replica() : nullptr, {}};
   for (nn::Model* model : {run.model.get(), run.low_noise.get()}) {
     if (model == nullptr) continue;
-    nn::apply_lora_deltas(*model, loras);
+    nn::apply_lora(*model, lora);
     if (!r.parallel.backend.empty()) model->set_attention_backend(r.parallel.backend);
     if (run.mesh.flat().size() > 1) model->enable_parallelism(run.mesh.flat_group(), c, family.plan());
   }
@@ -371,7 +393,7 @@ Result Pipeline::run(Request request, StageLog& stages) const {
     check_options(r, family, t);
     family.check(r, t);
     resolve_step_cache(r, family, t);
-    const nn::LoraDeltas loras = s.lora_deltas(r, t);
+    const nn::LoraApplication lora = s.lora_application(r, t);
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
     family.check_fits(r, t);
     result.layout = parallel::resolve_layout(r.parallel, t.model.heads, hardware_threads());
@@ -388,7 +410,7 @@ Result Pipeline::run(Request request, StageLog& stages) const {
           CPDIT_CHECK(world.size() == result.layout.ranks, internal, "expected ", result.layout.ranks,
                       " ranks, got ", world.size());
           memory::reset_peak();
-          RankRun run = rank_run(world, r, family, t, result.layout, loras);
+          RankRun run = rank_run(world, r, family, t, result.layout, lora);
           FiniteWatch finite({run.model.get(), run.low_noise.get()}, "denoise", r.check_finite);
           // The step callback runs on rank 0; whether there is one, the ranks agree once (under mpirun each
           // process has its own request), so that all or none of them take part in it after each step.

@@ -118,10 +118,10 @@ TEST(LoraDeltas, StackedAdaptersAndFusedNamesLandOnTheirLayers) {
   EXPECT_FLOAT_EQ(k.up.data<float>()[0], fused.up.data<float>()[6 * 3] * 0.4f);
   EXPECT_FLOAT_EQ(k.up.data<float>()[8 + 3], two->modules[0].up.data<float>()[5] * -2.0f);
   EXPECT_EQ(deltas.at("blocks.1.to_q").up.shape(), (Shape{6, 3}));
-  apply_lora_deltas(model, deltas);
+  apply_lora(model, {deltas, {}});
   EXPECT_FALSE(model.blocks[1].q.plain());
   EXPECT_TRUE(model.blocks[0].q.plain());
-  apply_lora_deltas(model, {});
+  apply_lora(model, {});
   EXPECT_TRUE(model.blocks[1].q.plain());
 
   // A module naming no layer, and one of another size, are refused naming them.

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 namespace cpdit::pipeline {
@@ -121,8 +122,14 @@ TEST_P(LoraFixtures, WeightsScaleAndStackedAdaptersAddUp) {
   EXPECT_LT(f.error(f.run(f.request({{f.lora("lora1"), 0.7}})), "lora1_weight0.7_latents"), kLatentsTolerance);
   EXPECT_LT(f.error(f.run(f.request({{f.lora("lora1"), 0.8}, {f.lora("lora2"), 0.5}})), "lora1x0.8_lora2x0.5_latents"),
             kLatentsTolerance);
-  // fuse_lora(lora_scale=0.6): W + 0.6·ΔW merged, the same function as the unmerged delta at weight 0.6.
-  EXPECT_LT(f.error(f.run(f.request({{f.lora("lora1", f.layouts.back()), 0.6}})), "lora1_fused0.6_latents"),
+  // fuse_lora(lora_scale=0.6): W + 0.6·ΔW merged into the weights (--lora-merge), and the same function
+  // as the unmerged delta at weight 0.6.
+  for (const bool merge : {true, false})
+    EXPECT_LT(f.error(f.run(f.request({{f.lora("lora1", f.layouts.back()), 0.6, merge}})), "lora1_fused0.6_latents"),
+              kLatentsTolerance)
+        << (merge ? "merged" : "beside");
+  // A merged adapter and one beside the weights in one run.
+  EXPECT_LT(f.error(f.run(f.request({{f.lora("lora1"), 0.8, true}, {f.lora("lora2"), 0.5}})), "lora1x0.8_lora2x0.5_latents"),
             kLatentsTolerance);
 }
 
@@ -141,6 +148,31 @@ TEST_P(LoraFixtures, AResidentPipelineSwitchesAdapters) {
 
 INSTANTIATE_TEST_SUITE_P(FluxAndWan, LoraFixtures, ::testing::Values(&flux, &wan),
                          [](const auto& info) { return info.index == 0 ? std::string("Flux") : std::string("Wan"); });
+
+// A Q8_0 base (the transformer's Linear weights quantised on load) takes an adapter beside its blocks:
+// the adapted run is off the dense adapted run by no more than the quantisation moves the base alone.
+// Merging into the quantised blocks is refused (it would requantise them), naming the layer.
+TEST(LoraQuantisedBase, AnAdapterOnQ8_0IsWithinTheBasesOwnQuantisationError) {
+  const LoraFixture& f = flux();
+  const Pipeline q8 = Pipeline::open({.model = fixture_dir(f.name) + "/pipeline", .dtype = "q8_0"}, LoadPolicy::resident);
+  StageLog log;
+  const std::vector<LoraChoice> lora{{f.lora("lora1"), 1.0}};
+  const double base_error = max_abs_diff(q8.run(f.request({}), log).latents, f.run(f.request({})).latents);
+  const double lora_error = max_abs_diff(q8.run(f.request(lora), log).latents, f.run(f.request(lora)).latents);
+  std::printf("Q8_0 base: %.3g off the dense base; with lora1, %.3g off the dense run with it\n", base_error, lora_error);
+  EXPECT_GT(base_error, 0.0);  // the base really is quantised
+  // The adapter's own product is exact in both; what differs is the base's rounding, carried through an
+  // adapted network about as sensitive to it (observed: 0.037 with the adapter, 0.044 without; 2x leaves
+  // room for the rounding landing elsewhere, and stays far below the adapter's own effect of ~2).
+  EXPECT_LT(lora_error, 2 * base_error);
+  try {
+    q8.run(f.request({{f.lora("lora1"), 1.0, true}}), log);
+    ADD_FAILURE() << "an adapter was merged into Q8_0 blocks";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("merging needs dense weights, but "), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(" is Q8_0: apply the adapter unmerged"), std::string::npos) << e.what();
+  }
+}
 
 // The adapter on every rank of every split (each rank's replica of the layers carries the same deltas,
 // the modulations computed whole where an adapter touches them): the one-rank latents.
@@ -245,6 +277,12 @@ TEST(LoraCli, GenerateTakesLoraWithAWeight) {
   const std::string out = dir.file("out.safetensors");
   const auto r = run_cli(args + " --lora " + f.lora("lora1", "kohya_sd_scripts.safetensors") + ":0.7 --out " + out);
   ASSERT_EQ(r.code, 0) << r.err;
+  const std::string merged = dir.file("merged.safetensors");
+  const auto m = run_cli(args + " --lora " + f.lora("lora1") + ":0.6 --lora-merge --out " + merged);
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_NE(m.out.find(" at weight 0.6, merged\n"), std::string::npos) << m.out;
+  const Tensor& fused = f.expected.at("lora1_fused0.6_latents");
+  EXPECT_LT(max_abs_diff(in_fixture_layout(io::load_safetensors(merged).at("latents"), fused), fused), kLatentsTolerance);
   EXPECT_NE(r.out.find("lora         " + f.lora("lora1", "kohya_sd_scripts.safetensors") + " at weight 0.7\n"),
             std::string::npos)
       << r.out;
@@ -255,6 +293,42 @@ TEST(LoraCli, GenerateTakesLoraWithAWeight) {
   expect_cli_refused(args + " --lora " + wan().lora("lora1") + " --json --out " + refused, "name no layer of");
   EXPECT_FALSE(std::filesystem::exists(refused));
   expect_cli_refused(args + " --lora " + dir.file("none.safetensors") + ":0.5 --json --out " + refused, "no such file");
+  expect_cli_refused(args + " --lora " + f.lora("lora1") + ":nan --out " + refused, "the weight must be a finite number");
+  expect_cli_refused(args + " --lora-merge --out " + refused, "--lora-merge goes with --lora");
+}
+
+// forward --lora: the transformer alone with the adapter beside its weights and merged into them (the
+// same function), unlike the base; an adapter of another family refused in one line.
+TEST(LoraCli, ForwardTakesLoraBesideOrMerged) {
+  TempDir dir("lora_forward");
+  const LoraFixture& f = flux();
+  // FluxTransformer2DModel's inputs at the fixture's widths: 6 image tokens of 16 channels, 7 text tokens.
+  std::map<std::string, Tensor> inputs{{"hidden_states", Tensor::full({1, 6, 16}, 0.3)},
+                                       {"encoder_hidden_states", Tensor::full({1, 7, 24}, -0.2)},
+                                       {"pooled_projections", Tensor::full({1, 20}, 0.1)},
+                                       {"timestep", Tensor::full({1}, 0.5)},
+                                       {"img_ids", Tensor::zeros({6, 3})},
+                                       {"txt_ids", Tensor::zeros({7, 3})}};
+  for (int64_t i = 0; i < 6; ++i) inputs["img_ids"].data<float>()[i * 3 + 2] = float(i);
+  const std::string in = dir.file("inputs.safetensors");
+  io::save_safetensors(in, inputs);
+  const std::string model = fixture_dir(f.name) + "/pipeline/transformer";
+  auto forward = [&](const std::string& extra, const std::string& name) {
+    const std::string out = dir.file(name);
+    const auto r = run_cli("forward --model " + model + " --inputs " + in + " --threads 1 --out " + out + extra);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return io::load_safetensors(out).at("sample");
+  };
+  const Tensor base = forward("", "base.safetensors");
+  const Tensor beside = forward(" --lora " + f.lora("lora1") + ":0.7", "beside.safetensors");
+  const Tensor merged = forward(" --lora " + f.lora("lora1", "kohya_sd_scripts.safetensors") + ":0.7 --lora-merge --ulysses 2",
+                                "merged.safetensors");
+  EXPECT_GT(max_abs_diff(beside, base), 0.1);
+  // The same function: one summation order apart, and Ulysses' split of the attention (f32, magnitude ~1).
+  EXPECT_LT(max_abs_diff(merged, beside), 1e-5);
+  expect_cli_refused("forward --model " + model + " --inputs " + in + " --out " + dir.file("x.safetensors") +
+                         " --lora " + wan().lora("lora1"),
+                     "name no layer of", dir.file("x.safetensors"));
 }
 
 // inspect on a LoRA file says its layout, modules, rank and scale as generate reads them.
@@ -265,6 +339,19 @@ TEST(LoraCli, InspectSaysTheLayoutRankAndScale) {
   EXPECT_NE(r.out.find("lora: kohya (lora_down, lora_up, alpha), 20 modules (e.g. lora_unet_blocks_0_"), std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find(", rank 4, alpha/rank 2\n"), std::string::npos) << r.out;
+  // Against a model: every module of the Wan adapter matches a layer of the Wan fixture, none of FLUX.1's.
+  const auto on_wan = run_cli("inspect " + wan().lora("lora1", "musubi_tuner_lora_unet.safetensors") + " --model " +
+                              fixture_dir("lora_wan_tiny") + "/pipeline");
+  ASSERT_EQ(on_wan.code, 0) << on_wan.err;
+  EXPECT_NE(on_wan.out.find("(WanTransformer3DModel): 20 of 20 modules match 20 layers (e.g. lora_unet_blocks_0_"),
+            std::string::npos)
+      << on_wan.out;
+  const auto on_flux = run_cli("inspect " + wan().lora("lora1") + " --model " + fixture_dir("lora_flux_tiny") + "/pipeline");
+  ASSERT_EQ(on_flux.code, 0) << on_flux.err;
+  EXPECT_NE(on_flux.out.find("(FluxTransformer2DModel): 0 of 20 modules match 0 layers\n  names no layer: blocks.0."),
+            std::string::npos)
+      << on_flux.out;
+  EXPECT_NE(on_flux.out.find("  ... and 17 more\n"), std::string::npos) << on_flux.out;
 }
 
 }  // namespace

@@ -46,10 +46,12 @@ LoraFile read_lora(const std::string& path);
 // The same over a file already open (the fuzzer's bytes).
 LoraFile read_lora(const io::SafetensorsFile& file);
 
-// An adapter and the weight it is applied with (diffusers' set_adapters weights, `--lora FILE:WEIGHT`).
+// An adapter and the weight it is applied with (diffusers' set_adapters weights, `--lora FILE:WEIGHT`),
+// beside the weights or merged into them (`--lora-merge`, diffusers' fuse_lora).
 struct LoraUse {
   std::shared_ptr<const LoraFile> file;
   double weight = 1;
+  bool merge = false;
 };
 
 // How a file's modules meet a model: the Linear layers each names, by module path.
@@ -67,7 +69,23 @@ using LoraDeltas = std::map<std::string, LowRankDelta>;
 LoraDeltas lora_deltas(Module& model, const std::vector<LoraUse>& uses, const KeyLayout* original_names,
                        const std::string& model_name);
 
-// Sets `deltas` on `model`'s Linear layers (each replica of a run), clearing every other layer's.
-void apply_lora_deltas(Module& model, const LoraDeltas& deltas);
+// The adapters merged into the weights they touch (`--lora-merge`, diffusers' fuse_lora): W + up·down for
+// each delta's layer, in f32 and stored in W's own dtype (f32, bf16, f16), computed once and shared by
+// every replica. A block-quantised weight (GGUF) is refused naming it: merging would requantise it, so
+// an adapter on such a base runs unmerged.
+using MergedWeights = std::map<std::string, Weight>;
+MergedWeights merged_weights(Module& model, const LoraDeltas& deltas, const std::string& model_name);
+
+// What a run puts on each replica's layers (a replica is bound afresh to the loaded weights every run):
+// unmerged deltas beside their weights, merged weights in their place; every other layer's delta cleared.
+struct LoraApplication {
+  LoraDeltas deltas;
+  MergedWeights merged;
+};
+void apply_lora(Module& model, const LoraApplication& lora);
+
+// `uses` on `model`: the unmerged ones' deltas and the merged ones' weights (lora_deltas, merged_weights).
+LoraApplication lora_application(Module& model, const std::vector<LoraUse>& uses, const KeyLayout* original_names,
+                                 const std::string& model_name);
 
 }  // namespace cpdit::nn
