@@ -17,6 +17,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/registry.hpp>
+#include <cpdit/nn/lora.hpp>
 #include <cpdit/parallel/context.hpp>
 #include <cpdit/pipeline/presets.hpp>
 
@@ -61,12 +62,16 @@ nn::StateDict shared_random_weights(nn::Module& module, uint64_t seed, const Wei
 void add_random_lora(nn::Module& module, const WeightSource& source) {
   if (source.lora_rank <= 0) return;
   uint64_t seed = 1000;
+  nn::LoraApplication lora;
   for (const auto& [path, m] : module.named_modules())
     if (auto* linear = dynamic_cast<nn::Linear*>(m)) {
       const int64_t rank = source.lora_rank;
-      linear->set_delta({random_tensor({rank, linear->in_features()}, seed++),
-                         random_tensor({linear->out_features(), rank}, seed++)});
+      lora.deltas[path] = {random_tensor({rank, linear->in_features()}, seed),
+                           random_tensor({linear->out_features(), rank}, seed + 1)};
+      seed += 2;
     }
+  if (source.lora_merge) lora = {{}, nn::merged_weights(module, lora.deltas, "bench model")};
+  nn::apply_lora(module, lora);
 }
 
 int64_t bytes_of(const nn::StateDict& weights) {
@@ -179,22 +184,27 @@ void print_accuracy(const BlockBench& bench, const std::string& dtype, const nn:
   }
 }
 
-// Each block on one rank without and with a random LoRA delta on every Linear (generate --lora's
-// unmerged adapter), timed alternately in the same run: the adapter's cost in CPU time.
+// Each block on one rank without a LoRA, with a random LoRA delta on every Linear beside the weights
+// (generate --lora) and with it merged into them (--lora-merge), in the same run: the adapter's cost
+// in CPU time.
 void run_lora_overhead(const ModelBenchArgs& args, const nn::LoadOptions& load) {
   const BlockBench plain = block_bench(args.model, {load, args.mapped});
   const BlockBench adapted = block_bench(args.model, {load, args.mapped, args.lora_rank});
+  const BlockBench merged = block_bench(args.model, {load, args.mapped, args.lora_rank, true});
   const int repeats = args.repeats > 0 ? args.repeats : (args.quick ? 1 : 3);
   for (int64_t tokens : !args.tokens.empty() ? args.tokens : args.quick ? plain.quick_tokens : plain.default_tokens) {
     const LayoutRun without = time_layout(plain, 1, 1, tokens, repeats);
     const LayoutRun with = time_layout(adapted, 1, 1, tokens, repeats);
+    const LayoutRun into = time_layout(merged, 1, 1, tokens, repeats);
     for (size_t b = 0; b < with.blocks.size(); ++b) {
-      const Timing &t0 = without.slowest[b], &t1 = with.slowest[b];
+      const Timing &t0 = without.slowest[b], &t1 = with.slowest[b], &t2 = into.slowest[b];
       auto j = line("model_lora");
       j.update({{"model", plain.class_name}, {"block", with.blocks[b]}, {plain.tokens_field, tokens},
                 {"dtype", args.dtype}, {"lora_rank", args.lora_rank}, {"min_s", t0.min_s}, {"lora_min_s", t1.min_s},
                 {"median_s", t0.median_s}, {"lora_median_s", t1.median_s}, {"cpu_s", t0.cpu_min_s},
-                {"lora_cpu_s", t1.cpu_min_s}, {"lora_cpu_overhead", t1.cpu_min_s / t0.cpu_min_s - 1}});
+                {"lora_cpu_s", t1.cpu_min_s}, {"lora_cpu_overhead", t1.cpu_min_s / t0.cpu_min_s - 1},
+                {"merged_min_s", t2.min_s}, {"merged_cpu_s", t2.cpu_min_s},
+                {"merged_cpu_overhead", t2.cpu_min_s / t0.cpu_min_s - 1}});
       print(j);
     }
   }
@@ -275,8 +285,8 @@ void add_model_bench(CLI::App& parent) {
                 "the weights written in --dtype to a temporary safetensors file and mapped back (views of the file, "
                 "as a downloaded checkpoint is read; its tensors start 8-byte aligned, not on cache lines)");
   cmd->add_option("--lora-rank", args->lora_rank,
-                  "time each block on one rank without and with a LoRA delta of this rank on every Linear "
-                  "(flux, wan): the adapter's overhead in CPU time");
+                  "time each block on one rank without a LoRA, with a random LoRA of this rank on every Linear "
+                  "beside the weights, and merged into them (flux, wan): the adapter's overhead in CPU time");
   cmd->callback([args] { run_model_bench(*args); });
 }
 

@@ -25,6 +25,7 @@ struct WeightSource {
   nn::LoadOptions load;
   bool mapped = false;
   int64_t lora_rank = 0;  // > 0: every Linear of the blocks carries a random LoRA delta of this rank
+  bool lora_merge = false;  // ... merged into its weight (--lora-merge) instead
 };
 
 struct BlockBench {
@@ -63,8 +64,8 @@ nn::StateDict shared_random_weights(nn::Module& module, uint64_t seed, const Wei
 
 int64_t bytes_of(const nn::StateDict& weights);
 
-// Where `source` asks for one, a seeded random LoRA delta of its rank on every Linear of `module` (the
-// unmerged adapter generate --lora applies).
+// Where `source` asks for one, a seeded random LoRA delta of its rank on every Linear of `module`: beside
+// the weights as generate --lora applies it, or merged into them (--lora-merge).
 void add_random_lora(nn::Module& module, const WeightSource& source);
 
 }  // namespace cpdit::bench

@@ -37,8 +37,8 @@ void print_config(const cpdit::io::ModelFiles& files) {
   }
 }
 
-// A LoRA file (its tensor names end in lora_A/lora_down): its layout, modules, ranks and scales, as
-// generate --lora reads it; a file it would refuse is said, not fatal.
+// A LoRA file (its tensor names say lora: lora_A, lora_down, XLabs' qkv_lora1): its layout, modules,
+// ranks and scales, as generate --lora reads it; a file it would refuse is said, not fatal.
 // With a model (--model, --preset): how its modules meet that model's layers.
 struct LoraTarget {
   std::string model, preset;
@@ -65,9 +65,8 @@ void print_lora_match(const cpdit::nn::LoraFile& file, const LoraTarget& target)
 }
 
 void print_lora(const std::string& path, const std::vector<std::string>& names, const LoraTarget& target) {
-  const bool lora = std::any_of(names.begin(), names.end(), [](const std::string& n) {
-    return n.ends_with(".lora_A.weight") || n.ends_with(".lora_down.weight");
-  });
+  const bool lora =
+      std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.find("lora") != std::string::npos; });
   CPDIT_CHECK(lora || (target.model.empty() && target.preset.empty()), invalid_argument, "inspect: ", path,
               " is no LoRA file, so --model and --preset have nothing to match");
   if (!lora) return;

@@ -147,6 +147,12 @@ LoraApplication lora_application(Module& model, const std::vector<LoraUse>& uses
   lora.deltas = lora_deltas(model, beside, original_names, model_name);
   if (!merged.empty())
     lora.merged = merged_weights(model, lora_deltas(model, merged, original_names, model_name), model_name);
+  // Weights of the run, held once for every replica: counted where the summary counts weights.
+  for (const auto& [path, delta] : lora.deltas) {
+    delta.down.charge_to(weight_memory_counter());
+    delta.up.charge_to(weight_memory_counter());
+  }
+  for (const auto& [path, weight] : lora.merged) weight.charge_to(weight_memory_counter());
   return lora;
 }
 

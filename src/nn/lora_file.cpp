@@ -26,6 +26,27 @@ std::string without_prefix(const std::string& name) {
 
 enum class Part { down, up, alpha };
 
+// XLabs' FLUX.1 LoRA names (`double_blocks.N.processor.qkv_lora1.down.weight`, no alpha): each block's
+// processor stem and what it covers, as diffusers' XLabs conversion maps them — the release's names,
+// or diffusers' parts when a stem covers several layers (the single blocks' qkv, which is not linear1:
+// its up rows are cut in equal parts).
+struct XlabsStem {
+  const char* block;
+  const char* stem;
+  const char* to_block;
+  std::vector<const char*> to;
+};
+const XlabsStem kXlabsStems[] = {
+    {"double_blocks", "processor.qkv_lora1", "double_blocks", {"img_attn.qkv"}},
+    {"double_blocks", "processor.proj_lora1", "double_blocks", {"img_attn.proj"}},
+    {"double_blocks", "processor.qkv_lora2", "double_blocks", {"txt_attn.qkv"}},
+    {"double_blocks", "processor.proj_lora2", "double_blocks", {"txt_attn.proj"}},
+    {"single_blocks", "processor.qkv_lora", "single_transformer_blocks", {"attn.to_q", "attn.to_k", "attn.to_v"}},
+    {"single_blocks", "processor.proj_lora", "single_blocks", {"linear2"}},
+};
+
+bool xlabs_name(const std::string& name) { return name.find(".processor.") != std::string::npos; }
+
 // The part a tensor is by its name's ending, and the module name before it.
 std::optional<std::pair<std::string, Part>> lora_part(const std::string& name) {
   static const std::pair<const char*, Part> kEndings[] = {
@@ -35,7 +56,30 @@ std::optional<std::pair<std::string, Part>> lora_part(const std::string& name) {
   for (const auto& [ending, part] : kEndings)
     if (ends_with(name, ending))
       return std::make_pair(without_prefix(name.substr(0, name.size() - std::string(ending).size())), part);
+  if (xlabs_name(name))
+    for (const auto& [ending, part] : {std::pair{".down.weight", Part::down}, std::pair{".up.weight", Part::up}})
+      if (ends_with(name, ending))
+        return std::make_pair(without_prefix(name.substr(0, name.size() - std::string(ending).size())), part);
   return std::nullopt;
+}
+
+// An XLabs module as the modules it covers (one, or the equal row parts of its up); others unchanged.
+std::vector<LoraModule> xlabs_modules(LoraModule m) {
+  for (const XlabsStem& x : kXlabsStems) {
+    const std::string head = std::string(x.block) + ".";
+    if (m.name.rfind(head, 0) != 0) continue;
+    const size_t dot = m.name.find('.', head.size());
+    if (dot == std::string::npos || m.name.substr(dot + 1) != x.stem) continue;
+    const std::string block = std::string(x.to_block) + "." + m.name.substr(head.size(), dot - head.size()) + ".";
+    const int64_t parts = int64_t(x.to.size()), rows = m.up.size(0) / parts;
+    CPDIT_CHECK(rows * parts == m.up.size(0), format, "LoRA: XLabs module ", m.name, " has ", m.up.size(0),
+                " up rows, which do not split into ", parts, " equal parts");
+    std::vector<LoraModule> out;
+    for (int64_t i = 0; i < parts; ++i)
+      out.push_back({block + x.to[size_t(i)], m.down, parts == 1 ? m.up : m.up.narrow(0, i * rows, rows), m.scale});
+    return out;
+  }
+  return {std::move(m)};
 }
 
 struct Parts {
@@ -93,12 +137,15 @@ LoraFile read_lora(const std::string& path) { return read_lora(io::SafetensorsFi
 LoraFile read_lora(const io::SafetensorsFile& file) {
   const std::string& path = file.path();
   std::map<std::string, Parts> modules;
-  bool peft_names = false, kohya_names = false;
+  bool peft_names = false, kohya_names = false, xlabs = false;
   for (const std::string& name : file.names()) {
     const auto part = lora_part(name);
+    CPDIT_CHECK(!name.starts_with("lora_te") && !name.starts_with("text_encoder"), unsupported, "LoRA ", path,
+                ": tensor ", name, " adapts a text encoder, which cpdit does not (its adapters are the transformer's)");
     CPDIT_CHECK(part, unsupported, "LoRA ", path, ": tensor ", name, " is not a LoRA down, up or alpha tensor "
-                "(cpdit applies plain LoRA: lora_A/lora_B or lora_down/lora_up, with .alpha)");
+                "(cpdit applies plain LoRA: lora_A/lora_B or lora_down/lora_up, with .alpha; not LoHa, LoKr or DoRA)");
     peft_names = peft_names || ends_with(name, ".lora_A.weight");
+    xlabs = xlabs || xlabs_name(name);
     kohya_names = kohya_names || name.rfind("lora_unet_", 0) == 0 || name.rfind("lora_transformer_", 0) == 0;
     const Tensor t = file.get(name).to(DType::f32);
     check_finite(t, path, name);
@@ -116,7 +163,8 @@ LoraFile read_lora(const io::SafetensorsFile& file) {
   const PeftConfig peft = peft_config(file);
   LoraFile lora;
   lora.path = path;
-  lora.layout = kohya_names  ? "kohya (lora_down, lora_up, alpha)"
+  lora.layout = xlabs          ? "XLabs (down, up)"
+                : kohya_names  ? "kohya (lora_down, lora_up, alpha)"
                 : !peft_names ? "ComfyUI (lora_down, lora_up, alpha)"
                 : file.metadata().count("lora_adapter_metadata") ? "diffusers/PEFT (lora_A, lora_B, metadata)"
                                                                  : "PEFT names (lora_A, lora_B)";
@@ -128,7 +176,7 @@ LoraFile read_lora(const io::SafetensorsFile& file) {
                 " has rank ", rank, " but ", m.up_name, " has ", m.up.size(1));
     const std::optional<double> alpha = m.alpha ? m.alpha : peft.alpha;
     const double scale = !alpha ? 1.0 : *alpha / (peft.rslora && !m.alpha ? std::sqrt(double(rank)) : double(rank));
-    lora.modules.push_back({name, m.down, m.up, scale});
+    for (LoraModule& part : xlabs_modules({name, m.down, m.up, scale})) lora.modules.push_back(std::move(part));
   }
   return lora;
 }

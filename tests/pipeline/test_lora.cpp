@@ -133,6 +133,16 @@ TEST_P(LoraFixtures, WeightsScaleAndStackedAdaptersAddUp) {
             kLatentsTolerance);
 }
 
+// XLabs' layout (processor.qkv_lora1 ..., no alpha), which the fixture above does not hold: lora1 in its
+// names through diffusers' own XLabs conversion (tests/data/fixtures/lora_xlabs).
+TEST(LoraXlabs, XlabsNamesGiveDiffusersLatents) {
+  const LoraFixture& f = flux();
+  const Result got = f.run(f.request({{fixture_dir("lora_xlabs") + "/xlabs_lora.safetensors", 1.0}}));
+  const Tensor want = fixture_file("lora_xlabs", "expected").at("xlabs_latents");
+  EXPECT_LT(max_abs_diff(in_fixture_layout(got.latents, want), want), kLatentsTolerance);
+  EXPECT_GT(max_abs_diff(in_fixture_layout(got.latents, want), f.expected.at("base_latents")), 0.1);
+}
+
 // One pipeline, adapters switched between its runs: nothing of an adapter stays after it, and an
 // adapter run again gives bitwise its first run.
 TEST_P(LoraFixtures, AResidentPipelineSwitchesAdapters) {
@@ -253,6 +263,10 @@ TEST(LoraRefused, BrokenFilesAreOneLine) {
   expect_refused(f, lora_file(dir, "size.safetensors", {{layer + ".lora_A.weight", Tensor::full({4, 64}, 0.1)},
                                                         {layer + ".lora_B.weight", up}}),
                  "(a LoRA for another model or size?)");
+  // A text encoder's module (kohya's lora_te1_): said so, not left unmatched.
+  expect_refused(f, lora_file(dir, "te.safetensors", {{"lora_te1_text_model_encoder_layers_0_mlp_fc1.lora_down.weight", down},
+                                                      {"lora_te1_text_model_encoder_layers_0_mlp_fc1.lora_up.weight", up}}),
+                 "adapts a text encoder, which cpdit does not");
   // LoCon's mid tensor: not plain LoRA.
   expect_refused(f, lora_file(dir, "locon.safetensors", {{layer + ".lora_A.weight", down}, {layer + ".lora_B.weight", up},
                                                          {layer + ".lora_mid.weight", down}}),
@@ -288,6 +302,18 @@ TEST(LoraCli, GenerateTakesLoraWithAWeight) {
       << r.out;
   const Tensor& want = f.expected.at("lora1_weight0.7_latents");
   EXPECT_LT(max_abs_diff(in_fixture_layout(io::load_safetensors(out).at("latents"), want), want), kLatentsTolerance);
+
+  // The adapter's matrices are weights of the run, counted once in the summary's resident weights:
+  // lora1's PEFT file holds each layer's A and B as the run applies them (its B's scaled copies).
+  auto resident = [&](const std::string& extra, const std::string& name) {
+    const auto j = run_cli(args + extra + " --json --out " + dir.file(name));
+    EXPECT_EQ(j.code, 0) << j.err;
+    return nlohmann::json::parse(j.out).at("weight_bytes_resident").get<int64_t>();
+  };
+  int64_t adapter_bytes = 0;
+  for (const auto& [name, t] : io::load_safetensors(f.lora("lora1"))) adapter_bytes += int64_t(t.nbytes());
+  EXPECT_EQ(resident(" --lora " + f.lora("lora1"), "with.safetensors") - resident("", "without.safetensors"),
+            adapter_bytes);
 
   const std::string refused = dir.file("refused.safetensors");
   expect_cli_refused(args + " --lora " + wan().lora("lora1") + " --json --out " + refused, "name no layer of");

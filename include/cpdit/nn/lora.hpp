@@ -84,7 +84,8 @@ struct LoraApplication {
 };
 void apply_lora(Module& model, const LoraApplication& lora);
 
-// `uses` on `model`: the unmerged ones' deltas and the merged ones' weights (lora_deltas, merged_weights).
+// `uses` on `model`: the unmerged ones' deltas and the merged ones' weights (lora_deltas, merged_weights),
+// charged to weight_memory_counter() (held once for every replica, as the model's weights are).
 LoraApplication lora_application(Module& model, const std::vector<LoraUse>& uses, const KeyLayout* original_names,
                                  const std::string& model_name);
 
