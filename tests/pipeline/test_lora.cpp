@@ -10,13 +10,16 @@
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/models/registry.hpp>
 #include <cpdit/nn/lora.hpp>
+#include <cpdit/pipeline/presets.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <random>
 
 namespace cpdit::pipeline {
 namespace {
@@ -95,6 +98,22 @@ const LoraFixture& wan() {
   return f;
 }
 
+// Uniform values in [-0.5, 0.5) from `seed`.
+Tensor seeded(const Shape& shape, uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
+  Tensor t = Tensor::empty(shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = uniform(generator);
+  return t;
+}
+
+// A LoRA file written for a test: `tensors` in a temporary folder.
+std::string lora_file(const TempDir& dir, const std::string& name, const std::map<std::string, Tensor>& tensors) {
+  const std::string path = dir.file(name);
+  io::save_safetensors(path, tensors);
+  return path;
+}
+
 class LoraFixtures : public ::testing::TestWithParam<const LoraFixture& (*)()> {};
 
 TEST_P(LoraFixtures, WithoutAdaptersTheBaseRuns) {
@@ -141,6 +160,56 @@ TEST(LoraXlabs, XlabsNamesGiveDiffusersLatents) {
   const Tensor want = fixture_file("lora_xlabs", "expected").at("xlabs_latents");
   EXPECT_LT(max_abs_diff(in_fixture_layout(got.latents, want), want), kLatentsTolerance);
   EXPECT_GT(max_abs_diff(in_fixture_layout(got.latents, want), f.expected.at("base_latents")), 0.1);
+}
+
+// Qwen-Image, LTX-Video and SkyReels-V2 adapters name diffusers' modules (their ComfyUI files the same
+// behind diffusion_model.): a random adapter on three layers of the first block of each — through the
+// Qwen-Image pipeline fixture and the ltx-tiny and skyreels-tiny presets — changes the run, and merged
+// into the weights gives the run beside them (one summation order apart).
+TEST(LoraFamilies, QwenImageLtxAndSkyReelsTakeDiffusersNames) {
+  TempDir dir("lora_families");
+  struct Case {
+    std::string name;
+    PipelineSource source;
+    std::string block;  // the first block's path
+  };
+  const std::string qwen = fixture_dir("qwenimage_pipeline_tiny");
+  for (const Case& c : {Case{"qwen", {.model = qwen + "/pipeline"}, "transformer_blocks.0."},
+                        Case{"ltx", {.preset = "ltx-tiny"}, "transformer_blocks.0."},
+                        Case{"skyreels", {.preset = "skyreels-tiny"}, "blocks.0."}}) {
+    SCOPED_TRACE(c.name);
+    const Pipeline pipe = Pipeline::open(c.source, LoadPolicy::resident);
+    const models::LoadedModel model = c.source.preset.empty() ? models::open_model(qwen + "/pipeline", std::nullopt, {})
+                                                              : preset_model(c.source.preset, 0, {});
+    // Three Linear layers of the first block, in the layout of a ComfyUI file of diffusers' names.
+    std::map<std::string, Tensor> tensors;
+    uint32_t seed = 1;
+    const std::unique_ptr<nn::Model> replica = model.replica();
+    for (const auto& [path, module] : replica->named_modules()) {
+      const auto* linear = dynamic_cast<const nn::Linear*>(module);
+      if (linear == nullptr || path.rfind(c.block, 0) != 0 || tensors.size() == 6) continue;
+      tensors["diffusion_model." + path + ".lora_down.weight"] = seeded({4, linear->in_features()}, seed++);
+      tensors["diffusion_model." + path + ".lora_up.weight"] = seeded({linear->out_features(), 4}, seed++);
+    }
+    ASSERT_EQ(tensors.size(), 6u);
+    const std::string lora = lora_file(dir, c.name + ".safetensors", tensors);
+    Request r;
+    if (c.name == "qwen") {
+      r.embeddings = fixture_file("qwenimage_pipeline_tiny", "inputs");
+      r.initial_latents = r.embeddings.at("latents");
+      r.height = r.width = 32;
+    }
+    r.steps = 2;
+    r.parallel.threads = 1;
+    StageLog log;
+    const Tensor base = pipe.run(r, log).latents;
+    r.loras = {{lora, 1.0}};
+    const Tensor beside = pipe.run(r, log).latents;
+    r.loras = {{lora, 1.0, true}};
+    const Tensor merged = pipe.run(r, log).latents;
+    EXPECT_GT(max_abs_diff(beside, base), 1e-3);
+    EXPECT_LT(max_abs_diff(merged, beside), 1e-5);
+  }
 }
 
 // One pipeline, adapters switched between its runs: nothing of an adapter stays after it, and an
@@ -218,13 +287,6 @@ TEST(LoraPicture, TheDecodedPictureIsDiffusers) {
   ASSERT_TRUE(got.pixels.defined());
   // The VAE's own parity bound over latents already 2e-5 apart (fixture VAE tests hold 1e-5 alone).
   EXPECT_LT(max_abs_diff(got.pixels.reshape(want.shape()), want), 1e-4);
-}
-
-// A file written for the refusal tests: `tensors` in a temporary folder.
-std::string lora_file(const TempDir& dir, const std::string& name, const std::map<std::string, Tensor>& tensors) {
-  const std::string path = dir.file(name);
-  io::save_safetensors(path, tensors);
-  return path;
 }
 
 void expect_refused(const LoraFixture& f, const std::string& path, const std::string& words) {
