@@ -123,7 +123,7 @@ void add_forward(CLI::App& parent) {
       ->check(whole_number<int>());
   add_dtype_flag(*cmd, o->dtype);
   add_vae_split_option(cmd, o->vae_split);
-  add_lora_flags(*cmd, o->loras);
+  add_lora_flags(*cmd, o->loras, false);
   cmd->callback([o] { run_forward(*o); });
 }
 

@@ -142,7 +142,7 @@ std::vector<NamedPath> input_files(const GenerateFlags& g, const Request& r) {
                                {"--config", g.source.config},    {"--scheduler-config", g.source.scheduler_config},
                                {"--first-image", r.first_image}, {"--last-image", r.last_image},
                                {"--init-image", r.init_image},   {"--prompts", g.prompts}};
-  for (const pipeline::LoraChoice& lora : r.loras) files.push_back({"--lora", lora.path});
+  for (const pipeline::LoraChoice& lora : r.loras) files.push_back({lora.low_noise ? "--lora-2" : "--lora", lora.path});
   return files;
 }
 
@@ -244,7 +244,8 @@ nlohmann::json summary(const pipeline::Result& run, const Outputs& o, const std:
   if (!r.loras.empty()) {
     j["loras"] = nlohmann::json::array();
     for (const pipeline::LoraChoice& lora : r.loras)
-      j["loras"].push_back({{"path", lora.path}, {"weight", lora.weight}, {"merged", lora.merge}});
+      j["loras"].push_back(
+          {{"path", lora.path}, {"weight", lora.weight}, {"merged", lora.merge}, {"low_noise_expert", lora.low_noise}});
   }
   if (!o.out.empty()) j["out"] = o.out;
   if (!o.preview.empty()) j["preview"] = o.preview;
@@ -279,8 +280,8 @@ void print_summary(const nlohmann::json& s, bool verbose) {
               int(s["ranks"]) == 1 ? "" : "s");
   if (s.contains("loras"))
     for (const nlohmann::json& lora : s["loras"])
-      std::printf("lora         %s at weight %g%s\n", lora["path"].get<std::string>().c_str(), double(lora["weight"]),
-                  lora["merged"] ? ", merged" : "");
+      std::printf("lora         %s at weight %g%s%s\n", lora["path"].get<std::string>().c_str(), double(lora["weight"]),
+                  lora["merged"] ? ", merged" : "", lora["low_noise_expert"] ? ", on the low-noise expert" : "");
   if (s.contains("cache")) {
     const nlohmann::json& c = s["cache"];
     const int64_t computed = c["calls_computed"], skipped = c["calls_skipped"];
@@ -627,7 +628,7 @@ void add_generate(CLI::App& parent) {
                   "magcache[:THRESHOLD][,max_skip_steps=3][,retention_ratio=0.2][,ratios=a/b/c] by accumulated "
                   "magnitude ratios (default 0.06; FLUX.1's released ratios unless given), magcache:calibrate "
                   "prints a model's ratios; the summary counts the transformer calls computed and skipped");
-  add_lora_flags(*cmd, args->loras);
+  add_lora_flags(*cmd, args->loras, true);
   cmd->add_flag("--check-finite", args->request.check_finite,
                 "check every module's outputs for NaN/Inf and name the first module that made them (slower; "
                 "the transformer's output is always checked once per step)");

@@ -71,7 +71,7 @@ class Request:
     flow_shift: Optional[float]
     sigmas: List[float]
     decode: bool
-    loras: List[Tuple[str, float, bool]]
+    loras: List[Tuple[str, float, bool, bool]]
     parallel: RankRequest
 
 class LoadPolicy:

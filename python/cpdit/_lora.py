@@ -16,13 +16,16 @@ class LoraMethods:
     def _loras(self):
         if not hasattr(self, "_lora_state"):
             # name -> path (in load order); the active names and weights; the fused (name, scale) pairs
-            self._lora_state = {"paths": {}, "active": [], "weights": {}, "fused": [], "enabled": True}
+            self._lora_state = {"paths": {}, "low_noise": set(), "active": [], "weights": {}, "fused": [],
+                                "enabled": True}
         return self._lora_state
 
-    def load_lora_weights(self, pretrained_model_name_or_path_or_dict, adapter_name=None, weight_name=None, **unused):
-        """A LoRA file (``.safetensors``: diffusers/PEFT, kohya, ComfyUI or musubi-tuner layout), or a folder
-        holding ``weight_name`` (default ``pytorch_lora_weights.safetensors``), loaded as ``adapter_name``
-        (default ``default_N``) and made the one active adapter, at weight 1, as diffusers does."""
+    def load_lora_weights(self, pretrained_model_name_or_path_or_dict, adapter_name=None, weight_name=None,
+                          load_into_transformer_2=False, **unused):
+        """A LoRA file (``.safetensors``: diffusers/PEFT, kohya, ComfyUI, musubi-tuner or XLabs layout), or a
+        folder holding ``weight_name`` (default ``pytorch_lora_weights.safetensors``), loaded as
+        ``adapter_name`` (default ``default_N``) and made the one active adapter, at weight 1, as diffusers
+        does; ``load_into_transformer_2=True`` puts it on Wan 2.2's low-noise expert instead."""
         state = self._loras()
         path = pretrained_model_name_or_path_or_dict
         if isinstance(path, dict):
@@ -39,6 +42,8 @@ class LoraMethods:
             raise ValueError(f"adapter name {name!r} is already in use; give another adapter_name")
         _cpdit.read_lora(path)  # a file the engine would refuse is refused here, at load
         state["paths"][name] = path
+        if load_into_transformer_2:
+            state["low_noise"].add(name)
         state["active"], state["weights"] = [name], {name: 1.0}
 
     def set_adapters(self, adapter_names, adapter_weights=None):
@@ -83,6 +88,7 @@ class LoraMethods:
             if name not in state["paths"]:
                 raise ValueError(f"adapter {name!r} is not loaded")
             del state["paths"][name]
+            state["low_noise"].discard(name)
             state["weights"].pop(name, None)
             state["active"] = [n for n in state["active"] if n != name]
             state["fused"] = [(n, scale) for n, scale in state["fused"] if n != name]
@@ -116,11 +122,13 @@ class LoraMethods:
         state["fused"] = []
 
     def _lora_pairs(self):
-        """The (path, weight, merged) triples of the next call: the fused ones, then the active ones when enabled."""
+        """The (path, weight, merged, low-noise expert) of each adapter of the next call: the fused ones, then
+        the active ones when enabled."""
         if not hasattr(self, "_lora_state"):
             return []
         state = self._lora_state
-        pairs = [(state["paths"][n], scale, True) for n, scale in state["fused"] if n in state["paths"]]
+        pairs = [(state["paths"][n], scale, True, n in state["low_noise"]) for n, scale in state["fused"]
+                 if n in state["paths"]]
         if state["enabled"]:
-            pairs += [(state["paths"][n], state["weights"][n], False) for n in state["active"]]
+            pairs += [(state["paths"][n], state["weights"][n], False, n in state["low_noise"]) for n in state["active"]]
         return pairs

@@ -82,17 +82,19 @@ void bind_request(py::module_& m) {
       .def_property(
           "sigmas", [](const Request& r) { return r.scheduler.sigmas; },
           [](Request& r, const std::vector<double>& sigmas) { r.scheduler.sigmas = sigmas; })
-      // The request's LoRA adapters as (path, weight, merge) triples: --lora FILE:WEIGHT [--lora-merge].
+      // The request's LoRA adapters as (path, weight, merge, low_noise) tuples: --lora FILE:WEIGHT (or
+      // --lora-2, Wan 2.2's low-noise expert) [--lora-merge].
       .def_property(
           "loras",
           [](const Request& r) {
-            std::vector<std::tuple<std::string, double, bool>> loras;
-            for (const pipeline::LoraChoice& lora : r.loras) loras.emplace_back(lora.path, lora.weight, lora.merge);
+            std::vector<std::tuple<std::string, double, bool, bool>> loras;
+            for (const pipeline::LoraChoice& lora : r.loras)
+              loras.emplace_back(lora.path, lora.weight, lora.merge, lora.low_noise);
             return loras;
           },
-          [](Request& r, const std::vector<std::tuple<std::string, double, bool>>& loras) {
+          [](Request& r, const std::vector<std::tuple<std::string, double, bool, bool>>& loras) {
             r.loras.clear();
-            for (const auto& [path, weight, merge] : loras) r.loras.push_back({path, weight, merge});
+            for (const auto& [path, weight, merge, low_noise] : loras) r.loras.push_back({path, weight, merge, low_noise});
           })
       .def_readwrite("parallel", &Request::parallel);
 }

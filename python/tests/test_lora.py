@@ -3,6 +3,8 @@ lora_wan_tiny): load_lora_weights in any layout, set_adapters with weights and s
 scale and unfuse_lora, disable/enable, unload_lora_weights back to the base; a bad name or file is a
 ValueError or RuntimeError in one line."""
 
+import json
+
 import numpy as np
 import pytest
 
@@ -92,3 +94,37 @@ def test_bad_names_and_files_are_refused(tmp_path):
     with pytest.raises(ValueError, match="name no layer of") as error:
         pipe(**call)
     assert "\n" not in str(error.value)
+
+
+def write_safetensors(path, tensors):
+    """float32 arrays as a safetensors file (the header, then the data in order)."""
+    header, data = {}, b""
+    for name, array in tensors.items():
+        raw = np.ascontiguousarray(array, np.float32).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(array.shape), "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    path.write_bytes(len(text).to_bytes(8, "little") + text + data)
+
+
+def test_wan22_low_noise_expert_takes_load_into_transformer_2(tmp_path):
+    root = FIXTURES / "wan22_experts"
+    inputs = read_safetensors(root / "inputs.safetensors")
+    call = dict(prompt_embeds=inputs["prompt_embeds"], negative_prompt_embeds=inputs["negative_prompt_embeds"],
+                latents=inputs["latents"], height=48, width=32, num_frames=9, num_inference_steps=4,
+                output_type="latent")
+    generator = np.random.default_rng(0)
+    lora = tmp_path / "expert.safetensors"
+    write_safetensors(lora, {"transformer.blocks.0.attn1.to_q.lora_A.weight": generator.uniform(-0.5, 0.5, (4, 24)),
+                             "transformer.blocks.0.attn1.to_q.lora_B.weight": generator.uniform(-0.5, 0.5, (24, 4))})
+    pipe = cpdit.WanPipeline.from_pretrained(root / "t2v" / "pipeline")
+    base = pipe(**call).frames
+    pipe.load_lora_weights(lora, adapter_name="high")
+    high = pipe(**call).frames
+    pipe.unload_lora_weights()
+    pipe.load_lora_weights(lora, adapter_name="low", load_into_transformer_2=True)
+    low = pipe(**call).frames
+    assert np.abs(high - base).max() > 1e-3 and np.abs(low - base).max() > 1e-3 and np.abs(high - low).max() > 1e-3
+    pipe.set_adapters(["low"], [0.0])
+    np.testing.assert_array_equal(pipe(**call).frames, base)

@@ -19,9 +19,15 @@ Tensor Linear::forward(const Tensor& x) const {
   return with_hooks({{"input", x}}, [&](const TensorMap& in) {
     const Tensor& input = in.at("input");
     Tensor y = kernels::linear(input, weight_.value, bias());
-    if (delta_.down.defined()) kernels::add_(y, kernels::linear(kernels::linear(input, delta_.down), delta_.up));
+    add_delta_({input}, y);
     return std::vector<Tensor>{y};
   })[0];
+}
+
+void Linear::add_delta_(const std::vector<Tensor>& parts, Tensor& y) const {
+  if (!delta_.down.defined()) return;
+  const Tensor low = parts.size() == 1 ? kernels::linear(parts[0], delta_.down) : kernels::linear_cat(parts, delta_.down);
+  kernels::add_(y, kernels::linear(low, delta_.up));
 }
 
 void Linear::set_delta(LowRankDelta delta) {

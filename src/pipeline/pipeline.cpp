@@ -69,6 +69,11 @@ double weight_file_bytes(const std::string& path) {
   return bytes;
 }
 
+// The adapters of a run on each transformer: the one, or Wan 2.2's high-noise and low-noise experts.
+struct ExpertLoras {
+  nn::LoraApplication transformer, transformer_2;
+};
+
 }  // namespace
 
 bool lead_process() {
@@ -108,28 +113,37 @@ struct Pipeline::State {
     return file;
   }
 
-  // The request's adapters on the transformer's layers, kept for the next run of the same adapters
-  // (merging reads and copies every weight it touches).
-  mutable std::pair<std::string, std::shared_ptr<const nn::LoraApplication>> kept_lora;
+  // The request's adapters on each expert's layers (Wan 2.2's low-noise transformer_2 takes those asked
+  // for it, as diffusers' load_into_transformer_2), kept for the next run of the same adapters (merging
+  // reads and copies every weight it touches).
+  mutable std::pair<std::string, std::shared_ptr<const ExpertLoras>> kept_lora;
 
-  nn::LoraApplication lora_application(const Request& r, const Transformer& t) const {
+  ExpertLoras lora_application(const Request& r, const Transformer& t) const {
     if (r.loras.empty()) return {};
-    CPDIT_CHECK(!t.low_noise, unsupported, "--lora on Wan 2.2's two experts is not supported yet (", t.name,
-                " has transformer_2/)");
-    std::vector<nn::LoraUse> uses;
+    std::vector<nn::LoraUse> uses[2];
     std::string key;
     for (const LoraChoice& choice : r.loras) {
-      uses.push_back({lora_file(choice.path), choice.weight, choice.merge});
-      char weight[40];
-      std::snprintf(weight, sizeof weight, "%.17g%s", choice.weight, choice.merge ? " merged" : "");
+      CPDIT_CHECK(!choice.low_noise || t.low_noise, invalid_argument, "LoRA ", choice.path, ": ", t.name,
+                  " has no low-noise expert (transformer_2/) to take it");
+      uses[choice.low_noise].push_back({lora_file(choice.path), choice.weight, choice.merge});
+      char weight[64];
+      std::snprintf(weight, sizeof weight, "%.17g%s%s", choice.weight, choice.merge ? " merged" : "",
+                    choice.low_noise ? " low-noise" : "");
       key += choice.path + "\n" + file_stamp(choice.path) + "\n" + weight + "\n";
     }
-    auto make = [&] { return nn::lora_application(*t.model.replica(), uses, t.model.original_names, t.name); };
+    auto make = [&] {
+      ExpertLoras loras;
+      loras.transformer = nn::lora_application(*t.model.replica(), uses[0], t.model.original_names, t.name);
+      if (!uses[1].empty())
+        loras.transformer_2 = nn::lora_application(*t.low_noise->replica(), uses[1], t.low_noise->original_names,
+                                                   t.name + " transformer_2");
+      return loras;
+    };
     if (!transformer) return make();  // staged: its weights are read again next run, so are merged ones
     std::lock_guard<std::mutex> lock(lora_mutex);
     if (!kept_lora.second || kept_lora.first != key) {
       kept_lora.second.reset();  // the old merged copies freed before the new ones are made
-      kept_lora = {key, std::make_shared<const nn::LoraApplication>(make())};
+      kept_lora = {key, std::make_shared<const ExpertLoras>(make())};
     }
     return *kept_lora.second;
   }
@@ -317,13 +331,13 @@ void resolve_step_cache(Request& r, const Family& family, const Transformer& t) 
 // tokens split over its CFG group when that has more than one rank (by the family's plan, else the
 // model's own).
 RankRun rank_run(comm::Communicator& world, const Request& r, const Family& family, const Transformer& t,
-                 const parallel::RankLayout& layout, const nn::LoraApplication& lora) {
+                 const parallel::RankLayout& layout, const ExpertLoras& loras) {
   const parallel::ContextParallelConfig& c = layout.config;
   RankRun run{world, comm::Mesh(world.split(0, world.rank()), c.ring_degree, c.ulysses_degree, c.cfg_degree),
               t.model.replica(), t.low_noise ? t.low_noise->replica() : nullptr, {}};
   for (nn::Model* model : {run.model.get(), run.low_noise.get()}) {
     if (model == nullptr) continue;
-    nn::apply_lora(*model, lora);
+    nn::apply_lora(*model, model == run.model.get() ? loras.transformer : loras.transformer_2);
     if (!r.parallel.backend.empty()) model->set_attention_backend(r.parallel.backend);
     if (run.mesh.flat().size() > 1) model->enable_parallelism(run.mesh.flat_group(), c, family.plan());
   }
@@ -393,7 +407,7 @@ Result Pipeline::run(Request request, StageLog& stages) const {
     check_options(r, family, t);
     family.check(r, t);
     resolve_step_cache(r, family, t);
-    const nn::LoraApplication lora = s.lora_application(r, t);
+    const ExpertLoras loras = s.lora_application(r, t);
     // Sizes are refused here, before any rank starts, and so is a run that cannot fit in memory.
     family.check_fits(r, t);
     result.layout = parallel::resolve_layout(r.parallel, t.model.heads, hardware_threads());
@@ -410,7 +424,7 @@ Result Pipeline::run(Request request, StageLog& stages) const {
           CPDIT_CHECK(world.size() == result.layout.ranks, internal, "expected ", result.layout.ranks,
                       " ranks, got ", world.size());
           memory::reset_peak();
-          RankRun run = rank_run(world, r, family, t, result.layout, lora);
+          RankRun run = rank_run(world, r, family, t, result.layout, loras);
           FiniteWatch finite({run.model.get(), run.low_noise.get()}, "denoise", r.check_finite);
           // The step callback runs on rank 0; whether there is one, the ranks agree once (under mpirun each
           // process has its own request), so that all or none of them take part in it after each step.

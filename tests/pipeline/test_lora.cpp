@@ -212,6 +212,48 @@ TEST(LoraFamilies, QwenImageLtxAndSkyReelsTakeDiffusersNames) {
   }
 }
 
+// Wan 2.2's two experts: --lora adapts transformer/ (the high-noise expert), --lora-2 transformer_2/ (diffusers'
+// load_into_transformer_2): each changes the run, the two differently; at weight 0 the low-noise one is the
+// base bitwise; a model with one transformer refuses an adapter for a second.
+TEST(LoraExperts, EachExpertTakesItsOwnAdapters) {
+  TempDir dir("lora_experts");
+  const std::string folder = fixture_dir("wan22_experts") + "/t2v/pipeline";
+  const Pipeline pipe = Pipeline::open({.model = folder}, LoadPolicy::resident);
+  const std::unique_ptr<nn::Model> replica = models::open_model(folder, std::nullopt, {}).replica();
+  std::map<std::string, Tensor> tensors;
+  uint32_t seed = 1;
+  for (const std::string path : {"blocks.0.attn1.to_q", "blocks.0.attn2.to_v", "blocks.0.ffn.net.2"}) {
+    const auto* linear = dynamic_cast<const nn::Linear*>(replica->find(path));
+    ASSERT_NE(linear, nullptr) << path;
+    tensors["transformer." + path + ".lora_A.weight"] = seeded({4, linear->in_features()}, seed++);
+    tensors["transformer." + path + ".lora_B.weight"] = seeded({linear->out_features(), 4}, seed++);
+  }
+  const std::string lora = lora_file(dir, "experts.safetensors", tensors);
+  Request r;
+  r.embeddings = fixture_file("wan22_experts", "inputs");
+  r.frames = 9, r.height = 48, r.width = 32, r.steps = 4;
+  r.parallel.threads = 1;
+  StageLog log;
+  auto run = [&](std::vector<LoraChoice> loras) {
+    r.loras = std::move(loras);
+    return pipe.run(r, log).latents;
+  };
+  const Tensor base = run({});
+  const Tensor high = run({{lora, 1.0, false, false}});
+  const Tensor low = run({{lora, 1.0, false, true}});
+  EXPECT_GT(max_abs_diff(high, base), 1e-3);
+  EXPECT_GT(max_abs_diff(low, base), 1e-3);
+  EXPECT_GT(max_abs_diff(high, low), 1e-3);
+  EXPECT_EQ(max_abs_diff(run({{lora, 0.0, false, true}}), base), 0.0);
+  try {
+    flux().run(flux().request({{flux().lora("lora1"), 1.0, false, true}}));
+    ADD_FAILURE() << "an adapter for a second transformer was taken by FLUX.1";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has no low-noise expert (transformer_2/) to take it"), std::string::npos)
+        << e.what();
+  }
+}
+
 // One pipeline, adapters switched between its runs: nothing of an adapter stays after it, and an
 // adapter run again gives bitwise its first run.
 TEST_P(LoraFixtures, AResidentPipelineSwitchesAdapters) {

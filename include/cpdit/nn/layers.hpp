@@ -27,8 +27,12 @@ class Linear : public Module {
   void set_delta(LowRankDelta delta);
   const LowRankDelta& delta() const { return delta_; }
   // Whether kernels::linear(x, weight(), bias()) is the whole layer: no hook expects to see it run and
-  // no delta adds to it. A caller that fuses the layer into a pass of its own checks this first.
+  // no delta adds to it.
   bool plain() const { return !has_hooks() && !delta_.down.defined(); }
+  // For a caller that runs the layer's product in a pass of its own (no hooks): adds the delta's product
+  // for the input `parts` (side by side along the last dim, as kernels::linear_cat takes them) to the
+  // f32 product `y` in place, before the caller's bias, activation or residual; nothing without a delta.
+  void add_delta_(const std::vector<Tensor>& parts, Tensor& y) const;
 
  private:
   Parameter& weight_;

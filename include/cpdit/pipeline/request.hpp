@@ -24,13 +24,16 @@ class Family;
 // Whether a run decodes its latents: never, when the pipeline has a VAE, or always (refused without one).
 enum class Decode { no, if_vae, yes };
 
-// A LoRA adapter of a request (nn/lora.hpp): its file, the weight it is applied with, and whether it
-// is merged into the weights it touches (--lora-merge, diffusers' fuse_lora: no cost per step, a copy
-// of each such weight, dense weights only) rather than applied beside them.
+// A LoRA adapter of a request (nn/lora.hpp): its file, the weight it is applied with, whether it is
+// merged into the weights it touches (--lora-merge, diffusers' fuse_lora: no cost per step, a copy of
+// each such weight, dense weights only) rather than applied beside them, and whether it is for Wan 2.2's
+// low-noise expert (transformer_2/, --lora-2, diffusers' load_into_transformer_2) rather than the
+// transformer.
 struct LoraChoice {
   std::string path;
   double weight = 1.0;
   bool merge = false;
+  bool low_noise = false;
 };
 
 struct Request {

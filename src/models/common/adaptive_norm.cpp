@@ -88,10 +88,11 @@ Tensor gated_residual(const Tensor& x, const Tensor& y, const Tensor& gate) {
 }
 
 Tensor projected_residual(const Tensor& x, const nn::Linear& proj, const std::vector<Tensor>& o, const Tensor& gate) {
-  if (!proj.plain()) {  // a hook may hold proj's output: a new tensor
+  if (proj.has_hooks()) {  // a hook may hold proj's output: a new tensor
     return gated_residual(x, proj.forward(o.size() == 1 ? o[0] : cat(o, -1)), gate);
   }
   Tensor y = k::linear_cat(o, proj.weight());
+  proj.add_delta_(o, y);
   k::bias_residual_(y, x, proj.bias(), gate.defined() ? over_tokens(gate) : Tensor());
   return y;
 }

@@ -5,11 +5,14 @@
 namespace cpdit::models::common {
 
 Tensor linear_gelu(const nn::Linear& layer, const Tensor& x, bool tanh_approx) {
-  if (!layer.plain()) return kernels::gelu(layer.forward(x), tanh_approx);
-  // The tanh form is the Linear's epilogue (on the AMX kernel's tiles as it writes them).
-  if (tanh_approx) return kernels::linear(x, layer.weight(), layer.bias(), kernels::Epilogue::gelu_tanh);
+  if (layer.has_hooks()) return kernels::gelu(layer.forward(x), tanh_approx);
+  // The tanh form is the Linear's epilogue (on the AMX kernel's tiles as it writes them); a LoRA delta
+  // adds to the product before the bias and GELU pass.
+  if (tanh_approx && layer.plain())
+    return kernels::linear(x, layer.weight(), layer.bias(), kernels::Epilogue::gelu_tanh);
   Tensor h = kernels::linear(x, layer.weight());
-  kernels::bias_gelu_(h, layer.bias(), false);
+  layer.add_delta_({x}, h);
+  kernels::bias_gelu_(h, layer.bias(), tanh_approx);
   return h;
 }
 

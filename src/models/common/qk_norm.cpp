@@ -23,14 +23,18 @@ Tensor project_as_modules(const nn::Linear& proj, const nn::RMSNorm* norm, QkNor
 
 void project_heads_into(const nn::Linear& proj, const nn::RMSNorm* norm, QkNorm where, int64_t heads, const Tensor& x,
                         const RopeTables* rope, Tensor& out) {
-  if (!proj.plain() || (norm && norm->has_hooks()) || (rope && !norm)) {
+  if (proj.has_hooks() || (norm && norm->has_hooks()) || (rope && !norm)) {
     out.copy_(project_as_modules(proj, norm, where, heads, x, rope).reshape(out.shape()));
     return;
   }
-  if (!norm) return kernels::linear_into(x, proj.weight(), proj.bias(), out);
+  if (!norm) {
+    kernels::linear_into(x, proj.weight(), proj.bias(), out);
+    return proj.add_delta_({x}, out);
+  }
   // The norm's weight is a head's (per head) or the row's (across heads): the kernel norms groups of
   // its width, and rotates each head by tables of a head's width or the row by tables of the row's.
   kernels::linear_into(x, proj.weight(), Tensor(), out);
+  proj.add_delta_({x}, out);
   kernels::bias_rms_norm_rope_(out, proj.bias(), norm->weight(), norm->eps(), rope ? rope->cos : Tensor(),
                                rope ? rope->sin : Tensor());
 }
