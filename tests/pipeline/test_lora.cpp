@@ -425,6 +425,21 @@ TEST(LoraCli, GenerateTakesLoraWithAWeight) {
   expect_cli_refused(args + " --lora " + dir.file("none.safetensors") + ":0.5 --json --out " + refused, "no such file");
   expect_cli_refused(args + " --lora " + f.lora("lora1") + ":nan --out " + refused, "the weight must be a finite number");
   expect_cli_refused(args + " --lora-merge --out " + refused, "--lora-merge goes with --lora");
+  // A broken file through the command line: exit 2, one line, nothing written.
+  const std::string layer = "transformer.transformer_blocks.0.attn.to_q";
+  Tensor nan = seeded({4, 32}, 1);
+  nan.data<float>()[3] = std::nanf("");
+  const std::string with_nan = lora_file(dir, "nan.safetensors",
+                                         {{layer + ".lora_A.weight", nan}, {layer + ".lora_B.weight", seeded({32, 4}, 2)}});
+  const std::string ranks = lora_file(dir, "ranks.safetensors", {{layer + ".lora_A.weight", seeded({4, 32}, 3)},
+                                                                 {layer + ".lora_B.weight", seeded({32, 8}, 4)}});
+  std::ifstream whole(f.lora("lora1"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(whole)), std::istreambuf_iterator<char>());
+  const std::string truncated = dir.file("truncated.safetensors");
+  std::ofstream(truncated, std::ios::binary) << bytes.substr(0, bytes.size() / 3);
+  for (const auto& [file, words] : {std::pair{with_nan, "holds NaN or Inf"}, std::pair{ranks, "has rank 4 but"},
+                                    std::pair{truncated, "truncated.safetensors"}})
+    expect_cli_refused(args + " --lora " + file + " --json --out " + refused, words, refused);
 }
 
 // forward --lora: the transformer alone with the adapter beside its weights and merged into them (the
