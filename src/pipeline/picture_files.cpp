@@ -72,6 +72,21 @@ void write_pictures(const std::string& path, const Tensor& image, const io::Pict
   }
 }
 
+namespace {
+// A folder reused from a longer clip keeps none of its frames: the frame_NNNNN.png files from `frames` on
+// are removed (names of that form only; any other file stays).
+void remove_frames_past(const fs::path& folder, int64_t frames) {
+  std::error_code error;
+  for (const fs::directory_entry& entry : fs::directory_iterator(folder, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() != 15 || name.rfind("frame_", 0) != 0 || !name.ends_with(".png") ||
+        name.find_first_not_of("0123456789", 6) != 11 || !entry.is_regular_file(error))
+      continue;
+    if (std::stoll(name.substr(6, 5)) >= frames) fs::remove(entry.path(), error);
+  }
+}
+}  // namespace
+
 void write_frame_pngs(const std::string& dir, const Tensor& video) {
   CPDIT_CHECK(video.dim() == 5 && video.size(4) == 3, invalid_argument,
               "PNG frames need video pixels (B, F, H, W, 3), got ", video.describe());
@@ -87,6 +102,7 @@ void write_frame_pngs(const std::string& dir, const Tensor& video) {
       std::snprintf(name, sizeof name, "frame_%05lld.png", (long long)f);
       io::write_png((folder / name).string(), pixels_to_rgb8(video, b * frames + f), video.size(3), video.size(2));
     }
+    remove_frames_past(folder, frames);
   }
 }
 

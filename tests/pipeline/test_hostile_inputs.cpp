@@ -8,13 +8,16 @@
 
 #include <cpdit/io/png.hpp>
 #include <cpdit/io/safetensors.hpp>
+#include <cpdit/pipeline/picture_files.hpp>
 
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 
 namespace cpdit::pipeline {
 namespace {
@@ -149,6 +152,24 @@ TEST(HostileInputs, AnEmptyOutputNameIsRefused) {
   expect_cli_refused("tokenize --tokenizer " + fixture_dir("tokenizer_clip_v2") + " --prompts " +
                          fixture_dir("tokenizer_clip_v2") + "/prompts.json -o ''",
                      "needs a file name, got ''");
+}
+
+// --frames-dir into a folder that held a longer clip: only this clip's frames are left (an earlier clip's
+// extra frames would read as part of this one), and a file of another name stays.
+TEST(HostileInputs, AReusedFramesFolderHoldsOnlyThisClipsFrames) {
+  TempDir dir("hostile_frames");
+  const std::string frames = dir.file("frames");
+  fs::create_directories(frames);
+  for (const char* name : {"frame_00000.png", "frame_00004.png", "frame_00009.png", "notes.txt", "frame_9.png"})
+    std::ofstream(frames + "/" + name) << "old";
+  Tensor video = Tensor::full({1, 3, 8, 8, 3}, 0.5);
+  write_frame_pngs(frames, video);
+  std::vector<std::string> left;
+  for (const fs::directory_entry& entry : fs::directory_iterator(frames)) left.push_back(entry.path().filename());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"frame_00000.png", "frame_00001.png", "frame_00002.png", "frame_9.png",
+                                            "notes.txt"}));
+  EXPECT_EQ(io::read_png(frames + "/frame_00000.png").width, 8);  // rewritten, not the old bytes
 }
 
 }  // namespace

@@ -30,7 +30,8 @@ io::PictureText generation_parameters(const Result& result);
 std::string scheduler_that_ran(const Result& result);
 
 // video (B, F, H, W, 3) in [0, 1] as dir/frame_00000.png, frame_00001.png, ...; a batch of several
-// videos puts item b's frames under dir/b/. The folders are created when absent.
+// videos puts item b's frames under dir/b/. The folders are created when absent; a folder that held a
+// longer clip's frames is left with this clip's only (other files in it stay).
 void write_frame_pngs(const std::string& dir, const Tensor& video);
 
 }  // namespace cpdit::pipeline
