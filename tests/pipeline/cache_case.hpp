@@ -2,7 +2,7 @@
 // The step-cache fixtures (tests/data/fixtures/cache_flux_tiny, cache_wan_tiny: diffusers' own
 // FirstBlockCache and MagCache hooks on a tiny random FluxPipeline and WanPipeline, with the per-call
 // skip pattern and decision values they recorded), opened once, and one of their cases run as a
-// Request on any split.
+// Request on any split; the request of a fixture's call.json, which the LoRA fixtures share.
 #include "support/model_fixture.hpp"
 
 #include <cpdit/io/safetensors.hpp>
@@ -19,6 +19,23 @@ namespace cpdit::testing {
 inline nlohmann::json read_json_file(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in);
+}
+
+// diffusers' call of a pipeline fixture (its call.json: steps, size, frames) with the fixture's embeddings
+// and initial latents, on `ranks` local ranks of one thread each. guidance_scale is left to the pipeline:
+// the fixtures' calls give FLUX.1's 3.5 and Wan's 5.0, both pipelines' defaults, and their FLUX.1 models
+// have no guidance embedding to take one (diffusers ignores it there).
+inline pipeline::Request fixture_call(const nn::TensorMap& inputs, const nlohmann::json& call, int ranks = 1) {
+  pipeline::Request r;
+  r.embeddings = inputs;
+  r.initial_latents = inputs.at("latents");
+  r.steps = call.at("num_inference_steps").get<int>();
+  r.height = call.at("height").get<int64_t>();
+  r.width = call.at("width").get<int64_t>();
+  if (call.contains("num_frames")) r.frames = call.at("num_frames").get<int64_t>();
+  r.parallel.ranks = ranks;
+  r.parallel.threads = 1;
+  return r;
 }
 
 struct CacheFixture {
@@ -57,21 +74,9 @@ struct CacheFixture {
     return config;
   }
 
-  // diffusers' call (call.json) with the fixture's embeddings and initial latents, on `ranks` local
-  // ranks of one thread each.
   pipeline::Request request(const nn::StepCacheConfig& cache, int ranks = 1) const {
-    pipeline::Request r;
-    r.embeddings = inputs;
-    r.initial_latents = inputs.at("latents");
-    r.steps = call.at("num_inference_steps").get<int>();
-    r.height = call.at("height").get<int64_t>();
-    r.width = call.at("width").get<int64_t>();
-    if (call.contains("num_frames")) r.frames = call.at("num_frames").get<int64_t>();
-    // guidance_scale is left to the pipeline: the call's (FLUX.1 3.5, Wan 5.0) are both pipelines' defaults,
-    // and this FLUX.1 model has no guidance embedding to take one (diffusers ignores it there).
+    pipeline::Request r = fixture_call(inputs, call, ranks);
     r.cache = cache;
-    r.parallel.ranks = ranks;
-    r.parallel.threads = 1;
     return r;
   }
 

@@ -60,17 +60,8 @@ struct LoraFixture {
   }
 
   Request request(std::vector<LoraChoice> loras, int ranks = 1) const {
-    Request r;
-    r.embeddings = inputs;
-    r.initial_latents = inputs.at("latents");
-    r.steps = call.at("num_inference_steps").get<int>();
-    r.height = call.at("height").get<int64_t>();
-    r.width = call.at("width").get<int64_t>();
-    if (call.contains("num_frames")) r.frames = call.at("num_frames").get<int64_t>();
-    // guidance_scale: both pipelines' default (this FLUX.1 model has no guidance embedding to take one)
+    Request r = cpdit::testing::fixture_call(inputs, call, ranks);
     r.loras = std::move(loras);
-    r.parallel.ranks = ranks;
-    r.parallel.threads = 1;
     return r;
   }
 

@@ -16,23 +16,16 @@ import json
 import pathlib
 
 import gguf
-import numpy as np
 import torch
 from diffusers import FluxPipeline
 from safetensors.torch import load_file, save_file
+
+from lora_xlabs import run  # the fixture's call on a pipeline (tools/reference/ is the script's folder)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BASE = ROOT / "tests/data/fixtures/lora_flux_tiny"
 OUT = ROOT / "tests/data/fixtures/lora_gguf_base"
 Q8_0 = gguf.GGMLQuantizationType.Q8_0
-
-
-def run(pipe, inputs, call):
-    with torch.no_grad():
-        return pipe(prompt_embeds=inputs["prompt_embeds"], pooled_prompt_embeds=inputs["pooled_prompt_embeds"],
-                    latents=inputs["latents"], height=call["height"], width=call["width"],
-                    num_inference_steps=call["num_inference_steps"], guidance_scale=call["guidance_scale"],
-                    output_type="latent").images
 
 
 def main():

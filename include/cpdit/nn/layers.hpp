@@ -25,7 +25,6 @@ class Linear : public Module {
   Tensor bias() const;  // undefined without one
   // Adds the delta's product to every output from now on; an undefined delta removes it.
   void set_delta(LowRankDelta delta);
-  const LowRankDelta& delta() const { return delta_; }
   // Whether kernels::linear(x, weight(), bias()) is the whole layer: no hook expects to see it run and
   // no delta adds to it.
   bool plain() const { return !has_hooks() && !delta_.down.defined(); }
