@@ -118,7 +118,8 @@ LoraDeltas lora_deltas(Module& model, const std::vector<LoraUse>& uses, const Ke
   }
   LoraDeltas deltas;
   for (auto& [path, p] : parts)
-    deltas[path] = {p.first.size() == 1 ? p.first[0] : cat(p.first, 0), p.second.size() == 1 ? p.second[0] : cat(p.second, 1)};
+    deltas[path] = {p.first.size() == 1 ? p.first[0] : cat(p.first, 0),
+                    p.second.size() == 1 ? p.second[0] : cat(p.second, 1)};
   return deltas;
 }
 
@@ -130,7 +131,8 @@ MergedWeights merged_weights(Module& model, const LoraDeltas& deltas, const std:
     const Weight& w = linear->weight();
     CPDIT_CHECK(!w.is_quantised(), unsupported, "LoRA: merging needs dense weights, but ", path, " of ", model_name,
                 " is ", w.format(), ": apply the adapter unmerged (without --lora-merge / fuse_lora)");
-    Tensor sum = w.values("LoRA merging").to(DType::f32).clone();
+    const Tensor& values = w.values("LoRA merging");
+    Tensor sum = values.dtype() == DType::f32 ? values.clone() : values.to(DType::f32);  // one copy, ours
     const int64_t out = sum.size(0), in = sum.size(1), rank = delta.down.size(0);
     kernels::gemm(false, false, out, in, rank, 1.0f, delta.up.contiguous().data<float>(), rank,
                   delta.down.contiguous().data<float>(), in, 1.0f, sum.data<float>(), in);
