@@ -91,6 +91,13 @@ CPDIT_TARGET_AVX512 float exp_shift_sum_avx512(float* x, int64_t n, float shift)
   return _mm512_reduce_add_ps(sum);
 }
 
+// The 16 weights from x[j] on (x a + b, lanes past n -inf); a function of its own, not a lambda: a
+// lambda does not inherit its caller's target, and a build without -mavx512f cannot inline it.
+CPDIT_TARGET_AVX512 inline __m512 weights_from(const float* x, int64_t n, int64_t j, __m512 a, __m512 b) {
+  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  return exp2_for_bf16(_mm512_fmadd_ps(_mm512_mask_loadu_ps(neg_inf, lanes(n - j), x + j), a, b));
+}
+
 // exp(scale x - shift) = 2^t with t = x (scale log2 e) - shift log2 e, one multiply-add. Rounding the
 // two constants to f32 moves t by about 2^-24 (|scale x| + |shift|) log2 e, a relative error of 2e-6 in
 // the weights that count (|scale x - shift| small) for scores up to about 20. 32 weights a step, so
@@ -100,14 +107,10 @@ CPDIT_TARGET_AVX512_BF16 float exp_to_bf16_sum_avx512(const float* x, int64_t n,
                                                       int64_t n_padded) {
   constexpr float kLog2e = 1.44269504088896341f;
   const __m512 a = _mm512_set1_ps(scale * kLog2e), b = _mm512_set1_ps(-shift * kLog2e);
-  const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  const auto weights = [&](int64_t j) {
-    return exp2_for_bf16(_mm512_fmadd_ps(_mm512_mask_loadu_ps(neg_inf, lanes(n - j), x + j), a, b));
-  };
   __m512 sum = _mm512_setzero_ps();
   int64_t j = 0;
   for (; j < n; j += 32) {
-    const __m512 lo = weights(j), hi = weights(j + 16);
+    const __m512 lo = weights_from(x, n, j, a, b), hi = weights_from(x, n, j + 16, a, b);
     sum = _mm512_add_ps(sum, _mm512_add_ps(lo, hi));
     _mm512_storeu_si512(p + j, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
   }
