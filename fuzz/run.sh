@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (clang) and fuzzes each parser for N seconds (default 60 each): the
-# safetensors and GGUF readers, the CLIP tokenizer's files and the picture readers (PNG, JPEG, WebP).
+# safetensors and GGUF readers, the tokenizers' files (CLIP's vocab.json + merges.txt, a byte-level BPE
+# tokenizer.json) and the picture readers (PNG, JPEG, WebP).
 # Exits non-zero when the fuzzer finds a crash, leak or sanitizer error; the input that triggered it
 # is saved in $BUILD/crashes/ — copy it to tests/data/fuzz_regressions/ once fixed.
 #   fuzz/run.sh [seconds]        environment: CPDIT_FUZZ_BUILD (default build-fuzz), JOBS (default 2)
@@ -11,7 +12,7 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${CPDIT_FUZZ_BUILD:-$root/build-fuzz}"
 
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCPDIT_FUZZ=ON -DCPDIT_TESTS=OFF -DCPDIT_MPI=OFF >/dev/null
-cmake --build "$build" --target fuzz_safetensors fuzz_gguf fuzz_clip_bpe fuzz_image -j"${JOBS:-2}"
+cmake --build "$build" --target fuzz_safetensors fuzz_gguf fuzz_tokenizer fuzz_image -j"${JOBS:-2}"
 
 # target, committed seed corpus, dictionary. New inputs go to a working corpus in the build folder;
 # the committed seeds stay read-only.
@@ -24,5 +25,5 @@ run() {
 }
 run fuzz_safetensors "$root/fuzz/corpus" "$root/fuzz/safetensors.dict"
 run fuzz_gguf "$root/fuzz/corpus_gguf" "$root/fuzz/gguf.dict"
-run fuzz_clip_bpe "$root/fuzz/corpus_clip_bpe" "$root/fuzz/clip_bpe.dict"
+run fuzz_tokenizer "$root/fuzz/corpus_tokenizer" "$root/fuzz/tokenizer.dict"
 run fuzz_image "$root/fuzz/corpus_image" "$root/fuzz/image.dict"

@@ -3,6 +3,7 @@
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/tokenizers/builtin.hpp>
+#include <cpdit/tokenizers/byte_level_bpe.hpp>
 #include <cpdit/tokenizers/clip_bpe.hpp>
 
 #include <nlohmann/json.hpp>
@@ -25,6 +26,27 @@ std::unique_ptr<Tokenizer> builtin_clip_tokenizer() {
   CPDIT_CHECK(id == kBuiltinClipVocabSize, internal, "the built-in CLIP vocabulary has ", id, " ids");
   // merges.txt opens with a version line; no merges follow.
   return ClipBpe::parse(vocab.dump(), "#version: 0.2\n", "", "built-in CLIP tokenizer");
+}
+
+std::unique_ptr<Tokenizer> builtin_qwen2_tokenizer() {
+  nlohmann::json vocab = nlohmann::json::object();
+  int64_t id = 0;
+  for (const std::string& symbol : byte_symbols()) vocab[symbol] = id++;
+  nlohmann::json added = nlohmann::json::array();
+  for (const char* token : {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
+                            "<|image_pad|>", "<|video_pad|>"})
+    added.push_back({{"id", id++}, {"content", token}, {"special", true}, {"normalized", false}});
+  CPDIT_CHECK(id == kBuiltinQwen2VocabSize, internal, "the built-in Qwen2 vocabulary has ", id, " ids");
+  const nlohmann::json tokenizer = {
+      {"model", {{"type", "BPE"}, {"vocab", vocab}, {"merges", nlohmann::json::array()}}},
+      {"normalizer", {{"type", "NFC"}}},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"}, {"pattern", {{"Regex", kQwen2Pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
+      {"added_tokens", added}};
+  return ByteLevelBpe::parse(tokenizer.dump(), "", "built-in Qwen2 tokenizer");
 }
 
 namespace {

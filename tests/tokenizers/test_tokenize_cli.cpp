@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <fstream>
 
 namespace cpdit::tokenizers {
@@ -63,6 +65,48 @@ TEST(TokenizeCli, TokenizerJsonAloneNamesTheMissingSpieceModel) {
   EXPECT_NE(r.err.find("spiece.model"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir.file("ids.safetensors")));
+}
+
+// Qwen-Image's call: three templated prompts padded to the longest (transformers' padding=True), the
+// Qwen2 tokenizer read from tokenizer.json.
+TEST(TokenizeCli, Qwen2BatchPaddedToTheLongestEqualsTransformers) {
+  const std::string fx = fixture("qwen2_tokenizer_tiny");
+  nlohmann::json batch;
+  const nlohmann::json cases = io::read_json(fx + "/cases.json");
+  for (const auto& c : cases.at("cases"))
+    if (c.at("name") == "batch_qwenimage_tmpl") batch = c.at("text");
+  ASSERT_EQ(batch.size(), 3u);
+  TempDir dir("tokenize_qwen2");
+  std::ofstream(dir.file("prompts.json")) << batch.dump();
+  const std::string out = dir.file("ids.safetensors");
+  const auto r = run_cli("tokenize --tokenizer " + fx + "/tokenizer --prompts " + dir.file("prompts.json") +
+                         " --padding longest --max-length 1058 --output " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto got = io::load_safetensors(out), want = io::load_safetensors(fx + "/expected.safetensors");
+  EXPECT_EQ(rows_of(got.at("input_ids")), rows_of(want.at("batch_qwenimage_tmpl.input_ids")));
+  EXPECT_EQ(rows_of(got.at("attention_mask")), rows_of(want.at("batch_qwenimage_tmpl.attention_mask")));
+}
+
+// A downloaded tokenizer.json with a merge of a symbol its vocabulary lacks, and one with a pre-tokeniser
+// this reader does not run: one line each, exit 2, nothing written.
+TEST(TokenizeCli, BrokenTokenizerJsonIsRefusedInOneLine) {
+  const nlohmann::json good = io::read_json(fixture("qwen2_tokenizer_tiny") + "/tokenizer/tokenizer.json");
+  nlohmann::json broken_merge = good, unknown_pre = good;
+  broken_merge["model"]["merges"][3] = nlohmann::json::array({"i", "\u2603"});
+  unknown_pre["pre_tokenizer"]["pretokenizers"][0]["type"] = "Punctuation";
+  for (const auto& [file, needle] : {std::pair{broken_merge, "merge 3: symbol '\u2603' is not in the vocabulary"},
+                                     std::pair{unknown_pre, "pre-tokenizer type \"Punctuation\" is not supported"}}) {
+    TempDir dir("tokenize_broken_json");
+    std::filesystem::create_directories(dir.path() / "tok");
+    std::ofstream(dir.file("tok/tokenizer.json")) << file.dump();
+    std::ofstream(dir.file("prompts.json")) << R"(["a cat"])";
+    const auto r = run_cli("tokenize --tokenizer " + dir.file("tok") + " --prompts " + dir.file("prompts.json") +
+                           " --output " + dir.file("ids.safetensors"));
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(dir.file("ids.safetensors")));
+  }
 }
 
 TEST(TokenizeCli, PromptsMustBeAListOfStrings) {

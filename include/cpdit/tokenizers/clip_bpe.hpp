@@ -11,6 +11,8 @@
 
 namespace cpdit::tokenizers {
 
+class BpeMerges;
+
 class ClipBpe : public Tokenizer {
  public:
   // vocab.json, merges.txt and tokenizer_config.json of `folder` (the config is optional).
@@ -25,16 +27,12 @@ class ClipBpe : public Tokenizer {
   int64_t model_max_length() const override { return max_length_; }
 
  private:
-  struct Merge {
-    int64_t rank;    // line order in merges.txt: lower merges first
-    int64_t merged;  // id of the joined symbol
-  };
   ClipBpe() = default;
   // Appends the BPE ids of one pre-tokenised piece (its UTF-8 bytes).
   void encode_piece(std::string_view piece, std::vector<int64_t>& ids) const;
 
   std::unordered_map<std::string, int64_t> vocab_;
-  std::unordered_map<uint64_t, Merge> merges_;  // key: left id << 32 | right id
+  std::shared_ptr<const BpeMerges> merges_;  // merges.txt's, ranked by line
   std::array<int64_t, 256> byte_ids_{}, last_byte_ids_{};  // a byte's symbol alone / with "</w>"
   int64_t bos_ = 0, eos_ = 0, pad_ = 0, unk_ = 0, max_length_ = 77;
   std::string bos_text_, eos_text_;
