@@ -34,6 +34,7 @@ ModelEntry registry_entry();
 namespace text {
 ModelEntry t5_registry_entry();
 ModelEntry umt5_registry_entry();
+ModelEntry qwen2_5_vl_registry_entry();
 ModelEntry clip_text_registry_entry();
 ModelEntry clip_vision_registry_entry(bool with_projection);
 }  // namespace text

@@ -18,6 +18,7 @@ const std::vector<ModelEntry>& entries() {
                                               ltx_video::registry_entry(),
                                               text::t5_registry_entry(),
                                               text::umt5_registry_entry(),
+                                              text::qwen2_5_vl_registry_entry(),
                                               text::clip_text_registry_entry(),
                                               text::clip_vision_registry_entry(false),
                                               text::clip_vision_registry_entry(true),

@@ -70,12 +70,28 @@ ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const 
   return c;
 }
 
+Qwen2_5_VLCheckpoint read_qwen2_5_vl_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
+  const io::ModelFiles files = text_encoder_files(path, config_path, "Qwen2_5_VLForConditionalGeneration");
+  Qwen2_5_VLCheckpoint c{Qwen2_5_VLTextConfig::from_json(io::read_json(*files.config)), {}};
+  const std::string inner = "model.language_model.";
+  for (auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(files.weights))) {
+    if (name.rfind(inner, 0) == 0) c.state.emplace("model." + name.substr(inner.size()), t);
+    else if (name.rfind("model.", 0) == 0 && name.rfind("model.visual.", 0) != 0) c.state.emplace(name, t);
+  }
+  return c;
+}
+
 std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options) {
   return nn::load_model<T5EncoderModel>(checkpoint, options);
 }
 
 std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint, const nn::LoadOptions& options) {
   return nn::load_model<CLIPTextModel>(checkpoint, options);
+}
+
+std::unique_ptr<Qwen2_5_VLTextModel> load_qwen2_5_vl(const Qwen2_5_VLCheckpoint& checkpoint,
+                                                     const nn::LoadOptions& options) {
+  return nn::load_model<Qwen2_5_VLTextModel>(checkpoint, options);
 }
 
 std::unique_ptr<CLIPVisionModel> load_clip_vision(const ClipVisionCheckpoint& checkpoint, const nn::LoadOptions& options) {

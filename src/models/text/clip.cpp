@@ -85,23 +85,11 @@ CLIPTextModel::CLIPTextModel(const ClipTextConfig& config)
   for (int64_t i = 0; i < config_.num_hidden_layers; ++i) layers_.append(config_);
 }
 
-namespace {
-// Causal always; with a padding mask also only the real keys.
-attention::Mask attend_mask(const Tensor& attention_mask) {
-  const attention::Mask causal = attention::Mask::causal();
-  if (!attention_mask.defined()) return causal;
-  Tensor keep = Tensor::empty(attention_mask.shape(), DType::boolean);
-  const int64_t* pad = attention_mask.data<int64_t>();
-  for (int64_t i = 0; i < keep.numel(); ++i) keep.data<bool>()[i] = pad[i] != 0;
-  return causal.with_key_padding(keep);
-}
-}  // namespace
-
 nn::TensorMap CLIPTextModel::forward(const nn::TensorMap& inputs) const {
   const TextInputs in = checked_inputs(inputs, "CLIPTextModel");
   ForwardScope scope(*this);
   const int64_t batch = in.input_ids.size(0);
-  const attention::Mask mask = attend_mask(in.attention_mask);
+  const attention::Mask mask = causal_text_mask(in.attention_mask);
   Tensor x = embeddings_.forward(in.input_ids);
   for (ClipEncoderLayer* layer : layers_) x = layer->forward(x, mask);
   const Tensor last = final_layer_norm_.forward(x);

@@ -95,4 +95,43 @@ void ClipVisionConfig::validate() const {
               ") at least patch_size (", patch_size, ")");
 }
 
+Qwen2_5_VLTextConfig Qwen2_5_VLTextConfig::from_json(const nlohmann::json& j) {
+  Qwen2_5_VLTextConfig c;
+  const nlohmann::json& text = tower(j, "text_config");
+  nn::read_config_fields(text, "Qwen2.5-VL",
+                         {{"vocab_size", c.vocab_size},
+                          {"hidden_size", c.hidden_size},
+                          {"intermediate_size", c.intermediate_size},
+                          {"num_hidden_layers", c.num_hidden_layers},
+                          {"num_attention_heads", c.num_attention_heads},
+                          {"num_key_value_heads", c.num_key_value_heads},
+                          {"rms_norm_eps", c.rms_norm_eps},
+                          {"rope_theta", c.rope_theta},
+                          {"hidden_act", c.hidden_act}});
+  // transformers 5 keeps rope_theta in rope_parameters.
+  for (const char* key : {"rope_parameters", "rope_scaling"})
+    if (text.is_object() && text.contains(key) && text[key].is_object() && text[key].contains("rope_theta"))
+      nn::read_config_fields(text[key], "Qwen2.5-VL", {{"rope_theta", c.rope_theta}});
+  c.validate();
+  return c;
+}
+
+void Qwen2_5_VLTextConfig::validate() const {
+  nn::require_positive("Qwen2.5-VL", {{"vocab_size", vocab_size},
+                                      {"hidden_size", hidden_size},
+                                      {"intermediate_size", intermediate_size},
+                                      {"num_hidden_layers", num_hidden_layers},
+                                      {"num_attention_heads", num_attention_heads},
+                                      {"num_key_value_heads", num_key_value_heads}});
+  CPDIT_CHECK(hidden_size % num_attention_heads == 0 && head_dim() % 2 == 0, invalid_argument,
+              "Qwen2.5-VL config: hidden_size ", hidden_size, " must split into num_attention_heads ",
+              num_attention_heads, " heads of an even width");
+  CPDIT_CHECK(num_attention_heads % num_key_value_heads == 0, invalid_argument, "Qwen2.5-VL config: num_attention_heads ",
+              num_attention_heads, " is not a multiple of num_key_value_heads ", num_key_value_heads);
+  CPDIT_CHECK(hidden_act == "silu", unsupported, "Qwen2.5-VL config: hidden_act '", hidden_act,
+              "' is not served (silu)");
+  CPDIT_CHECK(rms_norm_eps > 0 && rope_theta > 1, invalid_argument,
+              "Qwen2.5-VL config: rms_norm_eps must be positive and rope_theta above 1");
+}
+
 }  // namespace cpdit::models::text

@@ -28,4 +28,13 @@ TextInputs TextEncoder::checked_inputs(const nn::TensorMap& inputs, const char* 
   return out;
 }
 
+attention::Mask causal_text_mask(const Tensor& attention_mask) {
+  const attention::Mask causal = attention::Mask::causal();
+  if (!attention_mask.defined()) return causal;
+  Tensor keep = Tensor::empty(attention_mask.shape(), DType::boolean);
+  const int64_t* pad = attention_mask.data<int64_t>();
+  for (int64_t i = 0; i < keep.numel(); ++i) keep.data<bool>()[i] = pad[i] != 0;
+  return causal.with_key_padding(keep);
+}
+
 }  // namespace cpdit::models::text

@@ -1,4 +1,4 @@
-// T5EncoderModel, UMT5EncoderModel, CLIPTextModel, CLIPVisionModel and CLIPVisionModelWithProjection (its
+// T5EncoderModel, UMT5EncoderModel, Qwen2_5_VLForConditionalGeneration (its language model), CLIPTextModel, CLIPVisionModel and CLIPVisionModelWithProjection (its
 // tower alone, clip_vision.hpp's model) in the model registry, found by config.json's `architectures` or,
 // without a config, by their tensor names (a config is still needed to load).
 #include "models/entries.hpp"
@@ -18,6 +18,13 @@ bool has_clip_vision_tensors(const io::Checkpoint& c) {
   return c.contains("vision_model.embeddings.class_embedding") || c.contains("embeddings.class_embedding");
 }
 
+bool has_qwen2_5_vl_tensors(const io::Checkpoint& c) {
+  auto either = [&](const std::string& name) { return c.contains(name) || c.contains("model." + name); };
+  return (c.contains("model.layers.0.self_attn.q_proj.bias") ||
+          c.contains("model.language_model.layers.0.self_attn.q_proj.bias")) &&
+         either("visual.patch_embed.proj.weight");
+}
+
 ModelEntry t5_entry(const std::string& class_name, bool umt5) {
   return {class_name,
           // UMT5 has a bias table in every block, T5 only in block 0.
@@ -33,6 +40,14 @@ ModelEntry t5_entry(const std::string& class_name, bool umt5) {
 
 ModelEntry t5_registry_entry() { return t5_entry("T5EncoderModel", false); }
 ModelEntry umt5_registry_entry() { return t5_entry("UMT5EncoderModel", true); }
+
+ModelEntry qwen2_5_vl_registry_entry() {
+  return {"Qwen2_5_VLForConditionalGeneration", has_qwen2_5_vl_tensors,
+          [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
+            return share_weights("Qwen2_5_VLForConditionalGeneration", read_qwen2_5_vl_checkpoint(path, config),
+                                 load_qwen2_5_vl, load);
+          }};
+}
 
 ModelEntry clip_text_registry_entry() {
   return {"CLIPTextModel", has_clip_text_tensors,

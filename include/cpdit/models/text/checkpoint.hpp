@@ -5,6 +5,7 @@
 // in bf16: never widened to a whole f32 copy), widened per GEMM.
 #include <cpdit/models/text/clip.hpp>
 #include <cpdit/models/text/clip_vision.hpp>
+#include <cpdit/models/text/qwen2_5_vl.hpp>
 #include <cpdit/models/text/t5.hpp>
 #include <cpdit/nn/load.hpp>
 
@@ -29,6 +30,11 @@ struct ClipVisionCheckpoint {
   nn::StateDict state;  // transformers 5 keys (no vision_model. prefix)
 };
 
+struct Qwen2_5_VLCheckpoint {
+  Qwen2_5_VLTextConfig config;
+  nn::StateDict state;  // the language model's tensors as model.* (no vision tower, no lm_head)
+};
+
 // `path` is any layout io::resolve_model takes (text_encoder/ of a pipeline folder; image_encoder/ for
 // CLIPVisionModel). config_path
 // overrides the folder's config.json; one of the two must exist (the config cannot be told from
@@ -40,11 +46,17 @@ ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std:
 ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const std::optional<std::string>& config_path,
                                                  bool with_projection = false);
 
+// Qwen2_5_VLForConditionalGeneration's language model: the released files' model.* tensors, or transformers
+// 5's in-memory names (model.language_model.*) read as those; visual.* and lm_head.* are left out.
+Qwen2_5_VLCheckpoint read_qwen2_5_vl_checkpoint(const std::string& path, const std::optional<std::string>& config_path);
+
 // Models with the checkpoint's weights bound. Matrices are kept in bf16 when the checkpoint holds
 // bf16 ones or `options` asks for bf16, else f32; tensors already in that dtype are shared.
 std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options = {});
 std::unique_ptr<CLIPTextModel> load_clip_text(const ClipTextCheckpoint& checkpoint,
                                               const nn::LoadOptions& options = {});
+std::unique_ptr<Qwen2_5_VLTextModel> load_qwen2_5_vl(const Qwen2_5_VLCheckpoint& checkpoint,
+                                                     const nn::LoadOptions& options = {});
 std::unique_ptr<CLIPVisionModel> load_clip_vision(const ClipVisionCheckpoint& checkpoint,
                                                   const nn::LoadOptions& options = {});
 

@@ -67,4 +67,23 @@ struct ClipVisionConfig : ClipEncoderConfig {
   void validate() const;
 };
 
+// Qwen2_5_VLForConditionalGeneration's language model (Qwen-Image's text encoder); defaults are
+// Qwen2.5-VL-7B's. config.json nests these under text_config (transformers 5) or keeps them at the top
+// (the released Qwen2.5-VL files); rope_theta and mrope_section sit in rope_parameters or rope_scaling.
+struct Qwen2_5_VLTextConfig {
+  int64_t vocab_size = 152064;
+  int64_t hidden_size = 3584;
+  int64_t intermediate_size = 18944;
+  int64_t num_hidden_layers = 28;
+  int64_t num_attention_heads = 28;
+  int64_t num_key_value_heads = 4;
+  float rms_norm_eps = 1e-6f;
+  double rope_theta = 1000000.0;
+  std::string hidden_act = "silu";
+
+  int64_t head_dim() const { return hidden_size / num_attention_heads; }
+  static Qwen2_5_VLTextConfig from_json(const nlohmann::json& j);
+  void validate() const;
+};
+
 }  // namespace cpdit::models::text

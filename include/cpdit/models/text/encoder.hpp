@@ -4,6 +4,7 @@
 // [, pooler_output (B, D)]. Text encoders run whole on one rank (the prompt is short next to the
 // image tokens), so their context-parallel plan is empty. CLIP's causal mask is a position rule any
 // backend serves; T5's relative-position bias is an additive (S, S) mask, so T5 runs on `native`.
+#include <cpdit/attention/attention.hpp>
 #include <cpdit/nn/model.hpp>
 
 namespace cpdit::models::text {
@@ -24,5 +25,9 @@ class TextEncoder : public nn::Model {
   // context-parallel split (the encoder runs whole on one rank).
   TextInputs checked_inputs(const nn::TensorMap& inputs, const char* model) const;
 };
+
+// The decoder-style encoders' mask (CLIP's text tower, Qwen2.5-VL): causal, and with an attention_mask
+// (B, S) I64 also only the real keys.
+attention::Mask causal_text_mask(const Tensor& attention_mask);
 
 }  // namespace cpdit::models::text
