@@ -103,6 +103,7 @@ TEST(Conv3d, WideChannelsOddSizes) {
 }
 
 TEST(Conv3d, WinogradMatchesDirectSum) {
+  if (!kernels::winograd_available()) GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU (AVX-512 needed)";
   // 256 channels in and out, 3x3, stride 1: the wide layers conv3d runs through Winograd F(4x4, 3x3)
   // once they are large (forced here on small ones). Frames as the batch of a 2-D convolution (two
   // batch elements of three frames), sizes that are not multiples of the 4x4 output tile, and the
@@ -146,6 +147,7 @@ TEST(Conv3d, FastestDecidesByTheWholeLayer) {
 // model) transform it once, later calls not again, and both get the same numbers; when the scope
 // ends the kept weights are freed, and outside one nothing is kept.
 TEST(Conv3d, WinogradWeightsAreTransformedOncePerScope) {
+  if (!kernels::winograd_available()) GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU (AVX-512 needed)";
   const auto winograd = kernels::ConvAlgorithm::winograd;
   const Tensor x = random_tensor({1, 256, 1, 8, 8}, 11), w = random_tensor({256, 256, 1, 3, 3}, 12);
   const ConvGeometry g = ConvGeometry::same(0, 1, 1);
@@ -177,6 +179,7 @@ TEST(Conv3d, WinogradWeightsAreTransformedOncePerScope) {
 // are a one-thread transform's: the convolution, itself at one thread both times, gives the same
 // numbers to the bit.
 TEST(Conv3d, KeptWinogradTransformRunsOnEveryScopesThreads) {
+  if (!kernels::winograd_available()) GTEST_SKIP() << "oneDNN has no Winograd convolution on this CPU (AVX-512 needed)";
   const ScopedComputeThreads one_thread(1);
   const auto winograd = kernels::ConvAlgorithm::winograd;
   const Tensor x = random_tensor({1, 256, 1, 8, 8}, 13), w = random_tensor({256, 256, 1, 3, 3}, 14);

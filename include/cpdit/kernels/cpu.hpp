@@ -44,7 +44,8 @@ Tensor linear_cat(const std::vector<Tensor>& parts, const Weight& weight, const 
 // The bf16 matrix product of linear_bf16_compute. `fastest`: for at most 4 tokens (a modulation's
 // one timestep embedding) `rows`, AVX512-BF16 dot products over the weight's rows in order, where the
 // CPU has them; else AMX tiles where the CPU has them and Linux grants this process their state
-// (amx_available()), else oneDNN's bf16 matmul. `amx`, `onednn` and `rows` force one (tests, bench
+// (amx_available()), else oneDNN's bf16 matmul (on a CPU where oneDNN has none, AVX2 alone: its f32
+// sgemm over the bf16 values widened, the same products). `amx`, `onednn` and `rows` force one (tests, bench
 // gemm); `amx` and `rows` throw unsupported where they are not available.
 enum class Bf16Matmul { fastest, amx, onednn, rows };
 bool amx_available();

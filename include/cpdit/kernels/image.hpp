@@ -29,6 +29,9 @@ struct ConvGeometry {
 // wide 3x3 layers of at least 128x128 output pixels, direct elsewhere); `direct` and `winograd` force
 // one (a bench or a test of that path; `winograd` fails on a layer oneDNN cannot run so).
 enum class ConvAlgorithm { fastest, direct, winograd };
+// Whether oneDNN runs Winograd at all on this CPU (its Winograd needs AVX-512; on AVX2 alone `fastest`
+// always sums directly and `winograd` fails).
+bool winograd_available();
 // The algorithm conv3d uses where the caller names none (the models): `fastest` unless set, process-
 // wide as the matmul precision is. `direct` sums as PyTorch's CPU convolution does
 // (`bench vae --conv direct` measures what Winograd changes).

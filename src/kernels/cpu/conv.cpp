@@ -297,6 +297,15 @@ WeightTransformStats weight_transform_stats() {
   return totals.stats;
 }
 
+bool winograd_available() {
+  static const bool available = [] {
+    return primitive_for(dnnl::algorithm::convolution_winograd, any({1, 64, 16, 16}), any({64, 64, 3, 3}), Tensor(),
+                         any({1, 64, 16, 16}), ConvGeometry::same(0, 1, 1), 2)
+        .has_value();
+  }();
+  return available;
+}
+
 void set_default_conv_algorithm(ConvAlgorithm algorithm) { process_default = algorithm; }
 ConvAlgorithm default_conv_algorithm() { return process_default; }
 

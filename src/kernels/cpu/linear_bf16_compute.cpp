@@ -2,6 +2,8 @@
 // few tokens by dot products over the weight's rows (linear_bf16_rows.cpp), else on AMX tiles
 // (linear_amx.cpp) where the CPU and Linux allow, else through oneDNN's bf16 matmul: the C
 // API of oneDNN 2.6 has no bf16 GEMM, so this builds matmul primitives and caches them per shape.
+// oneDNN has no bf16 matmul on a CPU without AVX-512 (AVX2 alone); there the same arithmetic runs
+// through its f32 sgemm on widened panels of the weight.
 #include "kernels/cpu/linear_args.hpp"
 #include "kernels/cpu/dnnl_engine.hpp"
 #include "kernels/cpu/signals_held.hpp"
@@ -12,6 +14,7 @@
 
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,6 +65,42 @@ Tensor round_to_bf16(const Tensor& x) {
   return out;
 }
 
+// Whether oneDNN builds bf16 matmuls on this CPU: asked once, with a small shape.
+bool onednn_has_bf16() {
+  static const bool has = [] {
+    try {
+      matmul_for(16, 16, 16, false);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return has;
+}
+
+// The bf16 product without a bf16 kernel: x's bf16 values and the weight's widen to f32 exactly, and the
+// product of two bf16 values is exact in f32, so f32 sgemm sums the same products in f32 as a bf16
+// kernel does (in its own order). The weight is widened a panel of rows at a time, never whole.
+void bf16_panels_into(const detail::LinearArgs& a, const Tensor& x_bf16, float* y) {
+  constexpr int64_t kPanelRows = 256;
+  const Tensor x = x_bf16.to(DType::f32);
+  const bf16* w = a.weight.data<bf16>();
+  Tensor panel = Tensor::empty({std::min(kPanelRows, a.n), a.k});
+  float* p = panel.data<float>();
+  for (int64_t row = 0; row < a.n; row += kPanelRows) {
+    const int64_t rows = std::min(kPanelRows, a.n - row), count = rows * a.k;
+#pragma omp parallel for simd num_threads(compute_threads()) if (count >= detail::kParallelMin)
+    for (int64_t i = 0; i < count; ++i) p[i] = bf16_to_f32(w[row * a.k + i]);
+    gemm(false, true, a.m, rows, a.k, 1.0f, x.data<float>(), a.k, p, a.k, 0.0f, y + row, a.n);
+  }
+  if (a.bias.defined()) {
+    const float* b = a.bias.data<float>();
+#pragma omp parallel for num_threads(compute_threads()) if (a.m * a.n >= detail::kParallelMin)
+    for (int64_t t = 0; t < a.m; ++t)
+      for (int64_t c = 0; c < a.n; ++c) y[t * a.n + c] += b[c];
+  }
+}
+
 }  // namespace
 
 namespace detail {
@@ -73,6 +112,10 @@ void bf16_matmul_into(const LinearArgs& a, Tensor& out, Bf16Matmul how) {
     return amx_linear_into(a, out.data<float>());
   if (a.m == 0 || a.n == 0) return;
   Tensor x_bf16 = round_to_bf16(a.x);
+  if (!onednn_has_bf16()) {
+    bf16_panels_into(a, x_bf16, out.data<float>());
+    return apply_epilogue(a, out.data<float>());
+  }
   try {
     auto mm = matmul_for(a.m, a.n, a.k, a.bias.defined());
     const dnnl::engine& engine = cpu_engine();
