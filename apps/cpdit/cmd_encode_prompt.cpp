@@ -31,11 +31,7 @@ void run_encode_prompt(const EncodePromptOptions& o) {
   pipeline::PromptEncoding request{o.prompt, o.negative_prompt, o.max_sequence_length, nn::load_options(o.dtype)};
   // A preset's built-in encoders, or (none) the pipeline folder's.
   std::optional<pipeline::TextComponents> text;
-  if (!o.preset.empty()) {
-    text = pipeline::PipelineParts::of_preset(o.preset).text;
-    CPDIT_CHECK(text, invalid_argument, "preset ", o.preset,
-                " has no built-in text encoders; encode-prompt runs the flux-*, wan-*, skyreels-* and ltx-* presets'");
-  }
+  if (!o.preset.empty()) text = pipeline::PipelineParts::of_preset(o.preset).text;
   if (o.dry_run) {
     refuse_missing({{"--model", o.model}});
     return print_dry_run({"encode \"" + o.prompt + "\" (" + std::to_string(o.max_sequence_length) +
@@ -51,16 +47,17 @@ void add_encode_prompt(CLI::App& parent) {
   auto o = std::make_shared<EncodePromptOptions>();
   CLI::App* cmd = parent.add_subcommand(
       "encode-prompt", "Encode a prompt as the diffusers pipeline's encode_prompt does (FLUX.1: T5 prompt_embeds + "
-                       "CLIP pooled_prompt_embeds; Wan: UMT5 prompt_embeds and negative_prompt_embeds)");
+                       "CLIP pooled_prompt_embeds; Wan: UMT5 prompt_embeds and negative_prompt_embeds; Qwen-Image: "
+                       "Qwen2.5-VL prompt_embeds and negative_prompt_embeds)");
   CLI::Option_group* source = cmd->add_option_group("Model");
   source->add_option("-m,--model", o->model, "diffusers pipeline folder (model_index.json, tokenizer*/, text_encoder*/)");
   source->add_option("--preset", o->preset,
-                     "a preset's built-in text encoders (flux-*, wan-*, skyreels-*, ltx-*)");
+                     "a preset's built-in text encoders (every preset)");
   source->require_option(1);
   cmd->add_option("-p,--prompt", o->prompt, "the prompt")->required();
-  cmd->add_option("-n,--negative-prompt", o->negative_prompt, "negative prompt (FLUX.1 true CFG; Wan default \"\")");
+  cmd->add_option("-n,--negative-prompt", o->negative_prompt, "negative prompt (FLUX.1 true CFG; Wan default \"\"; Qwen-Image default \" \")");
   cmd->add_option("--max-sequence-length", o->max_sequence_length,
-                  "T5/UMT5 tokens (FLUX.1-dev and Wan 512, FLUX.1-schnell 256)")
+                  "text tokens (FLUX.1-dev, Wan and Qwen-Image 512, FLUX.1-schnell 256; Qwen-Image at most 1024)")
       ->capture_default_str()
       ->check(whole_number<int64_t>());
   add_dtype_flag(*cmd, o->dtype);

@@ -577,8 +577,8 @@ void add_generate(CLI::App& parent) {
                   "default 0: none; 20 recommended)")
       ->check(finite_number());
   cmd->add_option("--text-tokens", args->request.text_tokens,
-                  "text length: the T5/UMT5 max_sequence_length of --prompt (FLUX.1-dev and Wan: 512, schnell: 256, "
-                  "LTX-Video: 128), "
+                  "text length: the max_sequence_length of --prompt (FLUX.1-dev, Wan and Qwen-Image: 512, schnell: 256, "
+                  "LTX-Video: 128; Qwen-Image at most 1024), "
                   "or of --random-embeddings")
       ->check(whole_number<int64_t>());
   cmd->add_option("--decode-timestep", args->request.decode_timestep,

@@ -473,9 +473,10 @@ class FluxImg2ImgPipeline(FluxPipeline):
 
 
 class QwenImagePipeline(_Pipeline):
-    """Qwen-Image text to image (diffusers' QwenImagePipeline): ``prompt_embeds`` with
-    ``prompt_embeds_mask`` (no built-in Qwen2.5-VL text encoder), true CFG ``true_cfg_scale`` (default 4.0)
-    with the negative pair. ``latents`` and output_type "latent" packed as FLUX.1's."""
+    """Qwen-Image text to image (diffusers' QwenImagePipeline): ``prompt`` through the folder's Qwen2.5-VL
+    text encoder (``max_sequence_length`` at most 1024), or ``prompt_embeds`` with ``prompt_embeds_mask``;
+    true CFG ``true_cfg_scale`` (default 4.0) with ``negative_prompt`` (default " ") or the negative pair.
+    ``latents`` and output_type "latent" packed as FLUX.1's."""
 
     _pipeline_classes = ("QwenImagePipeline",)
     _preset_prefix = "qwen-"

@@ -109,6 +109,17 @@ def test_qwenimage_pipeline_matches_diffusers():
     np.testing.assert_allclose(latents, want, rtol=0, atol=LATENTS_TOLERANCE)
 
 
+def test_qwenimage_pipeline_from_a_prompt_matches_diffusers():
+    case = FIXTURES / "qwenimage_prompt_tiny"
+    expected = read_safetensors(case / "expected.safetensors")
+    pipe = cpdit.QwenImagePipeline.from_pretrained(case / "pipeline")
+    # run1: the prompt and its negative through the folder's Qwen2.5-VL, true CFG 4.0 (diffusers' call.json).
+    latents = pipe(prompt="一只可爱的猫坐在窗台上，阳光洒在它的毛上。", negative_prompt="blurry, low quality",
+                   true_cfg_scale=4.0, height=48, width=64, num_inference_steps=3, max_sequence_length=512,
+                   latents=expected["run1.latents_in"], output_type="latent").images
+    np.testing.assert_allclose(latents, expected["run1.final_latents"], rtol=0, atol=LATENTS_TOLERANCE)
+
+
 def test_skyreels_diffusion_forcing_matches_diffusers():
     case = FIXTURES / "skyreels_df_tiny"
     inputs, expected = read_safetensors(case / "inputs.safetensors"), read_safetensors(case / "expected.safetensors")

@@ -32,6 +32,23 @@ models::LoadedModel random_t5(int64_t width, bool umt5, uint64_t seed, const nn:
                                models::text::load_t5, load);
 }
 
+// One Qwen2.5-VL language-model layer writing `width` features, its heads laid out as the released 7B's
+// (grouped-query: 7 query heads per key/value head) where the width allows.
+models::LoadedModel random_qwen2(int64_t width, uint64_t seed, const nn::LoadOptions& load) {
+  models::text::Qwen2_5_VLTextConfig config;
+  config.vocab_size = tokenizers::kBuiltinQwen2VocabSize;
+  config.hidden_size = width;
+  config.num_attention_heads = width % 28 == 0 ? 28 : 2;
+  config.num_key_value_heads = width % 28 == 0 ? 4 : 1;
+  config.intermediate_size = 64;
+  config.num_hidden_layers = 1;
+  config.validate();
+  models::text::Qwen2_5_VLTextModel shape_only(config);
+  return models::share_weights("Qwen2_5_VLForConditionalGeneration",
+                               models::text::Qwen2_5_VLCheckpoint{config, random_state_dict(shape_only, seed)},
+                               models::text::load_qwen2_5_vl, load);
+}
+
 // One CLIP text layer whose pooled output has `width` features.
 models::LoadedModel random_clip(int64_t width, uint64_t seed, const nn::LoadOptions& load) {
   models::text::ClipTextConfig config;
@@ -73,10 +90,17 @@ models::LoadedModel ltx_preset_vae(int64_t latent_channels, uint64_t seed) {
 
 }  // namespace
 
-std::optional<TextComponents> preset_text_components(const std::string& name, uint64_t seed) {
+TextComponents preset_text_components(const std::string& name, uint64_t seed) {
   check_preset(name);
-  if (name.rfind("qwen-", 0) == 0) return std::nullopt;
   TextComponents c;
+  if (name.rfind("qwen-", 0) == 0) {
+    // Qwen-Image: tokenizer/text_encoder are Qwen2.5-VL's.
+    c.pipeline_class = "QwenImagePipeline";
+    c.tokenizer = [](const std::string&) { return tokenizers::builtin_qwen2_tokenizer(); };
+    const int64_t width = qwenimage_preset_config(name).joint_attention_dim;
+    c.encoder = [=](const std::string&, const nn::LoadOptions& load) { return random_qwen2(width, seed ^ 0x9e2ull, load); };
+    return c;
+  }
   const bool flux = is_flux_preset(name);
   // The widths the transformer reads.
   const bool ltx = is_ltx_preset(name);

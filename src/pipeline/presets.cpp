@@ -104,15 +104,6 @@ int64_t declared_parameters(nn::Module& model) {
   return count;
 }
 
-models::qwenimage::QwenImageConfig qwenimage_preset_config(const std::string& name) {
-  CPDIT_CHECK(name == "qwen-mini", invalid_argument, "'", name, "' is not a Qwen-Image preset (presets: ",
-              known_presets(), ")");
-  models::qwenimage::QwenImageConfig config;  // the class defaults are the released widths
-  config.num_layers = 2;
-  config.validate();
-  return config;
-}
-
 models::skyreels_v2::SkyReelsV2Config skyreels_preset_config(const std::string& name) {
   CPDIT_CHECK(name == "skyreels-tiny" || name == "skyreels-mini", invalid_argument, "'", name,
               "' is not a SkyReels-V2 preset (presets: ", known_presets(), ")");
@@ -122,6 +113,15 @@ models::skyreels_v2::SkyReelsV2Config skyreels_preset_config(const std::string& 
 }
 
 }  // namespace
+
+models::qwenimage::QwenImageConfig qwenimage_preset_config(const std::string& name) {
+  CPDIT_CHECK(name == "qwen-mini", invalid_argument, "'", name, "' is not a Qwen-Image preset (presets: ",
+              known_presets(), ")");
+  models::qwenimage::QwenImageConfig config;  // the class defaults are the released widths
+  config.num_layers = 2;
+  config.validate();
+  return config;
+}
 
 int64_t preset_parameters(const std::string& name) {
   check_preset(name);

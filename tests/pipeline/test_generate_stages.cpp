@@ -170,11 +170,11 @@ TEST(GenerateStages, MisuseIsOneLineAndNothingWritten) {
   const std::string latents = dir.file("a.safetensors");
   expect_cli_refused(kWan + " --true-cfg-scale 2 --out " + latents, "Wan's classifier-free guidance is --guidance",
                         latents);
-  // qwen-mini has no built-in text encoder, and Qwen-Image's schedule needs 2 steps: refused before
-  // its Qwen-Image-width weights are built.
-  expect_cli_refused("generate --preset qwen-mini --prompt a --out " + png, "preset qwen-mini has no tokenizer/",
-                        png);
+  // Qwen-Image's schedule needs 2 steps and its pipeline at most 1024 text tokens: refused before its
+  // Qwen-Image-width weights are built.
   expect_cli_refused("generate --preset qwen-mini --steps 1 --out " + png, "use at least 2 steps", png);
+  expect_cli_refused("generate --preset qwen-mini --prompt a --text-tokens 1025 --out " + png,
+                     "--text-tokens (max_sequence_length) is at most 1024 for Qwen-Image", png);
   // A pipeline folder without text encoders or a transformer file without a VAE.
   const std::string folder = std::string(CPDIT_TEST_DATA) + "/fixtures/flux_pipeline_tiny/pipeline";
   expect_cli_refused("generate --model " + folder + " --prompt a --height 32 --width 32 --image " + png,
@@ -189,15 +189,19 @@ TEST(GenerateStages, MisuseIsOneLineAndNothingWritten) {
 namespace cpdit {
 namespace {
 
-// A preset without built-in text encoders (qwen-mini: no Qwen2.5-VL yet) is refused in one line; it
-// dereferenced an empty optional before (SIGSEGV, exit 139).
-TEST(GenerateStages, EncodePromptOnAPresetWithoutTextEncodersIsRefused) {
+// qwen-mini's built-in Qwen2 tokenizer and one-layer Qwen2.5-VL encoder: the prompt and the default
+// negative prompt " " as the pipeline encodes them, at the transformer's text width. The built-in
+// tokenizer has no merges, so each byte of the template is a token: the template with "a fox" makes 167
+// tokens (5 of them the chat tokens) and the pipeline drops the first 34; " " makes 163.
+TEST(GenerateStages, EncodePromptOnQwenMiniRunsItsBuiltInEncoder) {
   cpdit::testing::TempDir dir("encode_prompt_qwen");
-  const auto r = cpdit::testing::run_cli("encode-prompt --preset qwen-mini --prompt 'a fox' --out " +
-                                         dir.file("x.safetensors"));
-  EXPECT_EQ(r.code, 2) << r.err;
-  EXPECT_NE(r.err.find("preset qwen-mini has no built-in text encoders"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(dir.file("x.safetensors")));
+  const std::string out = dir.file("x.safetensors");
+  const auto r = cpdit::testing::run_cli("encode-prompt --preset qwen-mini --prompt 'a fox' --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto got = io::load_safetensors(out);
+  EXPECT_EQ(got.at("prompt_embeds").shape(), (Shape{1, 167 - 34, 3584}));
+  EXPECT_EQ(got.at("negative_prompt_embeds").shape(), (Shape{1, 163 - 34, 3584}));
+  EXPECT_EQ(got.count("prompt_embeds_mask"), 0u) << "one prompt: every token real, no mask";
 }
 
 }  // namespace

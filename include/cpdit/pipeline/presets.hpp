@@ -53,6 +53,8 @@ models::flux::FluxCheckpoint flux_preset(const std::string& name, uint64_t seed)
 models::wan::WanConfig wan_preset_config(const std::string& name);
 models::wan::WanCheckpoint wan_preset(const std::string& name, uint64_t seed);
 
+// qwen-mini: the released widths, 2 layers.
+models::qwenimage::QwenImageConfig qwenimage_preset_config(const std::string& name);
 models::qwenimage::QwenImageCheckpoint qwenimage_preset(const std::string& name, uint64_t seed);
 // skyreels-tiny or skyreels-mini.
 models::skyreels_v2::SkyReelsV2Checkpoint skyreels_preset(const std::string& name, uint64_t seed);

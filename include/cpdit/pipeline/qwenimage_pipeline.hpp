@@ -10,6 +10,7 @@
 #include <cpdit/models/qwenimage/model.hpp>
 #include <cpdit/pipeline/flow_match_euler.hpp>
 #include <cpdit/pipeline/image_start.hpp>
+#include <cpdit/pipeline/prompt_encoding.hpp>
 #include <cpdit/pipeline/step_loop.hpp>
 
 #include <nlohmann/json_fwd.hpp>
@@ -27,6 +28,26 @@ struct QwenImageConditioning {
   Tensor prompt_embeds, prompt_embeds_mask;
   Tensor negative_prompt_embeds, negative_prompt_embeds_mask;
 };
+
+// QwenImagePipeline's chat template around a prompt, and the tokens of its system prefix that the
+// pipeline drops from the hidden states (34: fixed, whatever the tokenizer makes of the prefix).
+inline constexpr const char* kQwenImagePromptTemplate =
+    "<|im_start|>system\nDescribe the image by detailing the color, shape, size, texture, quantity, text, spatial "
+    "relationships of the objects and background:<|im_end|>\n<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n";
+inline constexpr int64_t kQwenImagePromptDrop = 34;
+// The longest max_sequence_length the pipeline takes (its tokenizer_max_length).
+inline constexpr int64_t kQwenImageMaxSequenceLength = 1024;
+
+// QwenImagePipeline.encode_prompt for a batch of prompts: each put in the template, tokenised together
+// (at most 1024 + 34 tokens, padded to the longest), run through the Qwen2.5-VL text encoder with the
+// mask, each row's real tokens kept with the first 34 dropped, cut to max_sequence_length and padded with
+// zeros to the longest row. embeds (B, L, D) f32; mask (B, L) I64, undefined when every token is real
+// (as the pipeline returns None). The components are tokenizer/ and text_encoder/.
+struct QwenPromptEmbeds {
+  Tensor embeds, mask;
+};
+QwenPromptEmbeds encode_qwenimage_prompts(const TextComponents& components, const std::vector<std::string>& prompts,
+                                          int64_t max_sequence_length, const nn::LoadOptions& load = {});
 
 // prompt_embeds [+ prompt_embeds_mask] [+ negative_prompt_embeds [+ negative_prompt_embeds_mask]] of
 // a text stage's output or an --embeddings file (`source` names it in errors), checked against the model.

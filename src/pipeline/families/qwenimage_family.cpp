@@ -34,6 +34,20 @@ class QwenImageFamily final : public Family {
     return {"QwenImagePipeline", "QwenImageImg2ImgPipeline"};
   }
 
+  // The prompt and the negative prompt (" " by default, as Qwen-Image's own examples give it: true CFG runs
+  // at the default scale 4.0) through Qwen2.5-VL; a mask only where a row is padded (never for one prompt).
+  nn::TensorMap encode_prompt(const TextComponents& c, const PromptEncoding& r) const override {
+    nn::TensorMap out;
+    auto encode = [&](const std::string& text, const std::string& prefix) {
+      const QwenPromptEmbeds e = encode_qwenimage_prompts(c, {text}, r.max_sequence_length, r.load);
+      out[prefix + "prompt_embeds"] = e.embeds;
+      if (e.mask.defined()) out[prefix + "prompt_embeds_mask"] = e.mask;
+    };
+    encode(r.prompt, "");
+    encode(r.negative_prompt.value_or(" "), "negative_");
+    return out;
+  }
+
   void configure(Transformer& t, const PipelineFolder& folder, const nn::LoadOptions&) const override {
     if (!folder.vae_config.empty())
       t.vae_scale_factor = qwenimage_vae_scale_factor(io::read_json(folder.vae_config), folder.vae_config);
@@ -42,6 +56,9 @@ class QwenImageFamily final : public Family {
   void check_request(const Request& r, const PipelineFolder& folder) const override {
     // Qwen-Image's schedule refuses one step: refused before anything is encoded.
     if (r.steps > 0) schedule_of(folder.scheduler_config).check_steps(r.steps);
+    CPDIT_CHECK(r.text_tokens <= kQwenImageMaxSequenceLength, invalid_argument,
+                "--text-tokens (max_sequence_length) is at most ", kQwenImageMaxSequenceLength, " for Qwen-Image, got ",
+                r.text_tokens);
   }
 
   void check(const Request& r, const Transformer&) const override {
