@@ -1,8 +1,11 @@
-// `cpdit bench text --model t5-xxl-shaped`: T5EncoderModel at T5-v1.1-XXL widths (d_model 4096, 64
-// heads of 64, gated FFN 10240, vocab 32128) with 2 blocks, random bf16 weights from a fixed seed,
-// 512 tokens. Reports GFLOP/s (wall and CPU time, min and median of the repeats) and the resident
-// weight bytes beside the checkpoint's bf16 bytes: the bf16 matrices are kept as bf16, never widened
-// to a whole f32 copy. bench/text_torch.py runs transformers' T5 encoder on the same shapes.
+// `cpdit bench text --model t5-xxl-shaped | qwen2.5-vl-7b-shaped`: a text encoder at its released widths
+// with 2 blocks, random bf16 weights from a fixed seed, 512 tokens:
+//   t5-xxl-shaped: T5EncoderModel at T5-v1.1-XXL's (d_model 4096, 64 heads of 64, gated FFN 10240, vocab 32128);
+//   qwen2.5-vl-7b-shaped: Qwen2.5-VL-7B's language model (hidden 3584, 28 query heads of 128 over 4
+//     key/value heads, SwiGLU 18944, vocab 152064), Qwen-Image's text encoder.
+// Reports GFLOP/s (wall and CPU time, min and median of the repeats) and the resident weight bytes
+// beside the checkpoint's bf16 bytes: the bf16 matrices are kept as bf16, never widened to a whole f32
+// copy. bench/text_torch.py runs transformers' model on the same shapes.
 #include "command.hpp"
 #include "measure.hpp"
 
@@ -11,6 +14,7 @@
 #include <cpdit/core/threads.hpp>
 #include <cpdit/core/weight.hpp>
 #include <cpdit/kernels/cpu.hpp>
+#include <cpdit/models/text/qwen2_5_vl.hpp>
 #include <cpdit/models/text/t5.hpp>
 #include <cpdit/nn/load.hpp>
 #include <cpdit/pipeline/random.hpp>
@@ -29,15 +33,37 @@ struct TextBenchArgs {
   bool quick = false;
 };
 
-models::text::T5Config xxl_shaped(int64_t layers) {
-  models::text::T5Config c;  // the defaults are T5-v1.1-XXL's widths
-  c.num_layers = layers;
-  return c;
+// The model of --model with `layers` blocks, the GFLOP of a forward on `s` tokens (2 FLOP per
+// multiply-add of the projections and the feed-forward for every token, and q.k and p.v over all s x s
+// pairs per head, causal or not), and its vocabulary.
+struct ShapedModel {
+  std::unique_ptr<nn::Model> model;
+  double gflop = 0;
+  int64_t vocab = 0;
+};
+
+ShapedModel shaped_model(const std::string& name, int64_t layers, int64_t s) {
+  if (name == "t5-xxl-shaped") {
+    models::text::T5Config c;  // the defaults are T5-v1.1-XXL's widths
+    c.num_layers = layers;
+    const double inner = double(c.num_heads * c.d_kv);
+    const double per_token = 2.0 * (4 * c.d_model * inner + 3.0 * c.d_model * c.d_ff);
+    return {std::make_unique<models::text::T5EncoderModel>(c), c.num_layers * (s * per_token + 4.0 * s * s * inner) / 1e9,
+            c.vocab_size};
+  }
+  CPDIT_CHECK(name == "qwen2.5-vl-7b-shaped", invalid_argument,
+              "bench text: --model must be t5-xxl-shaped or qwen2.5-vl-7b-shaped, got '", name, "'");
+  models::text::Qwen2_5_VLTextConfig c;  // the defaults are Qwen2.5-VL-7B's widths
+  c.num_hidden_layers = layers;
+  const double d = double(c.hidden_size), kv = double(c.num_key_value_heads * c.head_dim());
+  const double per_token = 2.0 * (2 * d * d + 2 * d * kv + 3.0 * d * c.intermediate_size);
+  return {std::make_unique<models::text::Qwen2_5_VLTextModel>(c), layers * (s * per_token + 4.0 * s * s * d) / 1e9,
+          c.vocab_size};
 }
 
 // Matrices ~ N(0, 1/fan_in) and tables ~ N(0, 0.25), drawn one tensor at a time and stored as bf16
-// at once (a whole f32 copy of T5-XXL's weights is what this benchmark shows is never made); norm
-// weights 1 (f32, as the model keeps them).
+// at once (a whole f32 copy of the weights is what this benchmark shows is never made); vectors (norm
+// weights, biases) 1 (f32, as the model keeps them).
 nn::StateDict random_bf16_weights(nn::Module& model) {
   nn::StateDict state;
   uint64_t seed = 1;
@@ -54,23 +80,14 @@ nn::StateDict random_bf16_weights(nn::Module& model) {
   return state;
 }
 
-// 2 FLOP per multiply-add: q k v o and the gated FFN for every token, and q.k and p.v per head.
-double forward_gflop(const models::text::T5Config& c, int64_t s) {
-  const double inner = double(c.num_heads * c.d_kv);
-  const double per_token = 2.0 * (4 * c.d_model * inner + 3.0 * c.d_model * c.d_ff);
-  return c.num_layers * (s * per_token + 4.0 * s * s * inner) / 1e9;
-}
-
 void run_text_bench(const TextBenchArgs& a) {
-  CPDIT_CHECK(a.model == "t5-xxl-shaped", invalid_argument, "bench text: --model must be t5-xxl-shaped, got '", a.model,
-              "'");
   CPDIT_CHECK(a.tokens >= 1 && a.layers >= 1, invalid_argument, "bench text: --tokens and --layers must be positive");
   if (a.threads > 0) set_compute_threads(a.threads);
-  const models::text::T5Config config = xxl_shaped(a.layers);
   const int64_t tokens = a.quick ? 128 : a.tokens;
 
   const int64_t rss_before = resident_bytes(), live_before = weight_memory_counter().current();
-  models::text::T5EncoderModel model(config);
+  const ShapedModel shaped = shaped_model(a.model, a.layers, tokens);
+  nn::Model& model = *shaped.model;
   int64_t bf16_bytes = 0;
   {
     const nn::StateDict state = random_bf16_weights(model);
@@ -87,22 +104,22 @@ void run_text_bench(const TextBenchArgs& a) {
                 live_weights = weight_memory_counter().current() - live_before;
 
   Tensor ids = Tensor::empty({1, tokens}, DType::i64);
-  for (int64_t s = 0; s < tokens; ++s) ids.data<int64_t>()[s] = (s * 7919) % config.vocab_size;
+  for (int64_t s = 0; s < tokens; ++s) ids.data<int64_t>()[s] = (s * 7919) % shaped.vocab;
   memory::reset_peak();
   const Timing t = measure([&] { model.forward({{"input_ids", ids}}); }, a.quick ? 1 : a.repeats);
   const int64_t forward_peak = memory::peak_bytes() - memory::current_bytes();
 
   auto j = line("text");
   j["model"] = a.model;
-  j["layers"] = config.num_layers;
+  j["layers"] = a.layers;
   j["tokens"] = tokens;
   j["threads"] = compute_threads();
   j["min_s"] = t.min_s;
   j["median_s"] = t.median_s;
   j["cpu_min_s"] = t.cpu_min_s;
-  j["gflop"] = forward_gflop(config, tokens);
-  j["gflops"] = forward_gflop(config, tokens) / t.min_s;
-  j["gflops_per_cpu_s"] = forward_gflop(config, tokens) / t.cpu_min_s;
+  j["gflop"] = shaped.gflop;
+  j["gflops"] = shaped.gflop / t.min_s;
+  j["gflops_per_cpu_s"] = shaped.gflop / t.cpu_min_s;
   j["weight_bytes"] = weight_bytes;        // what the model's parameters hold
   j["bf16_bytes"] = bf16_bytes;            // the same parameters at 2 bytes each
   j["live_weight_tensor_bytes"] = live_weights;  // the process's weight counter once the model is loaded
@@ -115,8 +132,9 @@ void run_text_bench(const TextBenchArgs& a) {
 void add_text_bench(CLI::App& parent) {
   auto a = std::make_shared<TextBenchArgs>();
   CLI::App* cmd = parent.add_subcommand(
-      "text", "T5 encoder at T5-v1.1-XXL widths (random bf16 weights): GFLOP/s and resident weight bytes");
-  cmd->add_option("--model", a->model, "t5-xxl-shaped")->capture_default_str();
+      "text", "a text encoder at its released widths (random bf16 weights): GFLOP/s and resident weight bytes");
+  cmd->add_option("--model", a->model, "t5-xxl-shaped (T5-v1.1-XXL) or qwen2.5-vl-7b-shaped (Qwen-Image's)")
+      ->capture_default_str();
   cmd->add_option("--tokens", a->tokens, "sequence length")->capture_default_str();
   cmd->add_option("--layers", a->layers, "encoder blocks")->capture_default_str();
   cmd->add_option("--repeats", a->repeats, "timed repeats after one warm-up")->capture_default_str();
