@@ -1,6 +1,7 @@
 // The pipelines' native side: pipeline::Pipeline (include/cpdit/pipeline/pipeline.hpp), opened once and
 // run for every call with arrays in and out instead of files, with the GIL released; Ctrl-C cancels the
-// run at the next step, on every rank, and leaves the pipeline usable.
+// run at the next step, on every rank, and leaves the pipeline usable. The interpreter's exit waits for
+// the calls still running on other threads, the generations cancelled at their next step.
 #include "arrays.hpp"
 #include "bindings.hpp"
 
@@ -14,10 +15,12 @@
 #include <pybind11/stl.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 namespace py = pybind11;
 
@@ -29,6 +32,31 @@ std::atomic<bool> stop{false};
 static_assert(std::atomic<bool>::is_always_lock_free);
 
 extern "C" void stop_on_sigint(int) { stop.store(true); }
+
+// The native calls running with the GIL released (open, run, decode), on any thread.
+std::atomic<int> in_flight{0};
+
+class NativeCall {
+ public:
+  NativeCall() { in_flight.fetch_add(1); }
+  ~NativeCall() { in_flight.fetch_sub(1); }
+  NativeCall(const NativeCall&) = delete;
+  NativeCall& operator=(const NativeCall&) = delete;
+};
+
+// Registered with atexit: a daemon thread may still be inside a call when the interpreter exits, and
+// finalisation would then free what the call is using (SIGSEGV). Each running generation is cancelled
+// (stop is set again until they are all out: a run that ends resets it) and the exit waits for the calls.
+// A call counts until it holds the GIL again: a thread taking the GIL back during finalisation would be
+// ended inside the C++ frames of the call (pthread_exit through a noexcept destructor: abort).
+void wait_for_native_calls() {
+  if (in_flight.load() == 0) return;
+  py::gil_scoped_release release;  // the calls take the GIL to return
+  while (in_flight.load() > 0) {
+    stop.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
 
 // While a generation runs with the GIL released, Python's own SIGINT handler cannot run: this one
 // cancels the generation instead, and the previous handler comes back when it ends.
@@ -91,6 +119,7 @@ py::object run(const pipeline::Pipeline& pipe, pipeline::Request request, const 
     request.embeddings[key] = borrow_array(py::cast<py::array>(array), key.c_str());
   }
   if (latents) request.initial_latents = borrow_array(*latents, "latents");
+  const NativeCall call;  // counted until the result is made, the GIL held again
   std::atomic<bool> finish{false};
   set_callbacks(request, on_step, on_step_latents, finish);
 
@@ -135,6 +164,7 @@ py::object run(const pipeline::Pipeline& pipe, pipeline::Request request, const 
 py::array decode_vae(const pipeline::Pipeline& pipe, const py::array& z, int ranks) {
   CPDIT_CHECK(ranks >= 1, invalid_argument, "ranks must be at least 1, got ", ranks);
   const Tensor input = borrow_array(z, "z");
+  const NativeCall call;
   Tensor sample;
   {
     py::gil_scoped_release release;
@@ -162,6 +192,7 @@ void check_parallel_config(int ring, int ulysses, int cfg, const std::string& ro
 }  // namespace
 
 void bind_pipeline(py::module_& m) {
+  py::module_::import("atexit").attr("register")(py::cpp_function(&wait_for_native_calls));
   py::enum_<pipeline::LoadPolicy>(m, "LoadPolicy")
       .value("automatic", pipeline::LoadPolicy::automatic)
       .value("resident", pipeline::LoadPolicy::resident)
@@ -170,6 +201,7 @@ void bind_pipeline(py::module_& m) {
       .def_static(
           "open",
           [](const pipeline::PipelineSource& source, pipeline::LoadPolicy policy) {
+            const NativeCall call;  // counted until the GIL is back (see wait_for_native_calls)
             py::gil_scoped_release release;
             return pipeline::Pipeline::open(source, policy);
           },
