@@ -159,6 +159,8 @@ uint64_t align_up(const std::string& label, uint64_t x, uint64_t alignment) {
 GgufTensorInfo read_tensor_info(Reader& r, const std::string& label) {
   GgufTensorInfo info;
   info.name = r.string("a tensor name");
+  // No model has a tensor without a name; one would be an unexpected key no message can show.
+  CPDIT_CHECK(!info.name.empty(), format, label, ": a tensor has an empty name");
   const uint32_t dims = r.scalar<uint32_t>("a tensor's dim count");
   CPDIT_CHECK(dims >= 1 && dims <= kMaxDimsGguf, format, label, ": tensor '", info.name, "' has ", dims,
               " dims (cpdit reads 1 to ", kMaxDimsGguf, ")");

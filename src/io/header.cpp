@@ -183,6 +183,7 @@ Header parse_header(const std::string& label, const std::byte* bytes, size_t siz
   Header header;
   header.data_start = 8 + header_bytes;
   for (const auto& [name, entry] : root.items()) {
+    CPDIT_CHECK(!name.empty(), format, label, ": a tensor has an empty name");
     if (name == "__metadata__")
       header.metadata = parse_metadata(label, entry);
     else

@@ -33,8 +33,15 @@ StateDict without_prefix(const StateDict& state) {
   for (const auto& [name, w] : state) prefixed = prefixed || has_prefix(name, kDiffusionModelPrefix);
   if (!prefixed) return state;
   StateDict out;
-  for (const auto& [name, w] : state)
-    if (has_prefix(name, kDiffusionModelPrefix)) out[name.substr(kDiffusionModelPrefix.size())] = w;
+  for (const auto& [name, w] : state) {
+    if (!has_prefix(name, kDiffusionModelPrefix)) continue;
+    const std::string bare = name.substr(kDiffusionModelPrefix.size());
+    // A single file's other components (vae., text_encoders.) are left out; the same tensor twice is
+    // refused, since which of the two is the model's cannot be told.
+    CPDIT_CHECK(!state.count(bare), format, "the checkpoint holds both ", name, " and ", bare,
+                ": one tensor under two names");
+    out[bare] = w;
+  }
   return out;
 }
 

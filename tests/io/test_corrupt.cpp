@@ -83,6 +83,12 @@ TEST_F(Corrupt, DuplicateTensorName) {
                  {"'t' appears twice"});
 }
 
+// A tensor named "" (#40: it became an unexpected key "()" in a message that names nothing).
+TEST_F(Corrupt, EmptyTensorName) {
+  expect_refused(raw_safetensors(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", std::string(4, '\0')),
+                 {"a tensor has an empty name"});
+}
+
 TEST_F(Corrupt, OffsetsOutOfRange) {
   expect_entry_refused(R"({"dtype":"F32","shape":[2],"data_offsets":[8,16]})", 8, {"'t'", "gap", "[8, 16]"});
   expect_entry_refused(R"({"dtype":"F32","shape":[1],"data_offsets":[8,4]})", 8, {"'t'", "end before they begin"});

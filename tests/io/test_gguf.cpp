@@ -147,6 +147,7 @@ TEST_F(GgufCorrupt, TensorInfos) {
     b.data = std::string(data, '\0');
     return b.file();
   };
+  expect_refused(with("", {8}, 0, 0, 32), {"a tensor has an empty name"});
   expect_refused(with("t", {}, 0, 0, 0), {"'t' has 0 dims"});
   expect_refused(with("t", {1, 1, 1, 1, 1, 1}, 0, 0, 4), {"6 dims"});
   expect_refused(with("t", {0}, 0, 0, 0), {"a dim of 0"});

@@ -33,6 +33,20 @@ TEST(KeyLayout, ThePrefixKeepsOnlyTheDiffusionModel) {
   EXPECT_FALSE(contains_key(bare, "c.bias"));
 }
 
+// A file holding a tensor both behind the prefix and bare (#40: the bare one was dropped in silence):
+// which is the model's cannot be told, so it is refused naming both.
+TEST(KeyLayout, OneTensorUnderBothNamesIsRefused) {
+  const StateDict both = {{"model.diffusion_model.a.weight", rows_of(1)}, {"a.weight", rows_of(1)}};
+  try {
+    without_prefix(both);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::format);
+    EXPECT_NE(std::string(e.what()).find("holds both model.diffusion_model.a.weight and a.weight"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(KeyLayout, StemsRenameWithTheirSuffixInsideAndOutsideBlocks) {
   const KeyLayout layout = {
       {{"head.head", "proj_out"}, {"head.modulation", "scale_shift_table"}},
