@@ -16,6 +16,16 @@ ModelEntry::ReadConfig config_reader(Read read) {
   };
 }
 
+// share_weights for a family whose original release names its tensors otherwise (FLUX.1, Wan): the
+// LoadedModel also carries that layout, for the files that use those names (LoRA adapters).
+template <class Checkpoint, class Load>
+LoadedModel share_weights(std::string class_name, Checkpoint checkpoint, Load load, const nn::LoadOptions& options,
+                          const nn::KeyLayout& original_names) {
+  LoadedModel model = share_weights(std::move(class_name), std::move(checkpoint), load, options);
+  model.original_names = &original_names;
+  return model;
+}
+
 namespace flux {
 ModelEntry registry_entry();
 }

@@ -77,17 +77,23 @@ std::string split_pattern(const nlohmann::json& pre, const std::string& where) {
 }  // namespace
 
 std::unique_ptr<ByteLevelBpe> ByteLevelBpe::load(const std::string& folder) {
-  namespace fs = std::filesystem;
-  const fs::path dir(folder);
-  const fs::path config = dir / "tokenizer_config.json";
-  return parse(io::read_text((dir / "tokenizer.json").string()),
-               fs::exists(config) ? io::read_text(config.string()) : std::string(), folder);
+  return load(folder, io::read_json((std::filesystem::path(folder) / "tokenizer.json").string()));
+}
+
+std::unique_ptr<ByteLevelBpe> ByteLevelBpe::load(const std::string& folder, const nlohmann::json& tokenizer_json) {
+  const std::filesystem::path config = std::filesystem::path(folder) / "tokenizer_config.json";
+  return build(tokenizer_json, std::filesystem::exists(config) ? io::read_text(config.string()) : std::string(),
+               folder);
 }
 
 std::unique_ptr<ByteLevelBpe> ByteLevelBpe::parse(std::string_view tokenizer_json, std::string_view config_json,
                                                   const std::string& source) {
+  return build(io::parse_json(tokenizer_json, source + "/tokenizer.json"), config_json, source);
+}
+
+std::unique_ptr<ByteLevelBpe> ByteLevelBpe::build(const nlohmann::json& j, std::string_view config_json,
+                                                  const std::string& source) {
   const std::string where = source + "/tokenizer.json";
-  const nlohmann::json j = io::parse_json(tokenizer_json, where);
   CPDIT_CHECK(j.is_object(), format, where, ": not a JSON object");
   std::unique_ptr<ByteLevelBpe> t(new ByteLevelBpe());
 
@@ -184,9 +190,9 @@ void ByteLevelBpe::encode_text(const std::string& text, std::vector<int64_t>& id
   const icu::UnicodeString unicode = from_utf8(text);
   std::vector<int64_t> word;
   for (const std::string& piece : split_->split(normalize_nfc_ ? nfc(unicode) : unicode, /*keep_gaps=*/true)) {
-    std::string symbols;
-    for (char c : piece) symbols += byte_symbols()[static_cast<unsigned char>(c)];
     if (ignore_merges_) {
+      std::string symbols;
+      for (char c : piece) symbols += byte_symbols()[static_cast<unsigned char>(c)];
       auto whole = vocab_.find(symbols);
       if (whole != vocab_.end()) {
         ids.push_back(whole->second);

@@ -16,8 +16,7 @@ namespace cpdit::tokenizers {
 namespace {
 // Whether tokenizer.json holds a byte-level BPE model (Qwen2's), not CLIP's (words end in "</w>") or
 // a SentencePiece one (T5's Unigram).
-bool holds_byte_level_bpe(const std::filesystem::path& file) {
-  const nlohmann::json j = io::read_json(file.string());
+bool holds_byte_level_bpe(const nlohmann::json& j) {
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) return false;
   const nlohmann::json& model = j["model"];
   return model.value("type", "") == "BPE" &&
@@ -31,8 +30,10 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder) {
   const fs::path dir(folder);
   CPDIT_CHECK(fs::is_directory(dir), io, "tokenizer folder ", folder, " does not exist");
   if (fs::exists(dir / "spiece.model")) return std::make_unique<SentencePieceTokenizer>(folder);
-  if (fs::exists(dir / "tokenizer.json") && holds_byte_level_bpe(dir / "tokenizer.json"))
-    return ByteLevelBpe::load(folder);
+  if (fs::exists(dir / "tokenizer.json")) {
+    const nlohmann::json j = io::read_json((dir / "tokenizer.json").string());
+    if (holds_byte_level_bpe(j)) return ByteLevelBpe::load(folder, j);
+  }
   if (fs::exists(dir / "vocab.json") || fs::exists(dir / "merges.txt")) {
     for (const char* file : {"vocab.json", "merges.txt"})
       CPDIT_CHECK(fs::exists(dir / file), io, "CLIP tokenizer folder ", folder, " has no ", file);

@@ -9,6 +9,8 @@
 // No bos/eos is added (Qwen2's post-processor adds none); encode truncates on the right.
 #include <cpdit/tokenizers/tokenizer.hpp>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <array>
 #include <string_view>
 #include <unordered_map>
@@ -22,6 +24,8 @@ class ByteLevelBpe : public Tokenizer {
  public:
   // tokenizer.json and, when present, tokenizer_config.json (pad token, model_max_length) of `folder`.
   static std::unique_ptr<ByteLevelBpe> load(const std::string& folder);
+  // The same with tokenizer.json already read (load_tokenizer reads it to tell the kind).
+  static std::unique_ptr<ByteLevelBpe> load(const std::string& folder, const nlohmann::json& tokenizer_json);
   // The same from the files' contents (an empty config_json means none); `source` names them in errors.
   // What the files hold beyond the steps above (another model or normaliser, a pre-tokeniser other than
   // a regex split followed by ByteLevel, byte fallback, an added token stripping its neighbours) is
@@ -41,6 +45,8 @@ class ByteLevelBpe : public Tokenizer {
     int64_t id;
   };
   ByteLevelBpe() = default;
+  static std::unique_ptr<ByteLevelBpe> build(const nlohmann::json& tokenizer, std::string_view config_json,
+                                             const std::string& source);
   void encode_text(const std::string& text, std::vector<int64_t>& ids) const;  // one stretch without added tokens
 
   std::unordered_map<std::string, int64_t> vocab_;

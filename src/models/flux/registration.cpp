@@ -7,9 +7,7 @@
 namespace cpdit::models::flux {
 
 LoadedModel share_flux(FluxCheckpoint checkpoint, const nn::LoadOptions& options) {
-  LoadedModel model = share_weights("FluxTransformer2DModel", std::move(checkpoint), load_flux, options);
-  model.original_names = &original_names();
-  return model;
+  return share_weights("FluxTransformer2DModel", std::move(checkpoint), load_flux, options, original_names());
 }
 
 ModelEntry registry_entry() {

@@ -7,9 +7,7 @@
 namespace cpdit::models::wan {
 
 LoadedModel share_wan(WanCheckpoint checkpoint, const nn::LoadOptions& options) {
-  LoadedModel model = share_weights("WanTransformer3DModel", std::move(checkpoint), load_wan, options);
-  model.original_names = &original_names();
-  return model;
+  return share_weights("WanTransformer3DModel", std::move(checkpoint), load_wan, options, original_names());
 }
 
 ModelEntry registry_entry() {
