@@ -2,6 +2,7 @@
 #include <cpdit/core/error.hpp>
 
 #include <cmath>
+#include <limits>
 
 namespace cpdit {
 
@@ -25,6 +26,19 @@ const char* dtype_name(DType t) {
     case DType::boolean: return "bool";
   }
   return "?";
+}
+
+float f8_e4m3_to_f32(uint8_t code) {
+  int exponent = (code >> 3) & 0xf, mantissa = code & 0x7;
+  float sign = (code & 0x80) ? -1.0f : 1.0f;
+  if (exponent == 0xf && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  if (exponent == 0) return sign * std::ldexp(float(mantissa), -6 - 3);  // subnormal
+  return sign * std::ldexp(float(8 + mantissa), exponent - 7 - 3);
+}
+
+float f8_e5m2_to_f32(uint8_t code) {
+  // E5M2 is the top byte of an IEEE half: same sign, exponent width and bias.
+  return f16_to_f32(f16{uint16_t(code << 8)});
 }
 
 float f16_to_f32(f16 x) {

@@ -98,6 +98,11 @@ Tensor Checkpoint::get(const std::string& name) const {
   return shards_[it->second].get(name);
 }
 
-Weight Checkpoint::weight(const std::string& name) const { return gguf_ ? gguf_->get(name) : Weight(get(name)); }
+Weight Checkpoint::weight(const std::string& name) const {
+  if (gguf_) return gguf_->get(name);
+  auto it = shard_of_.find(name);
+  CPDIT_CHECK(it != shard_of_.end(), invalid_argument, path_, ": no tensor '", name, "'");
+  return shards_[it->second].weight(name);
+}
 
 }  // namespace cpdit::io

@@ -65,18 +65,6 @@ int file_dtype_rank(DType dtype) {
   return 5;
 }
 
-float f8_e4m3_to_f32(uint8_t code) {
-  int exponent = (code >> 3) & 0xf, mantissa = code & 0x7;
-  float sign = (code & 0x80) ? -1.0f : 1.0f;
-  if (exponent == 0xf && mantissa == 0x7) return std::numeric_limits<float>::quiet_NaN();
-  if (exponent == 0) return sign * std::ldexp(float(mantissa), -6 - 3);  // subnormal
-  return sign * std::ldexp(float(8 + mantissa), exponent - 7 - 3);
-}
-
-float f8_e5m2_to_f32(uint8_t code) {
-  // E5M2 is the top byte of an IEEE half: same sign, exponent width and bias.
-  return f16_to_f32(f16{uint16_t(code << 8)});
-}
 
 void decode_to_f32(const FileDType& from, const std::byte* src, float* dst, size_t n) {
   if (from.name == "F64") {

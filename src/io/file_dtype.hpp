@@ -32,9 +32,4 @@ int file_dtype_rank(DType dtype);
 void decode_to_f32(const FileDType& from, const std::byte* src, float* dst, size_t n);
 void decode_to_i64(const FileDType& from, const std::byte* src, int64_t* dst, size_t n);
 
-// FP8 codes (exact): E4M3 is the "fn" variant (bias 7, no infinities, S.1111.111 is NaN);
-// E5M2 is IEEE-like (bias 15, infinities and NaNs).
-float f8_e4m3_to_f32(uint8_t code);
-float f8_e5m2_to_f32(uint8_t code);
-
 }  // namespace cpdit::io

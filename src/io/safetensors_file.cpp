@@ -50,6 +50,13 @@ const TensorInfo& SafetensorsFile::info(const std::string& name) const {
   return find_tensor(file_->header, file_->path, name);
 }
 
+Weight SafetensorsFile::weight(const std::string& name) const {
+  const TensorInfo& info = this->info(name);
+  if ((info.dtype != "F8_E4M3" && info.dtype != "F8_E5M2") || info.shape.size() != 2) return Weight(get(name));
+  std::byte* data = file_->bytes.get() + file_->header.data_start + info.begin;
+  return Weight::blocks(info.shape, info.dtype, Tensor::borrow(data, info.shape, DType::boolean, file_));
+}
+
 Tensor SafetensorsFile::get(const std::string& name) const {
   const TensorInfo& info = this->info(name);
   const FileDType& dtype = *find_file_dtype(info.dtype);  // known: the header was validated

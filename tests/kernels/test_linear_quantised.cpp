@@ -1,5 +1,5 @@
 // GGUF's block formats: decoded exactly as the gguf Python package's dequantize decodes them, and
-// Linear computing from the blocks as it computes from their decoded values.
+// Linear computing from the blocks as it computes from their decoded values; safetensors' FP8 likewise.
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/precision.hpp>
 #include <cpdit/core/threads.hpp>
@@ -12,7 +12,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -207,4 +209,40 @@ TEST(Quantise, Q8_0AndQ4_KGiveTheReferenceBytes) {
   }
   EXPECT_THROW(kernels::quantise(x, "Q5_K"), Error);
   EXPECT_THROW(kernels::quantise(cpdit::testing::random_normal({2, 48}, 1), "Q8_0"), Error);
+}
+
+// A safetensors FP8 matrix stays as its 8-bit codes (a view of the file, 1 byte a value), decodes to
+// exactly what the widening reader makes of it, and Linear computes from the codes as from those values.
+TEST(LinearQuantised, SafetensorsFp8StaysEightBitAndComputesAsItsValues) {
+  const std::string path = ::testing::TempDir() + "/fp8_matrix.safetensors";
+  std::vector<uint8_t> codes(2 * 64 * 32);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = uint8_t((i * 37 + 11) % 256);
+  for (uint8_t& c : codes)
+    if ((c & 0x7f) >= 0x7c) c ^= 0x08;  // no E4M3 NaN (S.1111.111) and no E5M2 infinity or NaN: finite values only
+  std::map<std::string, Tensor> tensors;
+  {
+    // Written through the raw header: save_safetensors writes cpdit's own dtypes only.
+    std::string header = R"({"e4m3":{"dtype":"F8_E4M3","shape":[64,32],"data_offsets":[0,2048]},)"
+                         R"("e5m2":{"dtype":"F8_E5M2","shape":[64,32],"data_offsets":[2048,4096]}})";
+    while ((header.size() + 8) % 8) header += ' ';
+    std::FILE* f = std::fopen(path.c_str(), "wb");
+    ASSERT_NE(f, nullptr);
+    const uint64_t n = header.size();
+    std::fwrite(&n, 8, 1, f);
+    std::fwrite(header.data(), 1, header.size(), f);
+    std::fwrite(codes.data(), 1, codes.size(), f);
+    std::fclose(f);
+  }
+  const io::SafetensorsFile file = io::SafetensorsFile::open(path);
+  Tensor x = cpdit::testing::random_normal({3, 32}, 9);
+  for (const char* name : {"e4m3", "e5m2"}) {
+    const Weight w = file.weight(name);
+    EXPECT_EQ(w.format(), name == std::string("e4m3") ? "F8_E4M3" : "F8_E5M2");
+    EXPECT_EQ(w.nbytes(), size_t(64 * 32)) << name;
+    const Tensor widened = file.get(name);
+    EXPECT_EQ(max_abs_diff(kernels::dequantise(w), widened), 0.0) << name;
+    const Tensor want = kernels::linear(x, widened);
+    // The same decoded values through one sgemm or tile by tile: rounding of 32-term f32 sums only.
+    EXPECT_LT(max_abs_diff(kernels::linear(x, w), want), 1e-5 * std::max(1.0, max_abs(want))) << name;
+  }
 }

@@ -13,8 +13,8 @@ struct BlockFormat {
   int64_t block_bytes;    // bytes per block
 };
 
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (blocks of 32) and Q4_K, Q5_K, Q6_K (super-blocks of 256).
-// nullptr for any other name.
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 (blocks of 32), Q4_K, Q5_K, Q6_K (super-blocks of 256), and safetensors'
+// F8_E4M3 and F8_E5M2 (blocks of one 8-bit float, no scale). nullptr for any other name.
 const BlockFormat* find_block_format(std::string_view name);
 
 }  // namespace cpdit

@@ -35,6 +35,10 @@ inline bf16 f32_to_bf16(float f) {
 
 float f16_to_f32(f16 x);
 f16 f32_to_f16(float f);
+// The 8-bit floats of safetensors' F8_E4M3 (PyTorch's float8_e4m3fn: no infinities, S.1111.111 is
+// NaN) and F8_E5M2 (the top byte of an IEEE half), exactly.
+float f8_e4m3_to_f32(uint8_t code);
+float f8_e5m2_to_f32(uint8_t code);
 
 // Converts n elements of type `from` at src to type `to` at dst (no overlap).
 void convert(const void* src, DType from, void* dst, DType to, size_t n);

@@ -44,6 +44,9 @@ class SafetensorsFile {
   // (safetensors does not promise alignment; a misaligned tensor is copied). F64, I32, I16, I8, U8,
   // F8_E4M3, F8_E5M2: converted on load (floats -> f32, integers -> i64).
   Tensor get(const std::string& name) const;
+  // As get, but a 2-D F8_E4M3 / F8_E5M2 tensor stays 8-bit: its bytes, a view of the mapping, as a Weight
+  // of one-value blocks (core/block_format.hpp) that Linear decodes a tile at a time.
+  Weight weight(const std::string& name) const;
 
  private:
   std::shared_ptr<const MappedFile> file_;
@@ -66,7 +69,8 @@ class Checkpoint {
   // A GGUF tensor's info has its ggml type as dtype ("Q8_0") and its byte range in the data section.
   const TensorInfo& info(const std::string& name) const;
   Tensor get(const std::string& name) const;  // dense tensors only (a quantised one is refused)
-  Weight weight(const std::string& name) const;  // any tensor: dense, or a GGUF's quantised blocks
+  // Any tensor: dense, a GGUF's quantised blocks, or a safetensors FP8 matrix's codes.
+  Weight weight(const std::string& name) const;
   const std::string& path() const { return path_; }  // what was opened
   const std::vector<SafetensorsFile>& shards() const { return shards_; }  // none for a GGUF file
   const std::optional<GgufFile>& gguf() const { return gguf_; }

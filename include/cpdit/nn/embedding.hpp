@@ -9,10 +9,13 @@ namespace cpdit::nn {
 class Embedding : public Module {
  public:
   Embedding(int64_t num_embeddings, int64_t embedding_dim);
-  // ids: I64 of any shape, each in [0, num_embeddings) (else Error). Returns (ids.shape..., dim) f32.
+  // ids: I64 of any shape, each in [0, num_embeddings) (else Error). Returns (ids.shape..., dim) f32. A
+  // quantised table (an FP8 or GGUF checkpoint's) stays so: only the rows looked up are decoded.
   Tensor forward(const Tensor& ids) const;
-  // The table itself (f32, bf16 or f16), for lookups that are not a forward (e.g. T5's bias buckets).
-  const Tensor& weight() const { return weight_.value.values("Embedding"); }
+  // The table itself, for lookups that are not a forward (T5's small bias-bucket table): the stored f32,
+  // bf16 or f16 values, or a quantised table decoded to f32 (a copy).
+  Tensor weight() const;
+  int64_t num_embeddings() const { return weight_.value.shape()[0]; }
 
  private:
   Parameter& weight_;

@@ -4,6 +4,7 @@
 #include <cpdit/core/dtype.hpp>
 #include <cpdit/core/error.hpp>
 
+#include <array>
 #include <cstring>
 
 namespace cpdit::kernels::detail {
@@ -135,6 +136,17 @@ void q6_k(const uint8_t* b, float* y) {
   }
 }
 
+// FP8: one value per byte, through a table of the 256 codes (dtype.hpp's exact conversions).
+template <float (*Convert)(uint8_t)>
+void f8(const uint8_t* codes, int64_t n_values, float* out) {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t;
+    for (int code = 0; code < 256; ++code) t[size_t(code)] = Convert(uint8_t(code));
+    return t;
+  }();
+  for (int64_t i = 0; i < n_values; ++i) out[i] = table[codes[i]];
+}
+
 template <void (*Block)(const uint8_t*, float*), int kValues, int kBytes>
 void decode(const uint8_t* blocks, int64_t n_values, float* out) {
   for (int64_t i = 0; i < n_values / kValues; ++i) Block(blocks + i * kBytes, out + i * kValues);
@@ -152,6 +164,8 @@ BlockDecoder block_decoder(const BlockFormat& format) {
   if (n == "Q4_K") return decode<q4_k, 256, 144>;
   if (n == "Q5_K") return decode<q5_k, 256, 176>;
   if (n == "Q6_K") return decode<q6_k, 256, 210>;
+  if (n == "F8_E4M3") return f8<f8_e4m3_to_f32>;
+  if (n == "F8_E5M2") return f8<f8_e5m2_to_f32>;
   fail(ErrorKind::unsupported, "no decoder for block format ", n);
 }
 

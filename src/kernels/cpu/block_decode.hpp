@@ -1,6 +1,6 @@
 #pragma once
-// Decoding GGUF's quantised blocks (core/block_format.hpp) to f32 values, in ggml's layouts and with
-// the arithmetic of the `gguf` Python package's dequantize (scale times code, then minus the min or
+// Decoding GGUF's quantised blocks and safetensors' FP8 codes (core/block_format.hpp) to f32 values,
+// in ggml's layouts and with the arithmetic of the `gguf` Python package's dequantize (scale times code, then minus the min or
 // plus the offset, each rounded to f32), so the values match it exactly.
 #include <cpdit/core/block_format.hpp>
 

@@ -32,7 +32,7 @@ ClipEmbeddings::ClipEmbeddings(const ClipTextConfig& config)
 Tensor ClipEmbeddings::forward(const Tensor& input_ids) const {
   return with_hooks({{"input_ids", input_ids}}, [&](const nn::TensorMap& in) {
     const Tensor& ids = in.at("input_ids");
-    const int64_t len = ids.size(1), limit = position_embedding_.weight().size(0);
+    const int64_t len = ids.size(1), limit = position_embedding_.num_embeddings();
     CPDIT_CHECK(len <= limit, invalid_argument, "CLIP input_ids hold ", len, " tokens, more than its ", limit, " positions");
     Tensor positions = Tensor::empty({1, len}, DType::i64);
     for (int64_t s = 0; s < len; ++s) positions.data<int64_t>()[s] = s;
