@@ -122,5 +122,34 @@ TEST(FluxCheckpoints, OriginalSingleFileLayoutIsConvertedAsDiffusersConvertsIt) 
   }
 }
 
+// single_file_tiny's flux1-tiny.safetensors: the original layout with a guidance embedding (FLUX.1-dev's
+// guidance_in), no prefix; diffusers' converter made flux_transformer_diffusers/ from it, bit for bit.
+TEST(FluxCheckpoints, OriginalLayoutWithGuidanceIsDiffusersConversion) {
+  const std::string fixture = std::string(CPDIT_TEST_DATA) + "/fixtures/single_file_tiny";
+  TempDir dir("flux_original_guidance");
+  io::write_text_atomic(dir.file("axes.json"), R"({"axes_dims_rope": [4, 6, 6]})");  // FLUX.1's are too wide
+  const FluxCheckpoint original = read_flux_checkpoint(fixture + "/flux1-tiny.safetensors", dir.file("axes.json"));
+  EXPECT_TRUE(original.config.guidance_embeds);
+  const nn::StateDict diffusers =
+      nn::read_state_dict(io::Checkpoint::open(fixture + "/flux_transformer_diffusers/diffusion_pytorch_model.safetensors"));
+  ASSERT_EQ(original.state.size(), diffusers.size());
+  for (const auto& [name, want] : diffusers) {
+    ASSERT_TRUE(original.state.count(name)) << name;
+    EXPECT_EQ(max_abs_diff(original.state.at(name).values(), want.values()), 0.0) << name;
+  }
+  const nn::TensorMap in = io::load_safetensors(fixture + "/inputs.safetensors");
+  // The fixture passes timestep and guidance raw; the model multiplies both by 1000, as diffusers' does.
+  const nn::TensorMap inputs{{"hidden_states", in.at("flux_hidden_states")},
+                             {"encoder_hidden_states", in.at("flux_encoder_hidden_states")},
+                             {"pooled_projections", in.at("flux_pooled_projections")},
+                             {"timestep", in.at("flux_timestep")},
+                             {"img_ids", in.at("flux_img_ids")},
+                             {"txt_ids", in.at("flux_txt_ids")},
+                             {"guidance", in.at("flux_guidance")}};
+  const Tensor want = io::load_safetensors(fixture + "/expected.safetensors").at("flux_transformer_sample");
+  // As the test above: PyTorch's and our f32 sums differ in order only.
+  EXPECT_LT(max_abs_diff(load_flux(original)->forward(inputs).at("sample"), want), 1e-4);
+}
+
 }  // namespace
 }  // namespace cpdit::models::flux

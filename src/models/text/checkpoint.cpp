@@ -4,6 +4,10 @@
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/models/text/checkpoint.hpp>
 
+#include <functional>
+
+#include "models/text/single_file.hpp"
+
 namespace cpdit::models::text {
 
 namespace {
@@ -32,31 +36,67 @@ nn::StateDict clip_tower_state(const std::string& weights, const std::string& pr
 
 }  // namespace
 
-T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std::string>& config_path, bool umt5) {
-  const char* model = umt5 ? "UMT5EncoderModel" : "T5EncoderModel";
-  const io::ModelFiles files = text_encoder_files(path, config_path, model);
-  T5Checkpoint c{T5Config::from_json(io::read_json(*files.config), umt5),
-                 nn::read_state_dict(io::Checkpoint::open(files.weights))};
-  // transformers ties shared.weight and encoder.embed_tokens.weight; files hold both or either.
-  // Keep one tensor, under the name of the module that reads it.
-  auto shared = c.state.find("shared.weight");
-  if (shared != c.state.end()) {
-    auto embed = c.state.find("encoder.embed_tokens.weight");
-    if (embed == c.state.end()) {
-      c.state.emplace("encoder.embed_tokens.weight", shared->second);
+namespace {
+
+// A T5 / UMT5 file's tensors in transformers' names, the tied embedding kept once, under the name of the
+// module that reads it (files hold shared.weight, encoder.embed_tokens.weight or both).
+nn::StateDict t5_state(const std::string& weights, const char* model) {
+  nn::StateDict state = t5_in_transformers_names(nn::read_state_dict(io::Checkpoint::open(weights)));
+  auto shared = state.find("shared.weight");
+  if (shared != state.end()) {
+    auto embed = state.find("encoder.embed_tokens.weight");
+    if (embed == state.end()) {
+      state.emplace("encoder.embed_tokens.weight", shared->second);
     } else {
       CPDIT_CHECK(embed->second.shape() == shared->second.shape(), invalid_argument, model,
                   ": the tied shared.weight ", shared->second.describe(), " and encoder.embed_tokens.weight ",
                   embed->second.describe(), " differ in shape");
     }
-    c.state.erase("shared.weight");
+    state.erase("shared.weight");
   }
-  return c;
+  return state;
+}
+
+// A CLIP text tower's tensors; ComfyUI's clip_l.safetensors (no config.json) keeps CLIPModel's projection
+// and logit scale beside the tower, which CLIPTextModel (what FLUX.1 runs) has neither of.
+nn::StateDict clip_text_state(const io::ModelFiles& files) {
+  nn::StateDict state = clip_tower_state(files.weights, "text_model.");
+  if (!files.config) {
+    state.erase("text_projection.weight");
+    state.erase("logit_scale");
+  }
+  return state;
+}
+
+// The config.json, else (a single file) the one its shapes give.
+nlohmann::json config_json(const io::ModelFiles& files, const std::function<nlohmann::json()>& from_shapes) {
+  return files.config ? io::read_json(*files.config) : from_shapes();
+}
+
+}  // namespace
+
+nlohmann::json read_t5_config(const std::string& path, const std::optional<std::string>& config_path) {
+  const io::ModelFiles files = io::resolve_model(path, "text_encoder", config_path);
+  return config_json(files, [&] { return t5_config_from_shapes(t5_state(files.weights, "T5"), path); });
+}
+
+T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std::string>& config_path, bool umt5) {
+  const io::ModelFiles files = io::resolve_model(path, "text_encoder", config_path);
+  nn::StateDict state = t5_state(files.weights, umt5 ? "UMT5EncoderModel" : "T5EncoderModel");
+  const nlohmann::json config = config_json(files, [&] { return t5_config_from_shapes(state, path); });
+  return {T5Config::from_json(config, umt5), std::move(state)};
+}
+
+nlohmann::json read_clip_text_config(const std::string& path, const std::optional<std::string>& config_path) {
+  const io::ModelFiles files = io::resolve_model(path, "text_encoder", config_path);
+  return config_json(files, [&] { return clip_text_config_from_shapes(clip_text_state(files), path); });
 }
 
 ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
-  const io::ModelFiles files = text_encoder_files(path, config_path, "CLIPTextModel");
-  return {ClipTextConfig::from_json(io::read_json(*files.config)), clip_tower_state(files.weights, "text_model.")};
+  const io::ModelFiles files = io::resolve_model(path, "text_encoder", config_path);
+  nn::StateDict state = clip_text_state(files);
+  const nlohmann::json config = config_json(files, [&] { return clip_text_config_from_shapes(state, path); });
+  return {ClipTextConfig::from_json(config), std::move(state)};
 }
 
 ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const std::optional<std::string>& config_path,

@@ -1,6 +1,7 @@
 // T5EncoderModel, UMT5EncoderModel, Qwen2_5_VLForConditionalGeneration (its language model), CLIPTextModel, CLIPVisionModel and CLIPVisionModelWithProjection (its
 // tower alone, clip_vision.hpp's model) in the model registry, found by config.json's `architectures` or,
-// without a config, by their tensor names (a config is still needed to load).
+// without a config, by their tensor names (T5, UMT5 and CLIP ViT-L/14's text tower then load with the
+// config their shapes give, single_file.hpp; the others need a config).
 #include "models/entries.hpp"
 
 #include <cpdit/models/text/checkpoint.hpp>
@@ -8,8 +9,12 @@
 namespace cpdit::models::text {
 
 namespace {
+// With or without the encoder. prefix (single files of the encoder stack lack it).
+bool has_t5_tensor(const io::Checkpoint& c, const std::string& name) {
+  return c.contains("encoder." + name) || c.contains(name);
+}
 bool has_t5_tensors(const io::Checkpoint& c) {
-  return c.contains("encoder.block.0.layer.0.SelfAttention.q.weight") && c.contains("encoder.final_layer_norm.weight");
+  return has_t5_tensor(c, "block.0.layer.0.SelfAttention.q.weight") && has_t5_tensor(c, "final_layer_norm.weight");
 }
 bool has_clip_text_tensors(const io::Checkpoint& c) {
   return c.contains("text_model.embeddings.token_embedding.weight") || c.contains("embeddings.token_embedding.weight");
@@ -30,11 +35,12 @@ ModelEntry t5_entry(const std::string& class_name, bool umt5) {
           // UMT5 has a bias table in every block, T5 only in block 0.
           [umt5](const io::Checkpoint& c) {
             return has_t5_tensors(c) &&
-                   c.contains("encoder.block.1.layer.0.SelfAttention.relative_attention_bias.weight") == umt5;
+                   has_t5_tensor(c, "block.1.layer.0.SelfAttention.relative_attention_bias.weight") == umt5;
           },
           [class_name, umt5](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
             return share_weights(class_name, read_t5_checkpoint(path, config, umt5), load_t5, load);
-          }};
+          },
+          read_t5_config};
 }
 }  // namespace
 
@@ -53,7 +59,8 @@ ModelEntry clip_text_registry_entry() {
   return {"CLIPTextModel", has_clip_text_tensors,
           [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
             return share_weights("CLIPTextModel", read_clip_text_checkpoint(path, config), load_clip_text, load);
-          }};
+          },
+          read_clip_text_config};
 }
 
 ModelEntry clip_vision_registry_entry(bool with_projection) {

@@ -1,5 +1,5 @@
 #pragma once
-// Reading a diffusers VAE folder: its config.json and the tensors the decoder binds.
+// Reading a VAE (a diffusers folder or one file): its config and the tensors the decoder binds.
 #include <cpdit/nn/load.hpp>
 #include <cpdit/parallel/plan.hpp>
 
@@ -17,7 +17,9 @@ struct VaeCheckpoint {
 };
 
 // path: a folder (config.json + weights), an index json or one .safetensors; config_path (if not
-// empty) replaces the folder's config.json. The config's _class_name must be one of `classes`.
+// empty) replaces the folder's config.json. A file without one is read as single_file.hpp says: its
+// tensors renamed to diffusers' names, its config from their shapes. The config's _class_name must be
+// one of `classes`.
 VaeCheckpoint read_vae_checkpoint(const std::string& path, const std::string& config_path,
                                   const std::vector<std::string>& classes, const std::vector<std::string>& keep);
 

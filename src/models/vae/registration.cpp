@@ -1,8 +1,11 @@
 // The VAEs in the model registry: AutoencoderKL, AutoencoderKLWan with AutoencoderKLQwenImage
-// (the same architecture), and AutoencoderKLLTXVideo. A VAE is told by its config.json only (its
-// tensors do not give the config). Its forward decodes `latents` into `sample`; AutoencoderKL's and
+// (the same architecture), and AutoencoderKLLTXVideo. A VAE is told by its config.json, or a single
+// file of FLUX.1's or Wan 2.1's by its tensor names (single_file.hpp: then AutoencoderKL or
+// AutoencoderKLWan, its config read from the shapes). Its forward decodes `latents` into `sample`; AutoencoderKL's and
 // AutoencoderKLWan's also encode `sample` into `latent`.
 #include "models/entries.hpp"
+#include "models/vae/checkpoint.hpp"
+#include "models/vae/single_file.hpp"
 
 #include <cpdit/models/vae/autoencoder_kl.hpp>
 #include <cpdit/models/vae/autoencoder_kl_ltx.hpp>
@@ -40,20 +43,27 @@ LoadedModel share_vae(std::unique_ptr<AutoencoderKLLTXVideo> vae) {
 
 namespace {
 
-// load(path, config_path) -> the first model.
+// load(path, config_path) -> the first model. `single_file`: the class a single file of these tensor
+// names is opened as.
 template <class Load>
-ModelEntry entry(const std::string& class_name, Load load) {
+ModelEntry entry(const std::string& class_name, Load load, bool single_file = false) {
   return {
-      class_name, [](const io::Checkpoint&) { return false; },
+      class_name,
+      [class_name, single_file](const io::Checkpoint& checkpoint) {
+        return single_file && detail::single_file_vae_class(checkpoint) == class_name;
+      },
       [class_name, load](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions&) {
         return share_vae_model(class_name, load(path, config.value_or("")));
+      },
+      [class_name](const std::string& path, const std::optional<std::string>& config) {
+        return detail::read_vae_checkpoint(path, config.value_or(""), {class_name}, {}).config;
       }};
 }
 
 }  // namespace
 
-ModelEntry autoencoder_kl_registry_entry() { return entry("AutoencoderKL", load_autoencoder_kl); }
-ModelEntry autoencoder_kl_wan_registry_entry() { return entry("AutoencoderKLWan", load_autoencoder_kl_wan); }
+ModelEntry autoencoder_kl_registry_entry() { return entry("AutoencoderKL", load_autoencoder_kl, true); }
+ModelEntry autoencoder_kl_wan_registry_entry() { return entry("AutoencoderKLWan", load_autoencoder_kl_wan, true); }
 ModelEntry autoencoder_kl_qwenimage_registry_entry() {
   return entry("AutoencoderKLQwenImage", load_autoencoder_kl_wan);
 }
