@@ -32,6 +32,7 @@ namespace {
 
 struct DecodeOptions {
   std::string model, latents, out, video;
+  std::string vae_config;  // --vae-config: a VAE file's config.json
   int ranks = 1, threads = 0;
   int fps = 0;  // 0: the pipeline's (Wan 16, LTX-Video 25)
   pipeline::DecodeTimestep ltx;
@@ -44,6 +45,10 @@ std::string vae_folder(const std::string& model) {
   namespace fs = std::filesystem;
   const fs::path sub = fs::path(model) / "vae";
   return fs::exists(sub / "config.json") ? sub.string() : model;
+}
+
+std::optional<std::string> vae_config(const DecodeOptions& o) {
+  return o.vae_config.empty() ? std::nullopt : std::optional(o.vae_config);
 }
 
 // (B, 3, H, W), or a video of one frame (B, 3, 1, H, W), as pictures (one per batch item).
@@ -73,21 +78,23 @@ void run_decode(const DecodeOptions& o) {
   CPDIT_CHECK(o.video.empty() || o.video.ends_with(".mp4"), invalid_argument, "--video must end in .mp4, got '",
               o.video, "'");
   CPDIT_CHECK(o.ranks >= 1, invalid_argument, "--ranks must be at least 1, got ", o.ranks);
-  pipeline::check_same_model_across_ranks({o.model});
+  pipeline::check_same_model_across_ranks({o.model, o.vae_config});
   std::vector<NamedPath> inputs = folder_inputs("--model", o.model);
   inputs.push_back({"--latents", o.latents});
+  inputs.push_back({"--vae-config", o.vae_config});
   refuse_overwrite({{"--out", o.out}, {"--video", o.video}}, inputs);
   if (o.dry_run) {  // the latents' header, not their data nor the VAE's weights
-    refuse_missing({{"--model", o.model}, {"--latents", o.latents}});
+    refuse_missing({{"--model", o.model}, {"--latents", o.latents}, {"--vae-config", o.vae_config}});
     const io::SafetensorsFile latents = io::SafetensorsFile::open(o.latents);
     CPDIT_CHECK(latents.contains("latents"), invalid_argument, o.latents,
                 " holds no tensor named `latents` (what generate writes)");
     // The VAE's channels from its config (AutoencoderKL's latent_channels, the Wan and LTX VAEs' z_dim
     // or latent_channels), against the latents' second dimension.
     const Shape& shape = latents.info("latents").shape;
-    const std::filesystem::path config = std::filesystem::path(vae_folder(o.model)) / "config.json";
-    if (std::filesystem::is_regular_file(config)) {
-      const nlohmann::json vae = io::read_json(config.string());
+    // A folder's config.json, or what a single file's tensor names and shapes give (their header only).
+    if (const std::optional<nlohmann::json> read =
+            models::checkpoint_config(io::resolve_model(vae_folder(o.model), "vae", vae_config(o)))) {
+      const nlohmann::json& vae = *read;
       for (const char* key : {"latent_channels", "z_dim"})
         if (vae.contains(key) && vae[key].is_number_integer())
           CPDIT_CHECK(shape.size() >= 2 && shape[1] == vae[key].get<int64_t>(), invalid_argument, o.latents,
@@ -104,7 +111,7 @@ void run_decode(const DecodeOptions& o) {
   const auto file = io::load_safetensors(o.latents);
   const auto it = file.find("latents");
   CPDIT_CHECK(it != file.end(), invalid_argument, o.latents, " holds no tensor named `latents` (what generate writes)");
-  const models::LoadedModel vae = models::open_model(vae_folder(o.model), std::nullopt, {});
+  const models::LoadedModel vae = models::open_model(vae_folder(o.model), vae_config(o), {}, "vae");
   CPDIT_CHECK((o.ltx.timestep == 0.0f && !o.ltx.noise_scale) || std::any_cast<models::vae::LtxVaeConfig>(&vae.config),
               invalid_argument, "--decode-timestep and --decode-noise-scale are for LTX-Video's VAE; ", o.model,
               "'s VAE is ", vae.class_name);
@@ -132,7 +139,11 @@ void add_decode(CLI::App& parent) {
                                         "Decode latents from `generate` with the pipeline's VAE (FLUX.1, Wan, "
                                         "Qwen-Image, LTX-Video) to a PNG, JPEG or WebP picture, an MP4 or "
                                         "safetensors.");
-  cmd->add_option("-m,--model", o->model, "diffusers pipeline folder (its vae/ is used) or a VAE folder")->required();
+  cmd->add_option("-m,--model", o->model,
+                  "diffusers pipeline folder (its vae/ is used), a VAE folder or a VAE .safetensors (diffusers' names, "
+                  "FLUX.1's ae.safetensors, Wan 2.1's original names)")
+      ->required();
+  cmd->add_option("--vae-config", o->vae_config, "config.json of a VAE file (default: read from its tensors' shapes)");
   cmd->add_option("--latents", o->latents, "safetensors holding `latents`, as generate writes them")->required();
   cmd->add_option("-o,--out,--output", o->out,
                   "image.png, .jpg or .webp (JPEG and WebP at quality 90; one file per batch item; one frame) or "

@@ -5,6 +5,7 @@
 // writes files; each request's outputs are written at its end and appear together (io::OutputBatch),
 // so a failed run leaves nothing behind and every old output as it was.
 #include "command.hpp"
+#include "component_flags.hpp"
 #include "dry_run.hpp"
 #include "generate_batch.hpp"
 #include "lora_flags.hpp"
@@ -52,6 +53,7 @@ struct GenerateFlags {
   std::string prompts;  // a batch: one request per line
   std::string cache;    // --cache's spec (nn::parse_step_cache)
   LoraFlags loras;
+  ComponentFlags components;
   int64_t seed = 0;     // -1: drawn at random
   bool keep_loaded = false, staged = false, json = false, verbose = false, dry_run = false;
 };
@@ -125,7 +127,7 @@ void check_outputs_fit(const Outputs& o, const pipeline::Pipeline& pipe) {
   const Family& family = pipe.family();
   CPDIT_CHECK((o.image.empty() && o.frames_dir.empty() && o.video.empty()) || pipe.has_vae(), invalid_argument,
               "--image, --frames-dir and --video need the pipeline's VAE: ", pipe.name(),
-              " has no vae/ (give a diffusers pipeline folder or a preset)");
+              " has no vae/ (give a diffusers pipeline folder, --vae FILE or a preset)");
   CPDIT_CHECK(family.has_preview() || o.preview.empty(), invalid_argument,
               family.video() ? "--preview is for FLUX.1 images, not video latents"
                              : "--preview is for FLUX.1 latents, not Qwen-Image's");
@@ -140,9 +142,13 @@ void check_outputs_fit(const Outputs& o, const pipeline::Pipeline& pipe) {
 std::vector<NamedPath> input_files(const GenerateFlags& g, const Request& r) {
   std::vector<NamedPath> files{{"--embeddings", g.embeddings},   {"--latents", g.latents},
                                {"--config", g.source.config},    {"--scheduler-config", g.source.scheduler_config},
+                               {"--vae", g.source.vae},          {"--vae-config", g.source.vae_config},
+                               {"--transformer", g.source.transformer},
                                {"--first-image", r.first_image}, {"--last-image", r.last_image},
                                {"--init-image", r.init_image},   {"--prompts", g.prompts}};
   for (const pipeline::LoraChoice& lora : r.loras) files.push_back({lora.low_noise ? "--lora-2" : "--lora", lora.path});
+  for (const pipeline::TextEncoderFile& file : g.source.text_encoders) files.push_back({file.flag, file.path});
+  for (const std::string& dir : g.source.tokenizers) files.push_back({"--tokenizer", dir});
   return files;
 }
 
@@ -392,6 +398,7 @@ void run(GenerateFlags g) {
   g.request.seed = g.seed == -1 ? pipeline::random_seed_across_ranks() : uint64_t(g.seed);
   if (!g.cache.empty()) g.request.cache = nn::parse_step_cache(g.cache);
   g.request.loras = lora_choices(g.loras);
+  apply_component_flags(g.components, g.source);
   const Request& r = g.request;
   check_outputs(g.outputs);
   CPDIT_CHECK(!r.fps || *r.fps <= 1000, invalid_argument, "--fps must be at most 1000, got ", *r.fps);
@@ -491,10 +498,11 @@ void add_generate(CLI::App& parent) {
   source->add_option("--preset", args->source.preset,
                      "a built-in model with seeded random weights: flux-tiny, flux-mini, wan-tiny, wan-mini, qwen-mini, "
                      "skyreels-tiny, skyreels-mini, ltx-tiny or ltx-mini");
-  source->require_option(1);
+  source->require_option(1, 2);  // --transformer FILE alone, or with --model DIR
   cmd->add_option("--config", args->source.config, "transformer config.json overriding the checkpoint's or the inferred one");
   cmd->add_option("--scheduler-config", args->source.scheduler_config,
                   "scheduler_config.json (default: DIR/scheduler/, else FLUX.1-dev's)");
+  add_component_flags(*cmd, *source, args->source, args->components);
   add_dtype_flag(*cmd, args->source.dtype);
   cmd->add_option("--steps", args->request.steps, "denoising steps (default: 4 for presets, 28 for FLUX.1, 50 for the others)")->check(whole_number<int>());
   add_scheduler_flags(*cmd, args->request.scheduler);

@@ -89,9 +89,10 @@ std::string in_words(const std::string& what) {
     return flag + " was given " + what.substr(at + kRepeated.size()) + " times; give it once";
   if (colon != std::string::npos && ends(" missing") && what.find(" required ", colon) != std::string::npos)
     return flag + " needs a value";
-  static const std::string kOneOf = "Exactly 1 option from [";
-  if (what.rfind(kOneOf, 0) == 0) {
-    const std::string options = what.substr(kOneOf.size(), what.find(']') - kOneOf.size());
+  // generate's model group takes --transformer FILE alone or beside --model DIR: "At least 1 option".
+  for (const std::string one_of : {"Exactly 1 option from [", "At least 1 option from ["}) {
+    if (what.rfind(one_of, 0) != 0) continue;
+    const std::string options = what.substr(one_of.size(), what.find(']') - one_of.size());
     return ends(" were given") ? "give one of " + options + ", not several" : "give one of " + options;
   }
   return what;

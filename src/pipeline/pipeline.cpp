@@ -9,6 +9,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/core/memory.hpp>
 #include <cpdit/core/threads.hpp>
+#include <cpdit/io/json.hpp>
 #include <cpdit/io/model_files.hpp>
 #include <cpdit/io/image.hpp>
 #include <cpdit/nn/lora.hpp>
@@ -57,6 +58,7 @@ void keep_text_encoders(TextComponents& text) {
 
 // The bytes of every weight file under `path` (a file, or a folder and its subfolders).
 double weight_file_bytes(const std::string& path) {
+  if (path.empty()) return 0;
   std::error_code error;
   if (fs::is_regular_file(path, error)) return double(fs::file_size(path, error));
   double bytes = 0;
@@ -66,6 +68,13 @@ double weight_file_bytes(const std::string& path) {
     if (it->is_regular_file(error) && (ext == ".safetensors" || ext == ".gguf" || ext == ".bin"))
       bytes += double(it->file_size(error));
   }
+  return bytes;
+}
+
+// The same for every file a pipeline source names.
+double weight_file_bytes(const PipelineSource& source) {
+  double bytes = weight_file_bytes(source.model) + weight_file_bytes(source.transformer) + weight_file_bytes(source.vae);
+  for (const TextEncoderFile& file : source.text_encoders) bytes += weight_file_bytes(file.path);
   return bytes;
 }
 
@@ -160,6 +169,23 @@ struct Pipeline::State {
     return (fs::path(*folder) / "config.json").string();
   }
 
+  // --vae FILE [--vae-config]: the VAE every decode (and image encode) opens, its config read now (the
+  // family sizes latents from it), so a file that is no VAE is refused before anything loads.
+  void open_vae_file() {
+    CPDIT_CHECK(fs::is_regular_file(source.vae), invalid_argument, "--vae ", source.vae, " is not a file");
+    CPDIT_CHECK(source.vae_config.empty() || fs::is_regular_file(source.vae_config), invalid_argument,
+                "--vae-config ", source.vae_config, " is not a file");
+    const std::optional<std::string> config = optional_path(source.vae_config);
+    const std::string class_name = models::model_class(source.vae, config, "vae");
+    CPDIT_CHECK(class_name.rfind("AutoencoderKL", 0) == 0, invalid_argument, "--vae ", source.vae, " is a ",
+                class_name, ", not a VAE");
+    const std::optional<nlohmann::json> read = models::checkpoint_config(io::resolve_model(source.vae, "vae", config));
+    CPDIT_CHECK(read, internal, "--vae ", source.vae, ": no config read for its ", class_name);
+    folder.vae_config = *read;
+    folder.vae_source = source.vae;
+    parts.vae = [file = source.vae, config] { return models::open_model(file, config, {}, "vae"); };
+  }
+
   Transformer open_transformer() const {
     Transformer t;
     t.name = name();
@@ -174,9 +200,12 @@ struct Pipeline::State {
   }
 };
 
-Pipeline Pipeline::open(const PipelineSource& source, LoadPolicy policy, StageLog* log) {
-  CPDIT_CHECK(source.model.empty() != source.preset.empty(), invalid_argument,
-              "give exactly one of --model DIR|FILE and --preset NAME");
+Pipeline Pipeline::open(const PipelineSource& given, LoadPolicy policy, StageLog* log) {
+  CPDIT_CHECK(given.model.empty() != given.preset.empty() || (given.model.empty() && !given.transformer.empty()),
+              invalid_argument, "give exactly one of --model DIR|FILE, --preset NAME and --transformer FILE");
+  // A transformer file with no pipeline folder is the model itself.
+  PipelineSource source = given;
+  if (source.model.empty() && source.preset.empty()) std::swap(source.model, source.transformer);
   auto s = std::make_shared<State>();
   s->source = source;
   s->load = nn::load_options(source.dtype);
@@ -184,14 +213,21 @@ Pipeline Pipeline::open(const PipelineSource& source, LoadPolicy policy, StageLo
   s->folder.preset = source.preset;
   if (!source.preset.empty()) {
     // A preset is built with its own configs: a file given for one would be silently unused.
-    CPDIT_CHECK(source.config.empty() && source.scheduler_config.empty() && source.transformer.empty(),
+    CPDIT_CHECK(source.config.empty() && source.scheduler_config.empty() && source.transformer.empty() &&
+                    source.vae.empty() && source.vae_config.empty() && source.text_encoders.empty() &&
+                    source.tokenizers.empty(),
                 invalid_argument, "--preset ", source.preset, " has its own configs and weights: --config, "
-                "--scheduler-config and a transformer file are for --model");
+                "--scheduler-config, --vae, text encoder and tokenizer files and a transformer file are for --model");
     s->family = &family_for_preset(source.preset);
     s->parts = PipelineParts::of_preset(source.preset);
   } else {
-    check_same_model_across_ranks({source.model, source.config, source.scheduler_config, source.transformer});
-    CPDIT_CHECK(fs::exists(source.model), invalid_argument, "--model ", source.model, " does not exist");
+    std::vector<std::string> files{source.model, source.config,     source.scheduler_config,
+                                   source.transformer, source.vae, source.vae_config};
+    for (const TextEncoderFile& file : source.text_encoders) files.push_back(file.path);
+    files.insert(files.end(), source.tokenizers.begin(), source.tokenizers.end());
+    check_same_model_across_ranks(files);
+    CPDIT_CHECK(fs::exists(source.model), invalid_argument, given.model.empty() ? "--transformer " : "--model ",
+                source.model, " does not exist");
     CPDIT_CHECK(source.scheduler_config.empty() || fs::is_regular_file(source.scheduler_config), invalid_argument,
                 "--scheduler-config ", source.scheduler_config, " is not a file");
     CPDIT_CHECK(source.transformer.empty() || fs::is_regular_file(source.transformer), invalid_argument,
@@ -205,21 +241,32 @@ Pipeline Pipeline::open(const PipelineSource& source, LoadPolicy policy, StageLo
                 pipeline_class_of(source.model), " whose transformer is a ", transformer_class, ", which the ",
                 named ? named->pipeline_classes().front() : "", " pipeline does not run");
     s->parts = PipelineParts::of_folder(source.model);
+    if (!source.text_encoders.empty() || !source.tokenizers.empty())
+      s->parts.text = TextComponents::with_files(source.model, folder ? pipeline_class_of(source.model)
+                                                                      : s->family->pipeline_classes().front(),
+                                                 source.text_encoders, source.tokenizers);
     // A diffusers pipeline folder holds scheduler/ and vae/; a transformer alone has neither.
     const std::optional<std::string> scheduler = io::pipeline_component(source.model, "scheduler");
     const fs::path scheduler_file = !source.scheduler_config.empty() ? fs::path(source.scheduler_config)
                                     : scheduler ? fs::path(*scheduler) / "scheduler_config.json"
                                                 : fs::path();
     if (!scheduler_file.empty() && fs::is_regular_file(scheduler_file)) s->folder.scheduler_config = scheduler_file;
-    if (const std::optional<std::string> vae = io::pipeline_component(source.model, "vae"))
-      if (fs::is_regular_file(fs::path(*vae) / "config.json"))
-        s->folder.vae_config = (fs::path(*vae) / "config.json").string();
+    CPDIT_CHECK(source.vae_config.empty() || !source.vae.empty(), invalid_argument,
+                "--vae-config is the config of a --vae FILE; a folder's vae/ has its own");
+    if (!source.vae.empty()) {
+      s->open_vae_file();
+    } else if (const std::optional<std::string> vae = io::pipeline_component(source.model, "vae")) {
+      if (fs::is_regular_file(fs::path(*vae) / "config.json")) {
+        s->folder.vae_source = (fs::path(*vae) / "config.json").string();
+        s->folder.vae_config = io::read_json(s->folder.vae_source);
+      }
+    }
   }
   // Presets are built in memory (staged, every run would build them again); a folder stays when its
   // weights take at most half of what this machine has free.
   s->resident = policy == LoadPolicy::resident ||
                 (policy == LoadPolicy::automatic &&
-                 (!source.preset.empty() || 2 * weight_file_bytes(source.model) <= available_memory_bytes()));
+                 (!source.preset.empty() || 2 * weight_file_bytes(source) <= available_memory_bytes()));
   if (s->resident) {
     auto load_all = [&] {
       const ScopedMatmulPrecision precision(nn::matmul_precision_for(source.dtype));
@@ -239,7 +286,7 @@ bool Pipeline::resident() const { return state_->resident; }
 bool Pipeline::has_vae() const { return bool(state_->parts.vae); }
 models::LoadedModel Pipeline::vae() const {
   CPDIT_CHECK(state_->parts.vae, invalid_argument, name(),
-              " has no vae/ (give a diffusers pipeline folder or a preset)");
+              " has no vae/ (give a diffusers pipeline folder, --vae FILE or a preset)");
   return state_->parts.vae();
 }
 bool Pipeline::has_text_encoders() const { return state_->parts.text.has_value(); }

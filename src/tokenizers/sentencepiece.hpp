@@ -20,6 +20,7 @@ class SentencePieceTokenizer : public Tokenizer {
   ~SentencePieceTokenizer() override;
 
   std::vector<int64_t> encode(const std::string& text, int64_t max_length) const override;
+  TokenizerKind kind() const override { return TokenizerKind::sentencepiece; }
   int64_t pad_id() const override { return pad_; }
   int64_t model_max_length() const override { return max_length_; }
 

@@ -25,6 +25,15 @@ bool holds_byte_level_bpe(const nlohmann::json& j) {
 }
 }  // namespace
 
+const char* describe(TokenizerKind kind) {
+  switch (kind) {
+    case TokenizerKind::clip_bpe: return "a CLIP BPE tokenizer (vocab.json + merges.txt)";
+    case TokenizerKind::byte_level_bpe: return "a byte-level BPE tokenizer.json (Qwen2)";
+    case TokenizerKind::sentencepiece: return "a SentencePiece tokenizer (spiece.model: T5, UMT5)";
+  }
+  return "a tokenizer";
+}
+
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& folder) {
   namespace fs = std::filesystem;
   const fs::path dir(folder);

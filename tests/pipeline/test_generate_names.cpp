@@ -119,8 +119,10 @@ TEST(GenerateNames, FlagMistakesAreSaidInWords) {
   const auto repeated = expect_cli_refused(kFlux + " --steps 2", "--steps was given 2 times; give it once");  // kFlux has one
   EXPECT_EQ(repeated.err.find("At Most"), std::string::npos) << repeated.err;
   expect_cli_refused("generate --preset", "--preset needs a value");
-  expect_cli_refused("generate --steps 1", "give one of -m,--model,--preset (see --help)");
-  expect_cli_refused("generate --preset flux-tiny -m x", "give one of -m,--model,--preset, not several");
+  expect_cli_refused("generate --steps 1", "give one of -m,--model,--preset,--transformer (see --help)");
+  expect_cli_refused("generate --preset flux-tiny -m x",
+                     "give exactly one of --model DIR|FILE, --preset NAME and --transformer FILE");
+  expect_cli_refused("encode-prompt -p x -o x.safetensors", "give one of -m,--model,--preset (see --help)");
 }
 
 TEST(GenerateNames, HelpNamesChoicesInWordsWithTheirDefaults) {

@@ -15,6 +15,8 @@
 #include <cpdit/pipeline/unipc.hpp>
 #include <cpdit/pipeline/wan_pipeline.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <any>
 #include <functional>
 #include <memory>
@@ -30,7 +32,10 @@ struct PipelineFolder {
   std::string model;             // --model: a pipeline folder, a transformer folder or file; empty for a preset
   std::string preset;            // a preset's name; empty otherwise
   std::string scheduler_config;  // the scheduler_config.json given or the folder's; empty: none
-  std::string vae_config;        // vae/config.json when the folder has one; empty: none
+  // The VAE's config: vae/config.json's, or what --vae's file gives (its config.json or its shapes);
+  // null: no VAE config is known.
+  nlohmann::json vae_config;
+  std::string vae_source;        // where vae_config was read, for errors
 };
 
 // The opened transformer (and Wan 2.2's low-noise expert) with what its family read beside it.
@@ -105,9 +110,9 @@ class Family {
   // The clip's frame rate: the request's fps, else the rate the pipeline makes.
   virtual int64_t frame_rate(const Request& request) const { return request.fps.value_or(kWanFramesPerSecond); }
 
-  // The tokenizer and text encoder folders its pipeline folders hold, and the prompt through them as the
-  // pipeline's encode_prompt returns it (prompt_encoding.hpp).
-  virtual std::vector<std::string> text_components() const { return {"tokenizer", "text_encoder"}; }
+  // The text encoders its pipeline folders hold (tokenizer and encoder folders, classes), and the prompt
+  // through them as the pipeline's encode_prompt returns it (prompt_encoding.hpp).
+  virtual std::vector<TextSlot> text_slots() const = 0;
   virtual nn::TensorMap encode_prompt(const TextComponents& components, const PromptEncoding& request) const;
 
   // The family's reading of the folder when its transformer opens (`t.model` is open): the VAE's factors,

@@ -17,18 +17,30 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace cpdit::pipeline {
 
 // Where a pipeline comes from.
 struct PipelineSource {
   std::string model;             // a pipeline folder, a transformer folder, an index json or a weights file
-  std::string preset;            // or a built-in preset (presets.hpp); exactly one of the two
+  std::string preset;            // or a built-in preset (presets.hpp); exactly one of the two, or neither
+                                 // with a `transformer` file (then the model)
   std::string config;            // a transformer config.json overriding the checkpoint's
   // A transformer weights file (.safetensors, .gguf) run instead of the pipeline folder's transformer/,
   // with that folder's transformer/config.json unless `config` is given (diffusers' from_single_file
   // with config=): the folder's text encoders, scheduler and VAE around one file's weights.
   std::string transformer;
+  // A VAE file (.safetensors: diffusers' names, FLUX.1's ae.safetensors or Wan 2.1's original names)
+  // decoding instead of the folder's vae/, with `vae_config` when given, else the config its tensors'
+  // shapes give (models/vae).
+  std::string vae;
+  std::string vae_config;
+  // Text encoder files standing in for the folder's text_encoder*/ (or, with a transformer file alone,
+  // the only text there is) and tokenizer folders for its tokenizer*/: TextComponents::with_files puts
+  // each in the family's slot its class or kind fills.
+  std::vector<TextEncoderFile> text_encoders;
+  std::vector<std::string> tokenizers;
   std::string scheduler_config;  // a scheduler_config.json overriding the folder's (presets use their own)
   std::string dtype = "auto";    // the weights in memory (nn::load_options)
 };

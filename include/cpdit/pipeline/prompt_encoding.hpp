@@ -20,6 +20,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cpdit::pipeline {
 
@@ -28,6 +29,24 @@ struct PromptEncoding {
   std::optional<std::string> negative_prompt;
   int64_t max_sequence_length = 512;  // FLUX.1-dev and Wan: 512; FLUX.1-schnell: 256
   nn::LoadOptions load;
+};
+
+// One of a pipeline's text encoders: its tokenizer's and its encoder's component names (the folders of
+// a diffusers pipeline), the encoder's class and the tokenizer it reads, and the flag that names a
+// single file of it.
+struct TextSlot {
+  std::string tokenizer, encoder;  // "tokenizer_2", "text_encoder_2"
+  std::string encoder_class;       // "T5EncoderModel"
+  tokenizers::TokenizerKind tokenizer_kind;
+  std::string file_flag;           // "--t5xxl"
+};
+
+// A text encoder given as one file: the flag that named it and the class that flag asks for (empty:
+// any, --text-encoder).
+struct TextEncoderFile {
+  std::string path;
+  std::string flag = "--text-encoder";
+  std::string expected_class;
 };
 
 // Where a pipeline's tokenizers and text encoders come from, by their component names (tokenizer,
@@ -40,6 +59,12 @@ struct TextComponents {
 
   // A diffusers pipeline folder (model_index.json names the pipeline).
   static TextComponents from_folder(const std::string& pipeline_dir);
+  // Single files and tokenizer folders for the slots of `pipeline_class`'s family, the rest from
+  // `pipeline_dir`'s folders (when it is a diffusers pipeline folder): each file in the slot of the class
+  // its tensors name, each tokenizer folder in the slot whose encoder reads its kind. Every slot must
+  // end with both (else a one-line error naming the flag to give), and none may be given twice.
+  static TextComponents with_files(const std::string& pipeline_dir, const std::string& pipeline_class,
+                                   const std::vector<TextEncoderFile>& files, const std::vector<std::string>& tokenizers);
   // True when the folder has the text encoders its pipeline needs.
   static bool folder_has_encoders(const std::string& pipeline_dir);
 };

@@ -34,6 +34,7 @@ class ByteLevelBpe : public Tokenizer {
                                              const std::string& source);
 
   std::vector<int64_t> encode(const std::string& text, int64_t max_length) const override;
+  TokenizerKind kind() const override { return TokenizerKind::byte_level_bpe; }
   int64_t pad_id() const override { return pad_; }
   int64_t model_max_length() const override { return max_length_; }
   // The id of an added token by its text ("<|image_pad|>"); refused naming it when there is none.

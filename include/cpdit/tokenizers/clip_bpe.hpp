@@ -23,6 +23,7 @@ class ClipBpe : public Tokenizer {
                                         std::string_view config_json, const std::string& source);
 
   std::vector<int64_t> encode(const std::string& text, int64_t max_length) const override;
+  TokenizerKind kind() const override { return TokenizerKind::clip_bpe; }
   int64_t pad_id() const override { return pad_; }
   int64_t model_max_length() const override { return max_length_; }
 

@@ -12,9 +12,15 @@
 
 namespace cpdit::tokenizers {
 
+// The three algorithms, as a text encoder's slot asks for one (CLIP, Qwen2.5-VL, T5 / UMT5).
+enum class TokenizerKind { clip_bpe, byte_level_bpe, sentencepiece };
+// "CLIP BPE (vocab.json + merges.txt)", ... for messages.
+const char* describe(TokenizerKind kind);
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
+  virtual TokenizerKind kind() const = 0;
   // The ids of `text` with the model's special tokens (CLIP: bos ... eos; T5: ... eos; Qwen2: none), the text
   // truncated so that at most max_length ids come back, the closing special token kept.
   virtual std::vector<int64_t> encode(const std::string& text, int64_t max_length) const = 0;

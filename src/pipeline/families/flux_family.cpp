@@ -3,7 +3,6 @@
 #include "pipeline/families/image_families.hpp"
 
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/json.hpp>
 #include <cpdit/pipeline/flux_pipeline.hpp>
 #include <cpdit/pipeline/latents.hpp>
 #include <cpdit/pipeline/family.hpp>
@@ -35,8 +34,9 @@ class FluxFamily final : public Family {
   std::string latents_layout() const override { return "flux latents (B, 16, H/8, W/8), before the VAE's scaling/shift"; }
 
   std::vector<std::string> pipeline_classes() const override { return {"FluxPipeline", "FluxImg2ImgPipeline"}; }
-  std::vector<std::string> text_components() const override {
-    return {"tokenizer", "text_encoder", "tokenizer_2", "text_encoder_2"};
+  std::vector<TextSlot> text_slots() const override {
+    return {{"tokenizer", "text_encoder", "CLIPTextModel", tokenizers::TokenizerKind::clip_bpe, "--clip-l"},
+            {"tokenizer_2", "text_encoder_2", "T5EncoderModel", tokenizers::TokenizerKind::sentencepiece, "--t5xxl"}};
   }
 
   // CLIP's pooled output and T5's hidden states, for the prompt and a negative prompt (true CFG).
@@ -56,8 +56,7 @@ class FluxFamily final : public Family {
   }
 
   void configure(Transformer& t, const PipelineFolder& folder, const nn::LoadOptions&) const override {
-    if (!folder.vae_config.empty())
-      t.vae_scale_factor = kl_vae_scale_factor(io::read_json(folder.vae_config), folder.vae_config);
+    if (!folder.vae_config.is_null()) t.vae_scale_factor = kl_vae_scale_factor(folder.vae_config, folder.vae_source);
   }
 
   void check_fits(const Request& r, const Transformer& t) const override {

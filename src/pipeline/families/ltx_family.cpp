@@ -3,7 +3,6 @@
 #include "pipeline/memory_check.hpp"
 
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/json.hpp>
 #include <cpdit/pipeline/family.hpp>
 #include <cpdit/pipeline/make_scheduler.hpp>
 #include <cpdit/pipeline/prompt_encoding.hpp>
@@ -36,6 +35,9 @@ class LtxFamily final : public Family {
 
   // T5 without the mask over max_sequence_length tokens, the mask kept for the transformer; the negative
   // prompt (default "") likewise.
+  std::vector<TextSlot> text_slots() const override {
+    return {{"tokenizer", "text_encoder", "T5EncoderModel", tokenizers::TokenizerKind::sentencepiece, "--t5xxl"}};
+  }
   nn::TensorMap encode_prompt(const TextComponents& c, const PromptEncoding& r) const override {
     nn::TensorMap out;
     auto encode = [&](const std::string& text, const std::string& prefix) {
@@ -50,7 +52,7 @@ class LtxFamily final : public Family {
   }
 
   void configure(Transformer& t, const PipelineFolder& folder, const nn::LoadOptions&) const override {
-    if (!folder.vae_config.empty()) t.ltx_vae = LtxVaeFactors::from_json(io::read_json(folder.vae_config));
+    if (!folder.vae_config.is_null()) t.ltx_vae = LtxVaeFactors::from_json(folder.vae_config);
   }
 
   void check_fits(const Request& r, const Transformer& t) const override {

@@ -3,7 +3,6 @@
 #include "pipeline/families/image_families.hpp"
 
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/json.hpp>
 #include <cpdit/pipeline/family.hpp>
 #include <cpdit/pipeline/make_scheduler.hpp>
 #include <cpdit/pipeline/qwenimage_pipeline.hpp>
@@ -36,6 +35,9 @@ class QwenImageFamily final : public Family {
 
   // The prompt and the negative prompt (" " by default, as Qwen-Image's own examples give it: true CFG runs
   // at the default scale 4.0) through Qwen2.5-VL; a mask only where a row is padded (never for one prompt).
+  std::vector<TextSlot> text_slots() const override {
+    return {{"tokenizer", "text_encoder", "Qwen2_5_VLForConditionalGeneration", tokenizers::TokenizerKind::byte_level_bpe, "--text-encoder"}};
+  }
   nn::TensorMap encode_prompt(const TextComponents& c, const PromptEncoding& r) const override {
     nn::TensorMap out;
     auto encode = [&](const std::string& text, const std::string& prefix) {
@@ -49,8 +51,8 @@ class QwenImageFamily final : public Family {
   }
 
   void configure(Transformer& t, const PipelineFolder& folder, const nn::LoadOptions&) const override {
-    if (!folder.vae_config.empty())
-      t.vae_scale_factor = qwenimage_vae_scale_factor(io::read_json(folder.vae_config), folder.vae_config);
+    if (!folder.vae_config.is_null())
+      t.vae_scale_factor = qwenimage_vae_scale_factor(folder.vae_config, folder.vae_source);
   }
 
   void check_request(const Request& r, const PipelineFolder& folder) const override {

@@ -51,6 +51,9 @@ class SkyReelsFamily final : public Family {
   }
 
   std::vector<std::string> pipeline_classes() const override { return {"SkyReelsV2DiffusionForcingPipeline", "SkyReelsV2ImageToVideoPipeline"}; }
+  std::vector<TextSlot> text_slots() const override {
+    return {{"tokenizer", "text_encoder", "UMT5EncoderModel", tokenizers::TokenizerKind::sentencepiece, "--umt5"}};
+  }
   nn::TensorMap encode_prompt(const TextComponents& c, const PromptEncoding& r) const override {
     return encode_wan_prompt(c, r);
   }

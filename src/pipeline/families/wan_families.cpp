@@ -3,7 +3,6 @@
 #include "pipeline/memory_check.hpp"
 
 #include <cpdit/core/error.hpp>
-#include <cpdit/io/json.hpp>
 #include <cpdit/pipeline/make_scheduler.hpp>
 
 #include <algorithm>
@@ -31,7 +30,7 @@ nn::TensorMap encode_wan_prompt(const TextComponents& c, const PromptEncoding& r
 }
 
 void read_wan_vae(Transformer& t, const PipelineFolder& folder) {
-  if (!folder.vae_config.empty()) t.wan_vae = WanVaeFactors::from_json(io::read_json(folder.vae_config));
+  if (!folder.vae_config.is_null()) t.wan_vae = WanVaeFactors::from_json(folder.vae_config);
 }
 
 UniPCConfig wan_schedule(const Transformer& t, double flow_shift) {

@@ -54,6 +54,9 @@ class WanFamily final : public Family {
   std::string latents_layout() const override { return "wan latents (B, 16, F, H/8, W/8)"; }
 
   std::vector<std::string> pipeline_classes() const override { return {"WanPipeline", "WanImageToVideoPipeline"}; }
+  std::vector<TextSlot> text_slots() const override {
+    return {{"tokenizer", "text_encoder", "UMT5EncoderModel", tokenizers::TokenizerKind::sentencepiece, "--umt5"}};
+  }
   nn::TensorMap encode_prompt(const TextComponents& c, const PromptEncoding& r) const override {
     return encode_wan_prompt(c, r);
   }
