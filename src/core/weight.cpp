@@ -41,6 +41,15 @@ Weight Weight::blocks(const Shape& shape, const std::string& format, Tensor bloc
   return w;
 }
 
+Weight Weight::scaled(float scale) const {
+  // GGUF's blocks carry their own scales; only FP8 matrices are stored with one beside them.
+  CPDIT_CHECK(format() == "F8_E4M3" || format() == "F8_E5M2", invalid_argument,
+              "a weight scale applies to an FP8 matrix, not to ", describe());
+  Weight w = *this;
+  w.quant_.scale = scale;
+  return w;
+}
+
 Weight Weight::narrow_rows(int64_t start, int64_t length) const {
   if (!is_quantised()) return Weight(data_.narrow(0, start, length));
   Weight w = *this;
@@ -56,7 +65,8 @@ Weight Weight::cat_rows(const std::vector<Weight>& parts) {
   std::vector<Tensor> data, scales;
   int64_t rows = 0;
   for (const Weight& p : parts) {
-    CPDIT_CHECK(p.format() == first.format() && p.shape_.size() == first.shape_.size() &&
+    CPDIT_CHECK(p.format() == first.format() && p.quant_.scale == first.quant_.scale &&
+                    p.shape_.size() == first.shape_.size() &&
                     std::equal(p.shape_.begin() + 1, p.shape_.end(), first.shape_.begin() + 1),
                 invalid_argument, "cat_rows: ", p.describe(), " does not match ", first.describe());
     data.push_back(p.data_);
@@ -73,7 +83,10 @@ Weight Weight::cat_rows(const std::vector<Weight>& parts) {
 
 std::string Weight::format() const { return is_quantised() ? quant_.format : dtype_name(dtype()); }
 
-std::string Weight::describe() const { return defined() ? format() + shape_string(shape_) : "undefined weight"; }
+std::string Weight::describe() const {
+  if (!defined()) return "undefined weight";
+  return format() + shape_string(shape_) + (quant_.scale != 1.0f ? " x " + std::to_string(quant_.scale) : "");
+}
 
 size_t Weight::nbytes() const { return data_.nbytes() + (quant_.scales.defined() ? quant_.scales.nbytes() : 0); }
 

@@ -4,6 +4,7 @@
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/nn/load.hpp>
 
+#include <cmath>
 #include <set>
 #include <sstream>
 #include <vector>
@@ -57,9 +58,38 @@ LoadOptions load_options(const std::string& dtype) {
        "--dtype must be auto (as the checkpoint stores them), f32, bf16, q8_0 or q4_k, got '", dtype, "'");
 }
 
+namespace {
+
+// ComfyUI's "scaled" FP8 files: beside each FP8 matrix X.weight a scalar X.scale_weight multiplies its
+// values (ComfyUI's weight * scale_weight), and a `scaled_fp8` tensor marks the file. X.scale_input serves
+// FP8 matrix products only, which decoded weights do not run: dropped, as the marker.
+void apply_weight_scales(StateDict& state, const std::string& path) {
+  std::vector<std::string> scales, dropped;
+  for (const auto& [name, weight] : state) {
+    if (name.ends_with(".scale_weight")) scales.push_back(name);
+    if (name.ends_with(".scale_input") || name == "scaled_fp8" || name.ends_with(".scaled_fp8")) dropped.push_back(name);
+  }
+  for (const std::string& name : scales) {
+    const std::string matrix = name.substr(0, name.size() - 13) + ".weight";
+    const auto it = state.find(matrix);
+    CPDIT_CHECK(it != state.end(), invalid_argument, path, ": ", name, " scales no FP8 matrix (", matrix, " is missing)");
+    const Weight& scale = state.at(name);
+    CPDIT_CHECK(!scale.is_quantised() && is_float(scale.dtype()) && scale.codes().numel() == 1, invalid_argument, path,
+                ": ", name, " is ", scale.describe(), ", not one float");
+    const float value = scale.values().to(DType::f32).contiguous().data<float>()[0];
+    CPDIT_CHECK(std::isfinite(value), invalid_argument, path, ": ", name, " is ", value, ", not a finite scale");
+    it->second = it->second.scaled(value);
+    state.erase(name);
+  }
+  for (const std::string& name : dropped) state.erase(name);
+}
+
+}  // namespace
+
 StateDict read_state_dict(const io::Checkpoint& checkpoint) {
   StateDict state;
   for (const auto& name : checkpoint.names()) state.emplace(name, checkpoint.weight(name));
+  apply_weight_scales(state, checkpoint.path());
   return state;
 }
 

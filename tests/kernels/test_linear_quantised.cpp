@@ -7,6 +7,7 @@
 #include <cpdit/io/safetensors.hpp>
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/kernels/isa.hpp>
+#include <cpdit/nn/load.hpp>
 
 #include "support/random_normal.hpp"
 
@@ -209,6 +210,72 @@ TEST(Quantise, Q8_0AndQ4_KGiveTheReferenceBytes) {
   }
   EXPECT_THROW(kernels::quantise(x, "Q5_K"), Error);
   EXPECT_THROW(kernels::quantise(cpdit::testing::random_normal({2, 48}, 1), "Q8_0"), Error);
+}
+
+namespace {
+// A safetensors file of raw tensors: (name, dtype, shape, bytes) in order (save_safetensors writes cpdit's
+// own dtypes only).
+struct RawTensor {
+  std::string name, dtype, shape;
+  std::string bytes;
+};
+std::string write_raw_safetensors(const std::string& name, const std::vector<RawTensor>& tensors) {
+  std::string header = "{", data;
+  for (const RawTensor& t : tensors) {
+    header += (header.size() > 1 ? "," : "") + ("\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":" + t.shape +
+              ",\"data_offsets\":[" + std::to_string(data.size()) + "," + std::to_string(data.size() + t.bytes.size()) + "]}");
+    data += t.bytes;
+  }
+  header += "}";
+  const std::string path = ::testing::TempDir() + "/" + name;
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  const uint64_t n = header.size();
+  std::fwrite(&n, 8, 1, f);
+  std::fwrite(header.data(), 1, header.size(), f);
+  std::fwrite(data.data(), 1, data.size(), f);
+  std::fclose(f);
+  return path;
+}
+std::string float_bytes(float v) { return std::string(reinterpret_cast<const char*>(&v), 4); }
+}  // namespace
+
+// ComfyUI's scaled FP8: X.scale_weight multiplies X.weight's values (in f32, as ComfyUI's f32 weight times
+// its f32 scale), the codes stay 8-bit, and the scale and the scaled_fp8 marker leave the state.
+TEST(LinearQuantised, ComfyScaledFp8IsItsCodesTimesItsScale) {
+  std::string codes;
+  for (int i = 0; i < 8 * 16; ++i) codes.push_back(char((i * 29 + 3) % 0x78));  // finite E4M3 codes
+  const float scale = 0.0371f;
+  const std::string path = write_raw_safetensors(
+      "scaled_fp8.safetensors", {{"layer.weight", "F8_E4M3", "[8,16]", codes},
+                                 {"layer.scale_weight", "F32", "[]", float_bytes(scale)},
+                                 {"layer.scale_input", "F32", "[]", float_bytes(1.0f)},
+                                 {"scaled_fp8", "F8_E4M3", "[0]", ""}});
+  const nn::StateDict state = nn::read_state_dict(io::Checkpoint::open(path));
+  ASSERT_EQ(state.size(), 1u);
+  const Weight& w = state.at("layer.weight");
+  EXPECT_EQ(w.format(), "F8_E4M3");
+  EXPECT_EQ(w.nbytes(), size_t(8 * 16));
+  const Tensor widened = io::SafetensorsFile::open(path).get("layer.weight");
+  Tensor want_values = Tensor::empty({8, 16});
+  for (int64_t i = 0; i < 8 * 16; ++i) want_values.data<float>()[i] = widened.data<float>()[i] * scale;
+  EXPECT_EQ(max_abs_diff(kernels::dequantise(w), want_values), 0.0);
+  const Tensor x = cpdit::testing::random_normal({3, 16}, 10);
+  const Tensor want = kernels::linear(x, want_values);
+  EXPECT_LT(max_abs_diff(kernels::linear(x, w), want), 1e-5 * std::max(1.0, max_abs(want)));
+
+  // A scale with no FP8 matrix beside it, or not one number, is one line.
+  const std::string orphan = write_raw_safetensors("orphan_scale.safetensors",
+                                                   {{"other.scale_weight", "F32", "[]", float_bytes(scale)}});
+  EXPECT_THROW(
+      {
+        try {
+          nn::read_state_dict(io::Checkpoint::open(orphan));
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("other.scale_weight scales no FP8 matrix"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
 }
 
 // A safetensors FP8 matrix stays as its 8-bit codes (a view of the file, 1 byte a value), decodes to

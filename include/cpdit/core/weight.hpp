@@ -22,6 +22,8 @@ struct BlockQuantisation {
   std::string format;      // the layout of the codes, e.g. "Q8_0", "Q4_0"
   int64_t block_size = 0;  // consecutive values along the last dim that share one scale
   Tensor scales;           // (rows, cols / block_size); undefined when the blocks carry their scales
+  // Every decoded value times this: ComfyUI's "scaled" FP8 files store one scale_weight per matrix.
+  float scale = 1.0f;
 };
 
 class Weight {
@@ -51,6 +53,8 @@ class Weight {
   const Tensor& codes() const { return data_; }
   const BlockQuantisation& quantisation() const { return quant_; }
 
+  // The same codes, every value decoded times `scale` (an FP8 matrix only).
+  Weight scaled(float scale) const;
   // Rows (entries of dim 0) [start, start + length) of a weight, dense or quantised, as a view (no copy).
   Weight narrow_rows(int64_t start, int64_t length) const;
   // The rows of `parts` one after another (a copy): all dense of one dtype, or all in one quantised

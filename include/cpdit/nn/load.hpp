@@ -20,7 +20,8 @@ namespace cpdit::nn {
 // layouts are converted as state dicts).
 using StateDict = std::map<std::string, Weight>;
 
-// Every tensor of a checkpoint (safetensors, or GGUF: its block formats quantised).
+// Every tensor of a checkpoint (safetensors, or GGUF: its block formats quantised; FP8 matrices as their
+// codes, ComfyUI's scale_weight beside one applied to it and dropped with the file's scaled_fp8 marker).
 StateDict read_state_dict(const io::Checkpoint& checkpoint);
 
 struct LoadOptions {

@@ -169,4 +169,22 @@ BlockDecoder block_decoder(const BlockFormat& format) {
   fail(ErrorKind::unsupported, "no decoder for block format ", n);
 }
 
+QuantisedRows::QuantisedRows(const Weight& weight)
+    : decoder_(nullptr),
+      blocks_(static_cast<const uint8_t*>(weight.codes().raw())),
+      stride_(weight.codes().strides()[0]),
+      cols_(weight.shape()[1]),
+      scale_(weight.quantisation().scale) {
+  const BlockFormat* f = find_block_format(weight.format());
+  CPDIT_CHECK(f != nullptr && !weight.quantisation().scales.defined(), unsupported,
+              "kernels decode GGUF's block formats and FP8, not ", weight.describe());
+  decoder_ = block_decoder(*f);
+}
+
+void QuantisedRows::decode(int64_t row, float* out) const {
+  decoder_(blocks_ + row * stride_, cols_, out);
+  if (scale_ != 1.0f)
+    for (int64_t i = 0; i < cols_; ++i) out[i] *= scale_;
+}
+
 }  // namespace cpdit::kernels::detail

@@ -151,16 +151,16 @@ const bf16* decoded_run(const LinearArgs& a, int64_t first) {
   std::fill_n(rows.data<bf16>(), kFeatureRun * a.k, bf16{0});
   thread_local std::vector<float> values;
   values.resize(size_t(a.k));
-  const BlockDecoder decode = block_decoder(*find_block_format(a.blocks.format()));
+  const QuantisedRows weight(a.blocks);
   const auto* blocks = static_cast<const uint8_t*>(a.blocks.codes().raw());
   const int64_t row_stride = a.blocks.codes().strides()[0];  // a narrowed weight's rows keep the file's stride
-  const bool q8_0 = a.blocks.format() == "Q8_0";
+  const bool q8_0 = a.blocks.format() == "Q8_0";  // GGUF's blocks carry their scales: no weight scale
   for (int64_t r = 0; r < std::min(kFeatureRun, a.n - first); ++r) {
     if (q8_0) {
       decode_q8_0(blocks + (first + r) * row_stride, a.k, rows.data<bf16>() + r * a.k);
       continue;
     }
-    decode(blocks + (first + r) * row_stride, a.k, values.data());
+    weight.decode(first + r, values.data());
     bf16_pairs::round_rows(values.data(), a.k, 1, a.k, rows.data<bf16>() + r * a.k, a.k);
   }
   return rows.data<bf16>();

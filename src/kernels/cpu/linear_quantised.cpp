@@ -25,13 +25,6 @@ namespace cpdit::kernels {
 namespace {
 // A decoded tile is about half of a core's L2 cache (1 MiB here), so it stays there for the sgemm.
 constexpr int64_t kTileBytes = 512 * 1024;
-
-const BlockFormat& format_of(const Weight& w) {
-  const BlockFormat* f = find_block_format(w.format());
-  CPDIT_CHECK(f != nullptr && !w.quantisation().scales.defined(), unsupported,
-              "linear computes with GGUF's block formats, not ", w.describe());
-  return *f;
-}
 }  // namespace
 
 void detail::linear_quantised(const LinearArgs& a, float beta, float* y) {
@@ -40,10 +33,7 @@ void detail::linear_quantised(const LinearArgs& a, float beta, float* y) {
     if (amx_linear_available()) return amx_linear_into(a, y);
     if (linear_int8(a, beta, y)) return apply_epilogue(a, y);
   }
-  const BlockFormat& format = format_of(a.blocks);
-  const detail::BlockDecoder decode = detail::block_decoder(format);
-  const auto* blocks = static_cast<const uint8_t*>(a.blocks.codes().raw());
-  const int64_t row_stride = a.blocks.codes().strides()[0];  // a narrowed weight's rows keep the file's stride
+  const detail::QuantisedRows weight(a.blocks);
   const int64_t tile_rows = std::clamp<int64_t>(kTileBytes / std::max<int64_t>(a.k * 4, 1), 8, 256);
   const int64_t tiles = (a.n + tile_rows - 1) / tile_rows;
 #pragma omp parallel for schedule(dynamic) num_threads(compute_threads())
@@ -51,7 +41,7 @@ void detail::linear_quantised(const LinearArgs& a, float beta, float* y) {
     thread_local std::vector<float> tile;
     const int64_t row0 = t * tile_rows, rows = std::min(tile_rows, a.n - row0);
     tile.resize(size_t(tile_rows * a.k));
-    for (int64_t r = 0; r < rows; ++r) decode(blocks + (row0 + r) * row_stride, a.k, tile.data() + r * a.k);
+    for (int64_t r = 0; r < rows; ++r) weight.decode(row0 + r, tile.data() + r * a.k);
     // Inside this parallel region the sgemm runs on its calling thread alone.
     gemm(false, true, a.m, rows, a.k, 1.0f, a.x.data<float>(), std::max<int64_t>(a.k, 1), tile.data(),
          std::max<int64_t>(a.k, 1), beta, y + row0, a.n);
@@ -61,15 +51,12 @@ void detail::linear_quantised(const LinearArgs& a, float beta, float* y) {
 
 Tensor dequantise(const Weight& weight) {
   if (!weight.is_quantised()) return weight.values("dequantise").to(DType::f32).contiguous();
-  const BlockFormat& format = format_of(weight);
-  const detail::BlockDecoder decode = detail::block_decoder(format);
+  const detail::QuantisedRows decoded(weight);
   const int64_t rows = weight.shape()[0], cols = weight.shape()[1];
-  const auto* blocks = static_cast<const uint8_t*>(weight.codes().raw());
-  const int64_t row_stride = weight.codes().strides()[0];
   Tensor out = Tensor::empty({rows, cols});
   float* y = out.data<float>();
 #pragma omp parallel for num_threads(compute_threads()) if (rows * cols >= detail::kParallelMin)
-  for (int64_t r = 0; r < rows; ++r) decode(blocks + r * row_stride, cols, y + r * cols);
+  for (int64_t r = 0; r < rows; ++r) decoded.decode(r, y + r * cols);
   return out;
 }
 
