@@ -73,10 +73,10 @@ TEST(TextSingleFile, T5WithoutTheEncoderPrefixIsTheSameModel) {
   EXPECT_TRUE(renamed.count("shared.weight"));
 }
 
-// CLIP ViT-L/14's text tower, by the tensors its config is read from (first dims only).
+// CLIP ViT-L/14's text tower, by the tensors its config is read from (the dims read only).
 nn::StateDict clip_l_shapes(int64_t layers) {
   nn::StateDict s;
-  s["embeddings.token_embedding.weight"] = Tensor::zeros({49408, 768});
+  s["embeddings.token_embedding.weight"] = Tensor::zeros({64, 768});  // the release's 49408 rows: not needed here
   s["embeddings.position_embedding.weight"] = Tensor::zeros({77, 1});
   for (int64_t i = 0; i < layers; ++i) s["encoder.layers." + std::to_string(i) + ".mlp.fc1.weight"] = Tensor::zeros({3072, 1});
   return s;
@@ -84,7 +84,7 @@ nn::StateDict clip_l_shapes(int64_t layers) {
 
 TEST(TextSingleFile, ClipLReleaseShapesGiveItsConfig) {
   const ClipTextConfig c = ClipTextConfig::from_json(clip_text_config_from_shapes(clip_l_shapes(12), "clip_l"));
-  EXPECT_EQ(c.vocab_size, 49408);
+  EXPECT_EQ(c.vocab_size, 64);
   EXPECT_EQ(c.hidden_size, 768);
   EXPECT_EQ(c.intermediate_size, 3072);
   EXPECT_EQ(c.num_hidden_layers, 12);
@@ -94,6 +94,29 @@ TEST(TextSingleFile, ClipLReleaseShapesGiveItsConfig) {
   EXPECT_EQ(c.eos_token_id, 2);  // FLUX.1's text_encoder config: the legacy pooling at the largest id
   cpdit::testing::expect_error([] { clip_text_config_from_shapes(clip_l_shapes(6), "clip"); },
                                {"is not CLIP ViT-L/14's", "give its config.json"});
+}
+
+// Qwen2.5-VL-7B's language model, by the tensors its config is read from (the dims read only).
+nn::StateDict qwen_7b_shapes(int64_t width) {
+  nn::StateDict s;
+  s["model.embed_tokens.weight"] = Tensor::zeros({16, width});  // the release's 152064 rows: not needed here
+  for (int64_t i = 0; i < 28; ++i) s["model.layers." + std::to_string(i) + ".mlp.gate_proj.weight"] = Tensor::zeros({18944, 1});
+  s["model.layers.0.self_attn.k_proj.weight"] = Tensor::zeros({512, 1});
+  return s;
+}
+
+TEST(TextSingleFile, Qwen7bReleaseShapesGiveItsConfig) {
+  const Qwen2_5_VLTextConfig c = Qwen2_5_VLTextConfig::from_json(qwen2_5_vl_config_from_shapes(qwen_7b_shapes(3584), "qwen"));
+  EXPECT_EQ(c.vocab_size, 16);
+  EXPECT_EQ(c.hidden_size, 3584);
+  EXPECT_EQ(c.intermediate_size, 18944);
+  EXPECT_EQ(c.num_hidden_layers, 28);
+  EXPECT_EQ(c.num_attention_heads, 28);
+  EXPECT_EQ(c.num_key_value_heads, 4);  // 512 key features in heads of 128
+  EXPECT_DOUBLE_EQ(c.rope_theta, 1e6);
+  EXPECT_FLOAT_EQ(c.rms_norm_eps, 1e-6f);
+  cpdit::testing::expect_error([] { qwen2_5_vl_config_from_shapes(qwen_7b_shapes(2048), "qwen"); },
+                               {"is not Qwen2.5-VL-7B's (3584, 28)", "give its config.json"});
 }
 
 TEST(TextSingleFile, TinyClipAloneIsRefusedAskingForItsConfig) {

@@ -110,15 +110,30 @@ ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const 
   return c;
 }
 
-Qwen2_5_VLCheckpoint read_qwen2_5_vl_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
-  const io::ModelFiles files = text_encoder_files(path, config_path, "Qwen2_5_VLForConditionalGeneration");
-  Qwen2_5_VLCheckpoint c{Qwen2_5_VLTextConfig::from_json(io::read_json(*files.config)), {}};
+namespace {
+// Qwen2.5-VL's language model: the released files' model.* tensors, or transformers 5's in-memory names
+// (model.language_model.*) read as those; the vision tower and lm_head left out.
+nn::StateDict qwen2_5_vl_state(const std::string& weights) {
+  nn::StateDict state;
   const std::string inner = "model.language_model.";
-  for (auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(files.weights))) {
-    if (name.rfind(inner, 0) == 0) c.state.emplace("model." + name.substr(inner.size()), t);
-    else if (name.rfind("model.", 0) == 0 && name.rfind("model.visual.", 0) != 0) c.state.emplace(name, t);
+  for (auto& [name, t] : nn::read_state_dict(io::Checkpoint::open(weights))) {
+    if (name.rfind(inner, 0) == 0) state.emplace("model." + name.substr(inner.size()), t);
+    else if (name.rfind("model.", 0) == 0 && name.rfind("model.visual.", 0) != 0) state.emplace(name, t);
   }
-  return c;
+  return state;
+}
+}  // namespace
+
+nlohmann::json read_qwen2_5_vl_config(const std::string& path, const std::optional<std::string>& config_path) {
+  const io::ModelFiles files = io::resolve_model(path, "text_encoder", config_path);
+  return config_json(files, [&] { return qwen2_5_vl_config_from_shapes(qwen2_5_vl_state(files.weights), path); });
+}
+
+Qwen2_5_VLCheckpoint read_qwen2_5_vl_checkpoint(const std::string& path, const std::optional<std::string>& config_path) {
+  const io::ModelFiles files = io::resolve_model(path, "text_encoder", config_path);
+  nn::StateDict state = qwen2_5_vl_state(files.weights);
+  const nlohmann::json config = config_json(files, [&] { return qwen2_5_vl_config_from_shapes(state, path); });
+  return {Qwen2_5_VLTextConfig::from_json(config), std::move(state)};
 }
 
 std::unique_ptr<T5EncoderModel> load_t5(const T5Checkpoint& checkpoint, const nn::LoadOptions& options) {

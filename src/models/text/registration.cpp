@@ -52,7 +52,8 @@ ModelEntry qwen2_5_vl_registry_entry() {
           [](const std::string& path, const std::optional<std::string>& config, const nn::LoadOptions& load) {
             return share_weights("Qwen2_5_VLForConditionalGeneration", read_qwen2_5_vl_checkpoint(path, config),
                                  load_qwen2_5_vl, load);
-          }};
+          },
+          read_qwen2_5_vl_config};
 }
 
 ModelEntry clip_text_registry_entry() {

@@ -33,6 +33,9 @@ int64_t numbered_entries(const nn::StateDict& state, const std::string& prefix, 
   return most + 1;
 }
 
+// Qwen2.5-VL-7B-Instruct's language model (its config.json; Qwen-Image's text_encoder/).
+constexpr int64_t kQwen7bHidden = 3584, kQwen7bLayers = 28, kQwen7bHeads = 28;
+
 // CLIP ViT-L/14's text tower (openai/clip-vit-large-patch14, FLUX.1's text_encoder/config.json).
 constexpr int64_t kClipLHidden = 768, kClipLLayers = 12, kClipLHeads = 12, kClipLEos = 2;
 
@@ -68,6 +71,25 @@ nlohmann::json t5_config_from_shapes(const nn::StateDict& state, const std::stri
           {"relative_attention_max_distance", 128},
           {"layer_norm_epsilon", 1e-6},
           {"feed_forward_proj", "gated-gelu"}};
+}
+
+nlohmann::json qwen2_5_vl_config_from_shapes(const nn::StateDict& state, const std::string& source) {
+  const Shape& tokens = text_shape(state, "model.embed_tokens.weight", source);
+  const int64_t layers = numbered_entries(state, "model.layers.", source);
+  CPDIT_CHECK(tokens.size() == 2 && tokens[1] == kQwen7bHidden && layers == kQwen7bLayers, invalid_argument, source,
+              ": a Qwen2.5-VL language model of width ", tokens.size() == 2 ? tokens[1] : 0, " and ", layers,
+              " layers is not Qwen2.5-VL-7B's (3584, 28), the only one whose head count is known here: give its "
+              "config.json");
+  const int64_t head_dim = kQwen7bHidden / kQwen7bHeads;
+  return {{"vocab_size", tokens[0]},
+          {"hidden_size", tokens[1]},
+          {"intermediate_size", text_shape(state, "model.layers.0.mlp.gate_proj.weight", source)[0]},
+          {"num_hidden_layers", layers},
+          {"num_attention_heads", kQwen7bHeads},
+          {"num_key_value_heads", text_shape(state, "model.layers.0.self_attn.k_proj.weight", source)[0] / head_dim},
+          {"rms_norm_eps", 1e-6},
+          {"rope_theta", 1e6},
+          {"hidden_act", "silu"}};
 }
 
 nlohmann::json clip_text_config_from_shapes(const nn::StateDict& state, const std::string& source) {

@@ -39,7 +39,7 @@ struct Qwen2_5_VLCheckpoint {
 
 // `path` is any layout io::resolve_model takes (text_encoder/ of a pipeline folder; image_encoder/ for
 // CLIPVisionModel; a single file, ComfyUI's layouts included). config_path overrides the folder's
-// config.json; without either, T5's and CLIP ViT-L/14's text tower's come from their shapes
+// config.json; without either, T5's, CLIP ViT-L/14's text tower's and Qwen2.5-VL-7B's come from their shapes
 // (models/text/single_file.hpp), the others' must exist (head counts are not in the tensors). umt5 selects
 // UMT5EncoderModel.
 T5Checkpoint read_t5_checkpoint(const std::string& path, const std::optional<std::string>& config_path, bool umt5);
@@ -47,6 +47,7 @@ ClipTextCheckpoint read_clip_text_checkpoint(const std::string& path, const std:
 // The config.json those open with (a single file's from its shapes), without reading the weights.
 nlohmann::json read_t5_config(const std::string& path, const std::optional<std::string>& config_path);
 nlohmann::json read_clip_text_config(const std::string& path, const std::optional<std::string>& config_path);
+nlohmann::json read_qwen2_5_vl_config(const std::string& path, const std::optional<std::string>& config_path);
 // with_projection: a CLIPVisionModelWithProjection's file, whose visual_projection is left out (the
 // pipelines read the tower's hidden states, never its projected image embedding).
 ClipVisionCheckpoint read_clip_vision_checkpoint(const std::string& path, const std::optional<std::string>& config_path,
