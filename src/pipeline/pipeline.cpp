@@ -99,6 +99,7 @@ struct Pipeline::State {
   nn::LoadOptions load;
   PipelineParts parts;
   PipelineFolder folder;
+  FamilyDefaults defaults;  // the family's, a preset's, or a transformer file's own (Family::file_defaults)
   std::optional<Transformer> transformer;  // resident: opened once
   // The LoRA files read so far, by path, each kept while its file's size and time are unchanged.
   mutable std::mutex lora_mutex;
@@ -219,6 +220,7 @@ Pipeline Pipeline::open(const PipelineSource& given, LoadPolicy policy, StageLog
                 invalid_argument, "--preset ", source.preset, " has its own configs and weights: --config, "
                 "--scheduler-config, --vae, text encoder and tokenizer files and a transformer file are for --model");
     s->family = &family_for_preset(source.preset);
+    s->defaults = s->family->defaults().of_preset();
     s->parts = PipelineParts::of_preset(source.preset);
   } else {
     std::vector<std::string> files{source.model, source.config,     source.scheduler_config,
@@ -240,6 +242,12 @@ Pipeline Pipeline::open(const PipelineSource& given, LoadPolicy policy, StageLog
     CPDIT_CHECK(named == nullptr || named == s->family, invalid_argument, source.model, " holds a ",
                 pipeline_class_of(source.model), " whose transformer is a ", transformer_class, ", which the ",
                 named ? named->pipeline_classes().front() : "", " pipeline does not run");
+    s->defaults = s->family->defaults();
+    // A transformer file with no pipeline folder runs as the release its config says it is.
+    if (!folder)
+      if (const std::optional<nlohmann::json> config = models::checkpoint_config(
+              io::resolve_model(s->transformer_path(), "transformer", s->transformer_config())))
+        s->defaults = s->family->file_defaults(*config);
     s->parts = PipelineParts::of_folder(source.model);
     if (!source.text_encoders.empty() || !source.tokenizers.empty())
       s->parts.text = TextComponents::with_files(source.model, folder ? pipeline_class_of(source.model)
@@ -401,7 +409,8 @@ struct Cancelled {
 Request Pipeline::check(Request r) const {
   const State& s = *state_;
   const Family& family = *s.family;
-  if (r.text_tokens == 0) r.text_tokens = family.defaults().text_tokens;
+  const FamilyDefaults& d = s.defaults;
+  if (r.text_tokens == 0) r.text_tokens = d.text_tokens;
   apply_cfg_scale(r, family, s.name());
   family.check_request(r, s.folder);
   check_scheduler_choice(r.scheduler, family.scheduler_choices(), family.name());
@@ -411,11 +420,10 @@ Request Pipeline::check(Request r) const {
     CPDIT_CHECK(fs::is_regular_file(lora.path), invalid_argument, "LoRA ", lora.path, ": no such file");
   }
   CPDIT_CHECK(r.decode != Decode::yes || s.parts.vae, invalid_argument, "decoding needs the pipeline's VAE: ",
-              s.name(), " has no vae/ (give a diffusers pipeline folder or a preset, or ask for the latents)");
+              s.name(), " has no vae/ (give a diffusers pipeline folder, --vae FILE or a preset, or ask for the latents)");
   CPDIT_CHECK(r.prompt || !r.embeddings.empty() || r.random_embeddings || !s.source.preset.empty(), invalid_argument,
               "no prompt: give --prompt (or --embeddings from encode-prompt); --random-embeddings runs ", s.name(),
               " on random text embeddings, for testing");
-  const FamilyDefaults d = s.source.preset.empty() ? family.defaults() : family.defaults().of_preset();
   const size_t custom_sigmas = r.scheduler.sigmas.size();
   CPDIT_CHECK(custom_sigmas == 0 || r.steps == 0 || size_t(r.steps) == custom_sigmas, invalid_argument, "--steps ",
               r.steps, " with ", custom_sigmas, " --sigmas: give one of them (the sigmas' count is the steps)");

@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace cpdit::models::text {
 namespace {
 
@@ -41,6 +43,7 @@ TEST(TextSingleFile, ClipLInComfyLayoutMatchesTransformers) {
 
 TEST(TextSingleFile, T5AloneTakesItsConfigFromItsShapes) {
   const nlohmann::json config = io::read_json(single_file("t5xxl_config/config.json"));
+  std::map<std::string, size_t> held;  // the loaded model's weight bytes, by file
   for (const std::string file : {"t5xxl_fp32", "t5xxl_fp16", "t5xxl_fp8_e4m3fn"}) {
     SCOPED_TRACE(file);
     const std::string path = single_file(file + ".safetensors");
@@ -58,9 +61,14 @@ TEST(TextSingleFile, T5AloneTakesItsConfigFromItsShapes) {
     // FP8 matrices stay 8-bit in memory (decoded a tile at a time), never a widened copy.
     const Weight q = nn::parameters_of(*model).at("encoder.block.0.layer.0.SelfAttention.q.weight");
     EXPECT_EQ(q.format(), file == "t5xxl_fp8_e4m3fn" ? "F8_E4M3" : file == "t5xxl_fp16" ? "f16" : "f32");
+    for (const auto& [name, weight] : nn::parameters_of(*model)) held[file] += weight.nbytes();
     const Tensor got = model->forward({{"input_ids", inputs().at("t5_input_ids")}}).at("last_hidden_state");
     EXPECT_LT(relative_error(got, expected().at(file + "_last_hidden_state")), kRelativeTolerance);
   }
+  // Every matrix 1 byte a value (the norms' f16 vectors aside): a quarter of the f32 model's bytes, plus
+  // those vectors' 2 bytes, so at most a third; the f16 file half.
+  EXPECT_LT(3 * held["t5xxl_fp8_e4m3fn"], held["t5xxl_fp32"]);
+  EXPECT_EQ(2 * held["t5xxl_fp16"], held["t5xxl_fp32"]);
 }
 
 TEST(TextSingleFile, T5WithoutTheEncoderPrefixIsTheSameModel) {

@@ -188,7 +188,8 @@ TEST(FluxGenerateCli, WritesLatentsPreviewAndSummary) {
 }
 
 // A diffusers pipeline folder runs its transformer with its own scheduler: the same latents as the
-// transformer folder given that scheduler, and not those of the FLUX.1-dev default it would get alone.
+// transformer folder given that scheduler, and not those of the default it would get alone (flux_tiny has
+// no guidance embedding: FLUX.1-schnell's shift 1).
 TEST(FluxGenerateCli, APipelineFolderRunsItsTransformerWithItsScheduler) {
   TempDir dir("generate_cli_pipeline");
   const std::filesystem::path fixture = std::string(CPDIT_TEST_DATA) + "/fixtures/flux_tiny";
@@ -197,7 +198,7 @@ TEST(FluxGenerateCli, APipelineFolderRunsItsTransformerWithItsScheduler) {
   std::filesystem::copy_file(fixture / "weights.safetensors",
                              dir.path() / "transformer" / "diffusion_pytorch_model.safetensors");
   std::filesystem::copy_file(fixture / "config.json", dir.path() / "transformer" / "config.json");
-  std::ofstream(dir.file("scheduler/scheduler_config.json")) << R"({"shift": 1.0, "use_dynamic_shifting": false})";
+  std::ofstream(dir.file("scheduler/scheduler_config.json")) << R"({"shift": 2.0, "use_dynamic_shifting": false})";
   std::ofstream(dir.file("model_index.json"))
       << R"({"_class_name": "FluxPipeline", "transformer": ["diffusers", "FluxTransformer2DModel"],
                                                      "scheduler": ["diffusers", "FlowMatchEulerDiscreteScheduler"]})";

@@ -8,10 +8,12 @@
 #include "support/run_cli.hpp"
 
 #include <cpdit/io/json.hpp>
+#include <cpdit/io/safetensors.hpp>
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
 #include <string>
 
 namespace cpdit::pipeline {
@@ -89,6 +91,47 @@ TEST(SingleFiles, VaeFileMisuseIsOneLine) {
   // The tiny ae's norm groups are not in its shapes, and its shapes are not FLUX.1's.
   cpdit::testing::expect_cli_refused(transformer + " --vae " + kAe,
                                      "is not FLUX.1's ae (16 and [128,256,512,512]), the only one whose norm groups and scaling are known here: give its config.json (--vae-config)");
+}
+
+// The summary of a run of `args` (--json), its latents written to `out`.
+nlohmann::json run_json(const std::string& args, const std::string& out) {
+  const auto r = run_cli(args + " --json --threads 1 --out " + out);
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.err;
+  return r.code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+}
+
+// A transformer file with no folder runs as its release: FLUX.1-dev (a guidance embedding) 28 steps on
+// FLUX.1-dev's scheduler; FLUX.1-schnell (none) 4 steps of 256 text tokens on schnell's (shift 1, no
+// dynamic shifting), as its model card runs it.
+TEST(SingleFiles, ATransformerFileAloneRunsAsItsRelease) {
+  TempDir dir("single_files_release");
+  std::map<std::string, Tensor> schnell;
+  for (const auto& [name, t] : io::load_safetensors(file("flux1-tiny.safetensors")))
+    if (name.find("guidance_in.") == std::string::npos) schnell[name] = t;
+  const std::string schnell_file = dir.file("flux1-schnell-tiny.safetensors");
+  io::save_safetensors(schnell_file, schnell);
+  const std::string common = " --config " + file("transformer_config.json") + " --random-embeddings -H 64 -W 48";
+  const nlohmann::json dev = run_json("generate --transformer " + file("flux1-tiny.safetensors") + common,
+                                      dir.file("dev.safetensors"));
+  EXPECT_EQ(dev.at("steps"), 28);
+  EXPECT_EQ(dev.at("guidance"), 3.5);  // FLUX.1-dev's default guidance: the embedding is read
+  const nlohmann::json by_default = run_json("generate --transformer " + schnell_file + common, dir.file("a.safetensors"));
+  EXPECT_EQ(by_default.at("steps"), 4);
+  // The same run spelt out: schnell's scheduler config and 256 text tokens give the same latents, bit for bit.
+  io::write_text_atomic(dir.file("schnell_scheduler.json"),
+                        R"({"_class_name": "FlowMatchEulerDiscreteScheduler", "base_image_seq_len": 256, "base_shift": 0.5,)"
+                        R"( "max_image_seq_len": 4096, "max_shift": 1.15, "num_train_timesteps": 1000, "shift": 1.0,)"
+                        R"( "use_dynamic_shifting": false})");
+  run_json("generate --transformer " + schnell_file + common + " --steps 4 --text-tokens 256 --scheduler-config " +
+               dir.file("schnell_scheduler.json"),
+           dir.file("b.safetensors"));
+  const Tensor a = io::load_safetensors(dir.file("a.safetensors")).at("latents");
+  EXPECT_EQ(max_abs_diff(a, io::load_safetensors(dir.file("b.safetensors")).at("latents")), 0.0);
+  // And they are not what FLUX.1-dev's schedule or 512 tokens would make.
+  run_json("generate --transformer " + schnell_file + common + " --steps 4 --text-tokens 512 --scheduler-config " +
+               dir.file("schnell_scheduler.json"),
+           dir.file("c.safetensors"));
+  EXPECT_GT(max_abs_diff(a, io::load_safetensors(dir.file("c.safetensors")).at("latents")), 1e-3);
 }
 
 }  // namespace

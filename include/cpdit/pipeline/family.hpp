@@ -96,6 +96,9 @@ class Family {
   // The diffusers pipelines (model_index.json's _class_name) the family runs: "FluxPipeline", ...
   virtual std::vector<std::string> pipeline_classes() const = 0;
   virtual FamilyDefaults defaults() const = 0;
+  // The defaults of a transformer file run with no pipeline folder, by its config (which the tensors
+  // tell): FLUX.1-schnell-like (no guidance embedding) runs as schnell's model card says.
+  virtual FamilyDefaults file_defaults(const nlohmann::json& /*transformer_config*/) const { return defaults(); }
   bool video() const { return defaults().frames > 0; }
   virtual bool takes_init_image() const { return false; }  // image-to-image (FLUX.1, Qwen-Image)
   virtual bool has_preview() const { return false; }       // a latent-to-RGB preview (FLUX.1)

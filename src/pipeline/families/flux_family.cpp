@@ -20,6 +20,11 @@ class FluxFamily final : public Family {
   std::string transformer_class() const override { return "FluxTransformer2DModel"; }
   std::string preset_prefix() const override { return "flux-"; }
   FamilyDefaults defaults() const override { return {.steps = 28}; }
+  // FLUX.1-schnell (no guidance embedding) is distilled to 4 steps over 256 text tokens.
+  FamilyDefaults file_defaults(const nlohmann::json& config) const override {
+    const bool dev = !config.contains("guidance_embeds") || config["guidance_embeds"] != false;
+    return dev ? defaults() : FamilyDefaults{.steps = 4, .text_tokens = 256};
+  }
   bool takes_init_image() const override { return true; }
   bool has_preview() const override { return true; }
   bool takes_step_cache() const override { return true; }
@@ -90,7 +95,8 @@ class FluxFamily final : public Family {
     parallel::validate_cfg(in.layout.config, false, "FLUX.1's --guidance is an embedding the transformer reads");
     const FlowMatchEulerConfig schedule = !t.preset.empty()             ? flux_preset_scheduler(t.preset)
                                           : !t.scheduler_file.empty() ? FlowMatchEulerConfig::from_file(t.scheduler_file)
-                                                                      : FlowMatchEulerConfig::flux_dev();
+                                          : config.guidance_embeds    ? FlowMatchEulerConfig::flux_dev()
+                                                                      : FlowMatchEulerConfig::flux_schnell();
     FluxGenerateOptions base;
     base.guidance = std::isnan(r.guidance) ? 0.0f : r.guidance;  // unset: the model has no guidance embedding
     base.true_cfg_scale = r.true_cfg_scale;
