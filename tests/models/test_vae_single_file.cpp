@@ -130,6 +130,19 @@ TEST(VaeSingleFile, TinyAeAloneIsRefusedAskingForItsConfig) {
                                {"give its config.json (--vae-config)"});
 }
 
+TEST(VaeSingleFile, AnIndexTooLongToBeABlockStaysAnUnexpectedName) {
+  // A downloaded file may hold any name: one whose block number overflows an int is kept as it is, for the
+  // loader to name as unexpected, rather than thrown out of the number parser.
+  nn::StateDict wan = {{"decoder.middle.0.residual.0.gamma", Tensor::zeros({4, 1, 1, 1})},
+                       {"decoder.upsamples.99999999999.residual.0.gamma", Tensor::zeros({4, 1, 1, 1})}};
+  const nn::StateDict renamed = detail::vae_in_diffusers_names(wan);
+  EXPECT_TRUE(renamed.count("decoder.upsamples.99999999999.residual.0.gamma"));
+  EXPECT_TRUE(renamed.count("decoder.mid_block.resnets.0.norm1.gamma"));
+  nn::StateDict kl = flux_release_shapes(512);
+  kl["decoder.up.12345678901.block.0.conv1.weight"] = Tensor::zeros({1, 1});
+  EXPECT_TRUE(detail::vae_in_diffusers_names(kl).count("decoder.up.12345678901.block.0.conv1.weight"));
+}
+
 TEST(VaeSingleFile, OtherTensorsAreRefusedInOneLine) {
   // A CLIP text encoder is no VAE layout.
   cpdit::testing::expect_error([] { load_autoencoder_kl_wan(single_file("clip_l.safetensors")); },

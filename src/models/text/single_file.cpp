@@ -22,7 +22,7 @@ int64_t numbered_entries(const nn::StateDict& state, const std::string& prefix, 
     if (name.rfind(prefix, 0) != 0) continue;
     const std::string rest = name.substr(prefix.size());
     const size_t dot = rest.find('.');
-    if (dot == 0 || dot == std::string::npos || rest.find_first_not_of("0123456789") < dot) continue;
+    if (dot == 0 || dot == std::string::npos || dot > 6 || rest.find_first_not_of("0123456789") < dot) continue;
     most = std::max<int64_t>(most, std::stoll(rest.substr(0, dot)));
   }
   for (int64_t i = 0; i <= most; ++i) {

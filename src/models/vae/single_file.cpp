@@ -40,7 +40,8 @@ std::vector<int> numbered_under(const nn::StateDict& state, const std::string& p
     if (name.rfind(prefix, 0) != 0) continue;
     const size_t dot = name.find('.', prefix.size());
     const std::string index = name.substr(prefix.size(), dot - prefix.size());
-    if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos) continue;
+    // Six digits at most, as the rename patterns take them: a longer number stays an unexpected name.
+    if (index.empty() || index.size() > 6 || index.find_first_not_of("0123456789") != std::string::npos) continue;
     const int i = std::stoi(index);
     if (out.empty() || out.back() != i) out.push_back(i);
   }
@@ -69,10 +70,10 @@ std::string ldm_resnet(const std::string& rest) { return rest.rfind("nin_shortcu
 nn::StateDict kl_from_ldm_names(const nn::StateDict& state) {
   const std::vector<int> ups = numbered_under(state, "decoder.up.");
   const int levels = ups.empty() ? 0 : ups.back() + 1;
-  static const std::regex down_block(R"(encoder\.down\.(\d+)\.block\.(\d+)\.(.+))");
-  static const std::regex down_sample(R"(encoder\.down\.(\d+)\.downsample\.(.+))");
-  static const std::regex up_block(R"(decoder\.up\.(\d+)\.block\.(\d+)\.(.+))");
-  static const std::regex up_sample(R"(decoder\.up\.(\d+)\.upsample\.(.+))");
+  static const std::regex down_block(R"(encoder\.down\.(\d{1,6})\.block\.(\d{1,6})\.(.+))");
+  static const std::regex down_sample(R"(encoder\.down\.(\d{1,6})\.downsample\.(.+))");
+  static const std::regex up_block(R"(decoder\.up\.(\d{1,6})\.block\.(\d{1,6})\.(.+))");
+  static const std::regex up_sample(R"(decoder\.up\.(\d{1,6})\.upsample\.(.+))");
   static const std::regex mid_block(R"((encoder|decoder)\.mid\.block_([12])\.(.+))");
   static const std::regex mid_attn(R"((encoder|decoder)\.mid\.attn_1\.(norm|q|k|v|proj_out)\.(weight|bias))");
   static const std::regex norm_out(R"((encoder|decoder)\.norm_out\.(.+))");
@@ -126,8 +127,8 @@ nn::StateDict wan_from_original_names(const nn::StateDict& state) {
   }
   static const std::regex side(R"((encoder|decoder)\.(conv1|head\.0|head\.2)\.(.+))");
   static const std::regex middle(R"((encoder|decoder)\.middle\.([012])\.(.+))");
-  static const std::regex down(R"(encoder\.downsamples\.(\d+)\.(.+))");
-  static const std::regex up(R"(decoder\.upsamples\.(\d+)\.(.+))");
+  static const std::regex down(R"(encoder\.downsamples\.(\d{1,6})\.(.+))");
+  static const std::regex up(R"(decoder\.upsamples\.(\d{1,6})\.(.+))");
   static const std::regex top(R"((conv1|conv2)\.(.+))");
   auto inner = [&](const std::string& rest) { return renamed_by(rest, resnet); };
   nn::StateDict out;
