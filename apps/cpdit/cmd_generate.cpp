@@ -15,6 +15,7 @@
 #include "progress.hpp"
 #include "scheduler_flags.hpp"
 #include "vae_split_option.hpp"
+#include "write_outputs.hpp"
 #include "weight_flags.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -337,28 +338,6 @@ void report_stages(pipeline::StageLog& stages, bool silent) {
     std::fprintf(stderr, "%s done in %s, %s of weights\n", s.name.c_str(), format_duration(s.seconds).c_str(),
                  format_bytes(uint64_t(s.weight_bytes)).c_str());
   };
-}
-
-// Writes one result's outputs, together or not at all.
-void write_outputs(const pipeline::Result& result, const Outputs& o) {
-  const Request& r = result.request;
-  const Tensor& pixels = result.pixels;
-  const bool video = result.family->video();
-  io::OutputBatch outputs;
-  if (!o.out.empty()) {
-    nn::TensorMap tensors{{"latents", result.latents}};
-    if (pixels.defined()) tensors[video ? "video" : "image"] = pixels;
-    io::save_safetensors(o.out, tensors,
-                         {{"format", result.family->latents_layout()},
-                          {"seed", std::to_string(r.seed)},
-                          {"steps", std::to_string(r.steps)}});
-  }
-  if (!o.preview.empty()) io::write_png(o.preview, pipeline::flux_latent_preview(result.latents), r.width, r.height);
-  if (!o.image.empty()) pipeline::write_pictures(o.image, pixels, pipeline::generation_parameters(result));
-  if (!o.frames_dir.empty()) pipeline::write_frame_pngs(o.frames_dir, pixels);
-  // generate's video loops make one clip: item 0 of the (1, F, H, W, 3) video.
-  if (!o.video.empty()) io::write_mp4(o.video, pixels.select(0, 0), int(result.family->frame_rate(r)));
-  outputs.commit();
 }
 
 // The request's text and noise from the --embeddings and --latents files.

@@ -1,62 +1,27 @@
 #include "generate_batch.hpp"
 #include "progress.hpp"
+#include "request_fields.hpp"
 
 #include <cpdit/core/error.hpp>
 #include <cpdit/io/json.hpp>
 
 #include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
-#include <limits>
 
 namespace cpdit::app {
 namespace {
 
 namespace fs = std::filesystem;
 
-template <class T>
-T whole(const nlohmann::json& value, const std::string& where, const char* field, double least) {
-  CPDIT_CHECK(value.is_number_integer() && value.get<double>() >= least &&
-                  value.get<double>() <= double(std::numeric_limits<T>::max()),
-              invalid_argument, where, ": ", field, " must be a whole number >= ", least, ", got ", value.dump());
-  return value.get<T>();
-}
-
-float finite(const nlohmann::json& value, const std::string& where, const char* field) {
-  CPDIT_CHECK(value.is_number() && std::isfinite(value.get<double>()), invalid_argument, where, ": ", field,
-              " must be a finite number, got ", value.dump());
-  return value.get<float>();
-}
-
-std::string text(const nlohmann::json& value, const std::string& where, const char* field) {
-  CPDIT_CHECK(value.is_string(), invalid_argument, where, ": ", field, " must be a string, got ", value.dump());
-  return value.get<std::string>();
-}
-
 // One .jsonl line's fields over `r`.
 void apply_fields(const nlohmann::json& line, const std::string& where, pipeline::Request& r) {
   CPDIT_CHECK(line.is_object(), invalid_argument, where, ": each line must be a JSON object, got ", line.dump());
-  for (const auto& [key, value] : line.items()) {
-    const char* k = key.c_str();
-    if (key == "prompt") r.prompt = text(value, where, k);
-    else if (key == "negative_prompt") r.negative_prompt = text(value, where, k);
-    else if (key == "seed") r.seed = whole<uint64_t>(value, where, k, 0);
-    else if (key == "steps") r.steps = whole<int>(value, where, k, 1);
-    else if (key == "width") r.width = whole<int64_t>(value, where, k, 1);
-    else if (key == "height") r.height = whole<int64_t>(value, where, k, 1);
-    else if (key == "frames") r.frames = whole<int64_t>(value, where, k, 1);
-    else if (key == "guidance") r.guidance = finite(value, where, k);
-    else if (key == "true_cfg_scale") r.true_cfg_scale = finite(value, where, k);
-    else if (key == "cfg_scale") r.cfg_scale = finite(value, where, k);
-    else if (key == "scheduler") pipeline::check_scheduler_name(r.scheduler.name = text(value, where, k));
-    else
-      fail(ErrorKind::invalid_argument, where, ": unknown field '", key,
-           "' (fields: prompt, negative_prompt, seed, steps, width, height, frames, guidance, true_cfg_scale, cfg_scale, "
-           "scheduler)");
-  }
+  for (const auto& [key, value] : line.items())
+    CPDIT_CHECK(apply_request_field(key, value, where, r), invalid_argument, where, ": unknown field '", key,
+                "' (fields: ", request_field_names(), ")");
   CPDIT_CHECK(r.prompt, invalid_argument, where, ": a line needs a prompt");
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // `cpdit generate --prompts FILE`: many requests on one opened pipeline. A .txt file holds one prompt a
 // line; a .jsonl file one JSON object a line whose fields are generate's long flags (prompt,
-// negative_prompt, seed, steps, width, height, frames, guidance, true_cfg_scale, cfg_scale); either way each line
+// negative_prompt, seed, steps, width, height, ...: request_fields.hpp); either way each line
 // takes the command line's other settings and the i-th request writes each output named on the command
 // line with `{index}` replaced by i, or with _i before its extension (out.png: out_0.png, out_1.png, ...).
 #include <cpdit/pipeline/request.hpp>
