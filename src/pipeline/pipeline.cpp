@@ -439,6 +439,15 @@ Request Pipeline::check(Request r) const {
     if (r.width == 0) r.width = d.width;
   }
   if (r.frames == 0 && family.video()) r.frames = d.frames;
+  // A resident transformer tells the rest now, as run() would find it: sizes, the family's own options
+  // and whether the run fits in memory (a server refuses such a request before it queues it).
+  if (s.transformer) {
+    Request sized = r;
+    fill_defaults(sized, family, *s.transformer);
+    check_options(sized, family, *s.transformer);
+    family.check(sized, *s.transformer);
+    family.check_fits(sized, *s.transformer);
+  }
   return r;
 }
 

@@ -63,8 +63,10 @@ class Pipeline {
 
   // What run() refuses before it reads any weights — the request against the family and the folder
   // (sizes given, options the family does not take, the scheduler, the VAE and text a run needs) —
-  // refused the same way, so a dry run (`--dry-run`) is told what a run would be. Returns the request
-  // with the defaults known without weights filled in (--cfg-scale routed, the text length).
+  // refused the same way, so a dry run (`--dry-run`) is told what a run would be; a resident pipeline
+  // also refuses what its transformer tells (sizes, the family's options, a run that cannot fit in
+  // memory), so a server refuses such a request before it queues it. Returns the request with the
+  // defaults known without weights filled in (--cfg-scale routed, the text length).
   Request check(Request request) const;
 
   const Family& family() const;
