@@ -7,7 +7,7 @@ packages=(
   build-essential cmake g++ git pkg-config
   libopenblas-dev libdnnl-dev libomp-dev
   libopenmpi-dev openmpi-bin
-  nlohmann-json3-dev libcli11-dev
+  nlohmann-json3-dev libcli11-dev libcpp-httplib-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev
   clang libclang-rt-14-dev
   libpng-dev libjpeg62-turbo-dev libwebp-dev
