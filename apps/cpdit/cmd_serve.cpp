@@ -1,5 +1,5 @@
 // cpdit serve: one resident pipeline behind an HTTP API (serve/http_api.hpp) on this machine's local
-// ranks. The model opens once; then every request — OpenAI's images API or the native jobs API — runs
+// ranks or, under mpirun, on the MPI processes (serve/process_jobs.hpp). The model opens once; then every request — OpenAI's images API or the native jobs API — runs
 // on it in turn (serve/job_queue.hpp), with the ranks, LoRA adapters and components the flags give.
 // Binds 127.0.0.1 unless --host says otherwise. SIGINT and SIGTERM stop it: no new connections, the
 // queued jobs cancelled, the running one given --drain-seconds, then exit 0.
@@ -9,9 +9,11 @@
 #include "option_checks.hpp"
 #include "parallel_flags.hpp"
 #include "serve/http_api.hpp"
+#include "serve/process_jobs.hpp"
 #include "weight_flags.hpp"
 
 #include <cpdit/comm/launch.hpp>
+#include <cpdit/comm/mpi.hpp>
 #include <cpdit/core/error.hpp>
 
 #include <csignal>
@@ -20,6 +22,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <chrono>
 #include <thread>
 
@@ -69,8 +72,6 @@ std::string read_key_file(const std::string& path) {
 }
 
 void run(ServeFlags f) {
-  CPDIT_CHECK(!comm::launched_by_mpi(), unsupported,
-              "cpdit serve runs on local ranks (--ranks, --ring, --ulysses); under mpirun it is not served yet");
   CPDIT_CHECK(f.api.api_key.empty() || f.api_key_file.empty(), invalid_argument,
               "give --api-key or --api-key-file, not both");
   if (!f.api_key_file.empty()) f.api.api_key = read_key_file(f.api_key_file);
@@ -83,10 +84,15 @@ void run(ServeFlags f) {
   load.on_end = [](const pipeline::StageStats& s) {
     std::fprintf(stderr, "cpdit serve: %s done in %.2f s\n", s.name.c_str(), s.seconds);
   };
+  // Under mpirun every process opens the model; rank 0 serves and the others follow its jobs.
+  std::shared_ptr<comm::Communicator> world = comm::launched_by_mpi() ? comm::mpi_world() : nullptr;
+  std::optional<serve::ProcessJobs> processes;
+  if (world && world->size() > 1) processes.emplace(world);
   const pipeline::Pipeline pipe = pipeline::Pipeline::open(f.source, pipeline::LoadPolicy::resident, &load);
   const serve::JobContext context{pipe, f.ranks, f.limits, lora_choices(f.loras)};
+  if (processes && world->rank() != 0) return processes->follow(context);
   Spool spool;
-  serve::JobQueue queue(pipe, spool.path, f.max_queue, f.kept_jobs);
+  serve::JobQueue queue(pipe, spool.path, f.max_queue, f.kept_jobs, processes ? &*processes : nullptr);
   std::atomic<bool> healthy{true};
   httplib::Server server;
   server.new_task_queue = [] { return new httplib::ThreadPool(16); };
@@ -99,9 +105,12 @@ void run(ServeFlags f) {
 
   std::atomic<bool> listening_ended{false};
   std::thread stopper([&] {
-    while (stop_signal == 0 && !listening_ended) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (stop_signal == 0) return;
-    std::fprintf(stderr, "cpdit serve: %s, stopping\n", stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
+    while (stop_signal == 0 && !listening_ended && queue.broken().empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (listening_ended) return;
+    const std::string broken = queue.broken();
+    std::fprintf(stderr, "cpdit serve: %s, stopping\n",
+                 !broken.empty() ? broken.c_str() : stop_signal == SIGINT ? "SIGINT" : "SIGTERM");
     healthy = false;
     // The queue first: its waiting requests are answered (cancelled) before the server's threads,
     // which wait on them, are joined by stop().
@@ -113,6 +122,7 @@ void run(ServeFlags f) {
   healthy = false;
   stopper.join();
   queue.shutdown(f.drain_seconds);  // when listening failed: no signal came
+  CPDIT_CHECK(queue.broken().empty(), comm, queue.broken());
   CPDIT_CHECK(listened, io, "the server on ", f.host, ":", port, " stopped listening");
 }
 

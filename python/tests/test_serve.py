@@ -19,10 +19,14 @@ import pytest
 JOB = {"prompt": "a red fox", "steps": 2, "seed": 3, "width": 64, "height": 64}
 
 
+MPIRUN = ["mpirun", "-np", "2", "--oversubscribe"]
+MPI_ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
 class Server:
-    def __init__(self, binary, *flags):
-        self.process = subprocess.Popen([str(binary), "serve", "--port", "0", *flags], stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
+    def __init__(self, binary, *flags, launcher=()):
+        self.process = subprocess.Popen([*launcher, str(binary), "serve", "--port", "0", *flags],
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=MPI_ENV)
         line = self.process.stdout.readline()  # "cpdit serve: NAME on http://127.0.0.1:PORT"
         assert " on http://127.0.0.1:" in line, line + self.process.stderr.read()
         self.url = line.strip().rsplit(" ", 1)[1]
@@ -74,8 +78,8 @@ class Server:
 def serve(cpdit_binary):
     servers = []
 
-    def start(*flags):
-        servers.append(Server(cpdit_binary, *flags))
+    def start(*flags, launcher=()):
+        servers.append(Server(cpdit_binary, *flags, launcher=launcher))
         return servers[-1]
 
     yield start
@@ -83,11 +87,22 @@ def serve(cpdit_binary):
         server.stop()
 
 
-def generate(binary, tmp_path, name, preset, *flags):
+def generate(binary, tmp_path, name, preset, *flags, launcher=()):
     out = tmp_path / name
-    subprocess.run([str(binary), "generate", "--preset", preset, *flags, "-o", str(out)], check=True,
-                   capture_output=True)
+    subprocess.run([*launcher, str(binary), "generate", "--preset", preset, *flags, "-o", str(out)], check=True,
+                   capture_output=True, env=MPI_ENV)
     return out.read_bytes()
+
+
+def serve_ranks(server):
+    """The server's processes by MPI rank (the launcher's children that run cpdit)."""
+    ranks = {}
+    for pid in subprocess.run(["pgrep", "-P", str(server.process.pid)], capture_output=True, text=True).stdout.split():
+        environ = pathlib.Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        for item in environ:
+            if item.startswith(b"OMPI_COMM_WORLD_RANK="):
+                ranks[int(item.split(b"=")[1])] = int(pid)
+    return ranks
 
 
 def flags_of(job):
@@ -114,6 +129,32 @@ def test_results_equal_generate(cpdit_binary, serve, tmp_path, ranks):
                                                                       *flags_of(JOB), *ranks)
     assert base64.b64decode(answer["data"][1]["b64_json"]) == generate(cpdit_binary, tmp_path, "b.png", "flux-tiny",
                                                                       *flags_of(dict(JOB, seed=4)), *ranks)
+
+
+def test_mpirun_results_equal_generate(cpdit_binary, serve, tmp_path):
+    """mpirun -np 2: rank 0 listens, each job's fields go to rank 1, both run it: the files equal
+    `mpirun -np 2 cpdit generate`'s; SIGTERM to rank 0 stops both processes, and the launch exits 0."""
+    server = serve("--preset", "flux-tiny", launcher=MPIRUN)
+    for name, fmt in [("a.png", "png"), ("a.safetensors", "safetensors")]:
+        content_type, data = server.result(dict(JOB, output_format=fmt))
+        assert data == generate(cpdit_binary, tmp_path, name, "flux-tiny", *flags_of(JOB), launcher=MPIRUN), fmt
+    status, answer = server.json("POST", "/v1/images/generations", {"prompt": JOB["prompt"], "size": "64x64",
+                                                                    "steps": 2, "seed": 3})
+    assert base64.b64decode(answer["data"][0]["b64_json"]) == (tmp_path / "a.png").read_bytes()
+    os.kill(serve_ranks(server)[0], signal.SIGTERM)
+    assert server.process.wait(timeout=60) == 0
+    assert "SIGTERM, stopping" in server.process.stderr.read()
+
+
+def test_mpirun_killed_rank_ends_the_server(serve):
+    """SIGKILL of rank 1 during a job: the job fails (or the launch is torn down) and the server exits
+    non-zero, within the communicator timeout (CPDIT_COMM_TIMEOUT_S is 300 s unless set) and never hangs."""
+    server = serve("--preset", "flux-tiny", "--max-steps", "1000", launcher=MPIRUN)
+    job = server.json("POST", "/v1/jobs", dict(JOB, steps=1000, width=128, height=128))[1]["id"]
+    while server.json("GET", f"/v1/jobs/{job}")[1]["step"] < 1:
+        time.sleep(0.01)
+    os.kill(serve_ranks(server)[1], signal.SIGKILL)
+    assert server.process.wait(timeout=120) != 0
 
 
 def test_video_equals_generate(cpdit_binary, serve, tmp_path):
@@ -178,7 +219,7 @@ def test_api_key(serve, tmp_path):
 
 def test_queue_is_bounded_and_jobs_cancel(serve):
     server = serve("--preset", "flux-tiny", "--max-queue", "1")
-    slow = dict(JOB, steps=60, width=128, height=128)
+    slow = dict(JOB, steps=100, width=128, height=128)
     running = server.json("POST", "/v1/jobs", slow)[1]["id"]
     deadline = time.monotonic() + 30
     while server.json("GET", f"/v1/jobs/{running}")[1]["status"] == "queued":
@@ -193,7 +234,7 @@ def test_queue_is_bounded_and_jobs_cancel(serve):
     assert server.json("DELETE", f"/v1/jobs/{queued['id']}")[1]["status"] == "cancelled"
     assert server.json("DELETE", f"/v1/jobs/{running}")[0] == 200
     job = server.wait_done(running)
-    assert job["status"] == "cancelled" and job["step"] < 60, job
+    assert job["status"] == "cancelled" and job["step"] < 100, job
     # The pipeline stays usable: the next job runs to the end.
     assert server.result(JOB)[0] == "image/png"
 
@@ -210,10 +251,10 @@ def test_events_stream_until_done(serve):
 
 
 def test_sigterm_with_a_full_queue_exits_zero(serve):
-    server = serve("--preset", "flux-tiny", "--max-queue", "3")
-    slow = dict(JOB, steps=200, width=128, height=128)
-    for _ in range(4):
-        server.json("POST", "/v1/jobs", slow)
+    server = serve("--preset", "flux-tiny", "--max-queue", "3", "--max-steps", "1000")
+    slow = dict(JOB, steps=1000, width=128, height=128)
+    # One running and three waiting: a fifth is refused.
+    assert [server.json("POST", "/v1/jobs", slow)[0] for _ in range(5)][-1] == 429
     start = time.monotonic()
     assert server.stop() == 0
     assert time.monotonic() - start < 20

@@ -17,6 +17,7 @@
 namespace cpdit::pipeline {
 
 void StageLog::begin(const std::string& name) {
+  if (on_begin) on_begin(name);
   stages_.push_back(StageStats{name});
   // The last stage's blocks (its model's weights and activations) are not the sizes this one asks for.
   memory::release_cache();

@@ -37,6 +37,8 @@ nlohmann::json status_json(const JobStatus& s) {
                       {"created", s.created}};
   if (s.state == JobState::queued) j["queue_position"] = s.queue_position;
   if (s.started > 0) j["started"] = s.started;
+  if (!s.stage.empty() && s.state == JobState::running) j["stage"] = s.stage;
+  if (s.denoise_started > 0) j["denoise_started"] = s.denoise_started;
   if (s.finished > 0) j["finished"] = s.finished;
   if (s.eta_seconds >= 0) j["eta_seconds"] = s.eta_seconds;
   if (!s.error.empty()) j["error"] = s.error;
@@ -146,6 +148,7 @@ void add_routes(httplib::Server& server, JobQueue& queue, const JobContext& cont
   });
 
   server.Post("/v1/jobs", [&](const Request& req, Response& res) {
+    if (!healthy) return send_error(res, 503, "the server is stopping", "", "server_error");
     try {
       const std::optional<std::string> id = queue.submit(native_job(parse_body(req.body), context));
       if (!id) return send_queue_full(res, queue);
@@ -197,6 +200,7 @@ void add_routes(httplib::Server& server, JobQueue& queue, const JobContext& cont
   });
 
   server.Post("/v1/images/generations", [&](const Request& req, Response& res) {
+    if (!healthy) return send_error(res, 503, "the server is stopping", "", "server_error");
     std::vector<std::string> ids;
     try {
       for (JobSpec& spec : openai_jobs(parse_body(req.body), context)) {

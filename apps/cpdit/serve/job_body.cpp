@@ -80,16 +80,16 @@ int64_t whole_number(const nlohmann::json& value, const char* field, int64_t lea
   return value.get<int64_t>();
 }
 
-// OpenAI's size, "WIDTHxHEIGHT" ("auto": the model's default).
-void set_size(pipeline::Request& r, const nlohmann::json& value) {
+// OpenAI's size, "WIDTHxHEIGHT" ("auto": the model's default), as the jobs API's width and height.
+void set_size(nlohmann::json& fields, const nlohmann::json& value) {
   const std::string size = value.is_string() ? value.get<std::string>() : value.dump();
   if (size == "auto") return;
   long long width = 0, height = 0;
   char end = 0;
   if (std::sscanf(size.c_str(), "%lldx%lld%c", &width, &height, &end) != 2 || width < 1 || height < 1)
     throw BodyError("size must be \"WIDTHxHEIGHT\" (e.g. \"1024x1024\") or \"auto\", got " + value.dump(), "size");
-  r.width = width;
-  r.height = height;
+  fields["width"] = width;
+  fields["height"] = height;
 }
 
 }  // namespace
@@ -110,6 +110,7 @@ std::string model_id(const pipeline::Pipeline& pipe) {
 
 JobSpec native_job(const nlohmann::json& body, const JobContext& context) {
   JobSpec spec;
+  spec.fields = body;
   spec.format = default_format(context.pipe);
   for (const auto& [key, value] : body.items())
     if (key == "output_format") set_format(spec, value, context.pipe);
@@ -120,15 +121,14 @@ JobSpec native_job(const nlohmann::json& body, const JobContext& context) {
 std::vector<JobSpec> openai_jobs(const nlohmann::json& body, const JobContext& context) {
   if (context.pipe.family().video())
     throw BodyError(context.pipe.name() + " makes video: ask for it through POST /v1/jobs", "");
-  JobSpec spec;
-  spec.format = default_format(context.pipe);
-  int64_t images = 1;
   if (!body.contains("prompt") || !body["prompt"].is_string())
     throw BodyError("prompt is required, a string", "prompt");
+  // OpenAI's fields to the jobs API's; the jobs API's own pass as they are.
+  nlohmann::json fields = nlohmann::json::object();
+  int64_t images = 1;
   for (const auto& [key, value] : body.items()) {
     if (key == "n") images = whole_number(value, "n", 1, context.limits.max_images);
-    else if (key == "size") set_size(spec.request, value);
-    else if (key == "output_format") set_format(spec, value, context.pipe);
+    else if (key == "size") set_size(fields, value);
     else if (key == "response_format") {
       if (value != "b64_json")
         throw BodyError("response_format must be \"b64_json\": this server keeps no files to link to, got " +
@@ -144,14 +144,13 @@ std::vector<JobSpec> openai_jobs(const nlohmann::json& body, const JobContext& c
     } else if (key == "width" || key == "height") {
       throw BodyError("give the size as size \"WIDTHxHEIGHT\" here (width and height are the jobs API's)", key);
     } else {
-      apply_field(key, value, spec.request);
+      fields[key] = value;
     }
   }
-  std::vector<JobSpec> jobs;
-  for (int64_t i = 0; i < images; ++i) {
-    JobSpec one = spec;
-    one.request.seed = spec.request.seed + uint64_t(i);
-    jobs.push_back(checked(std::move(one), context));
+  std::vector<JobSpec> jobs{native_job(fields, context)};
+  for (int64_t i = 1; i < images; ++i) {
+    fields["seed"] = jobs.front().request.seed + uint64_t(i);
+    jobs.push_back(native_job(fields, context));
   }
   return jobs;
 }

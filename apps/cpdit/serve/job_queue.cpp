@@ -1,4 +1,5 @@
 #include "job_queue.hpp"
+#include "process_jobs.hpp"
 #include "write_outputs.hpp"
 
 #include <cpdit/core/error.hpp>
@@ -68,8 +69,14 @@ const char* job_state_name(JobState state) {
   return "?";
 }
 
-JobQueue::JobQueue(const pipeline::Pipeline& pipe, std::string spool, size_t max_queue, size_t kept)
-    : pipe_(pipe), spool_(std::move(spool)), max_queue_(max_queue), kept_(kept), worker_([this] { work(); }) {}
+JobQueue::JobQueue(const pipeline::Pipeline& pipe, std::string spool, size_t max_queue, size_t kept,
+                   ProcessJobs* processes)
+    : pipe_(pipe),
+      spool_(std::move(spool)),
+      max_queue_(max_queue),
+      kept_(kept),
+      processes_(processes),
+      worker_([this] { work(); }) {}
 
 JobQueue::~JobQueue() { shutdown(0); }
 
@@ -186,13 +193,42 @@ void JobQueue::shutdown(double drain_seconds) {
   worker_.join();
 }
 
+std::string JobQueue::broken() const {
+  std::lock_guard lock(mutex_);
+  return broken_;
+}
+
+void JobQueue::break_mesh(const std::string& error) {
+  broken_ = "the MPI processes failed: " + error;
+  stopping_ = true;
+  while (!waiting_.empty()) {
+    std::shared_ptr<Job> job = waiting_.front();
+    waiting_.pop_front();
+    job->status.error = broken_;
+    finish(*job, JobState::failed);
+  }
+}
+
 void JobQueue::work() {
   for (;;) {
     std::shared_ptr<Job> job;
     {
       std::unique_lock lock(mutex_);
-      changed_.wait(lock, [&] { return stopping_ || !waiting_.empty(); });
-      if (waiting_.empty()) return;  // stopping, nothing left
+      const auto ready = [&] { return stopping_ || !waiting_.empty(); };
+      if (!processes_) changed_.wait(lock, ready);
+      else if (!changed_.wait_for(lock, processes_->heartbeat_interval(), ready)) {
+        lock.unlock();
+        try {
+          processes_->heartbeat();
+        } catch (const std::exception& e) {
+          lock.lock();
+          break_mesh(e.what());
+          changed_.notify_all();
+          return;
+        }
+        continue;
+      }
+      if (waiting_.empty()) break;  // stopping, nothing left
       job = waiting_.front();
       waiting_.pop_front();
       running_ = job;
@@ -203,7 +239,13 @@ void JobQueue::work() {
     run(*job);
     std::lock_guard lock(mutex_);
     running_.reset();
+    if (!broken_.empty()) return;
   }
+  if (processes_) try {
+      processes_->stop();
+    } catch (const std::exception&) {
+      // A process that failed now has nothing left to stop.
+    }
 }
 
 void JobQueue::run(Job& job) {
@@ -222,8 +264,16 @@ void JobQueue::run(Job& job) {
   std::string error;
   std::shared_ptr<JobResult> result;
   const fs::path file = fs::path(spool_) / (job.status.id + "." + job.spec.format);
+  bool mesh_failed = false;
   try {
+    if (processes_) processes_->job(job.spec.fields);
     pipeline::StageLog stages;
+    stages.on_begin = [this, &job](const std::string& stage) {
+      std::lock_guard lock(mutex_);
+      job.status.stage = stage;
+      if (stage == "denoise") job.status.denoise_started = unix_seconds();
+      changed_.notify_all();
+    };
     const pipeline::Result ran = pipe_.run(std::move(request), stages);
     Outputs outputs;
     (job.spec.format == "safetensors" ? outputs.out : job.spec.format == "mp4" ? outputs.video : outputs.image) =
@@ -233,6 +283,7 @@ void JobQueue::run(Job& job) {
   } catch (const Error& e) {
     state = e.kind() == ErrorKind::interrupted ? JobState::cancelled : JobState::failed;
     error = e.what();
+    mesh_failed = processes_ && (e.kind() == ErrorKind::comm || e.kind() == ErrorKind::timeout);
   } catch (const std::exception& e) {
     state = JobState::failed;
     error = e.what();
@@ -247,6 +298,7 @@ void JobQueue::run(Job& job) {
   job.status.error = error;
   if (state != JobState::cancelled) job_seconds_ += unix_seconds() - job.status.started;
   finish(job, state);
+  if (mesh_failed) break_mesh(error);
 }
 
 }  // namespace cpdit::app::serve

@@ -9,6 +9,8 @@
 
 #include <cpdit/pipeline/pipeline.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -26,8 +28,10 @@ enum class JobState { queued, running, done, failed, cancelled };
 const char* job_state_name(JobState state);
 
 // What a job asks: the pipeline's request and the format of its result ("png", "jpeg", "webp", "mp4",
-// or "safetensors" for the latents).
+// or "safetensors" for the latents), made from `fields` (the jobs API's, job_body.hpp), which are what
+// the other MPI processes are sent to make the same request.
 struct JobSpec {
+  nlohmann::json fields;
   pipeline::Request request;
   std::string format;
 };
@@ -36,6 +40,8 @@ struct JobStatus {
   std::string id;
   JobState state = JobState::queued;
   int64_t queue_position = 0;      // queued: jobs ahead of it, the running one included
+  std::string stage;               // running: "encode", "denoise" or "decode" (Pipeline::run's stages)
+  double denoise_started = 0;      // Unix seconds the denoising loop began; 0 not yet
   int step = 0, steps = 0;         // denoising steps done and in all, once it runs
   double eta_seconds = -1;         // running: steps left at the mean step time so far; -1 before a step
   double created = 0, started = 0, finished = 0;  // Unix seconds; 0 not yet
@@ -55,9 +61,14 @@ struct QueueMetrics {
   double step_seconds = 0;
 };
 
+class ProcessJobs;
+
 class JobQueue {
  public:
-  JobQueue(const pipeline::Pipeline& pipe, std::string spool, size_t max_queue, size_t kept);
+  // `processes`: under mpirun, the other processes to send each job to (and heartbeats between jobs);
+  // null on local ranks.
+  JobQueue(const pipeline::Pipeline& pipe, std::string spool, size_t max_queue, size_t kept,
+           ProcessJobs* processes = nullptr);
   ~JobQueue();
   JobQueue(const JobQueue&) = delete;
   JobQueue& operator=(const JobQueue&) = delete;
@@ -74,6 +85,9 @@ class JobQueue {
   QueueMetrics metrics() const;
   // The mean seconds a finished job took (0 before one), for a full queue's Retry-After.
   double mean_job_seconds() const;
+  // Non-empty once the MPI processes have failed (a heartbeat or a job's communication): the error. The
+  // queue takes no more jobs then, and the server should end.
+  std::string broken() const;
   // Takes no more jobs: the queued ones end cancelled, the running one has `drain_seconds` to finish
   // before it is cancelled; returns when the worker has stopped.
   void shutdown(double drain_seconds);
@@ -84,6 +98,8 @@ class JobQueue {
   void run(Job& job);
   void finish(Job& job, JobState state);  // under mutex_
   JobStatus snapshot(const Job& job) const;
+
+  void break_mesh(const std::string& error);  // under mutex_
 
   const pipeline::Pipeline& pipe_;
   std::string spool_;
@@ -98,6 +114,8 @@ class JobQueue {
   double job_seconds_ = 0;
   int64_t next_id_ = 1;
   bool stopping_ = false;
+  std::string broken_;
+  ProcessJobs* processes_;
   std::thread worker_;
 };
 

@@ -32,6 +32,7 @@ struct StageStats {
 
 class StageLog {
  public:
+  std::function<void(const std::string&)> on_begin;  // the stage's name, as it starts (a server's job status)
   std::function<void(const StageStats&)> on_end;  // e.g. to name the stage in a progress line
   std::function<void(const std::string&)> on_warning;  // advice that does not stop the run; unset: dropped
 
