@@ -8,6 +8,6 @@ ctest --test-dir build --output-on-failure --timeout 900 -j"$(nproc)"
 # made here, then its tests. build/ holds the engine already and keeps its options across pip's
 # configure (python/build_options.cmake), so only the native module compiles.
 python3 -m venv build/pyvenv
-build/pyvenv/bin/pip install -q pytest tqdm  # tqdm: the progress bar's tests
+build/pyvenv/bin/pip install -q pytest tqdm openai schemathesis  # tqdm: the progress bar's; openai, schemathesis: serve's
 build/pyvenv/bin/pip install -q .
 build/pyvenv/bin/python -m pytest -q python/tests

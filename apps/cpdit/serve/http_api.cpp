@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <regex>
 #include <thread>
 
 namespace cpdit::app::serve {
@@ -98,6 +99,33 @@ std::string metrics_text(const JobQueue& queue) {
   return out;
 }
 
+// The methods each endpoint answers, for a 405 naming them: the paths as regular expressions, as the
+// routes below are registered.
+const std::vector<std::pair<std::regex, std::string>>& endpoint_methods() {
+  static const std::vector<std::pair<std::regex, std::string>> methods = {
+      {std::regex("/health|/openapi\\.json|/metrics|/v1/models"), "GET, HEAD"},
+      {std::regex("/v1/images/generations|/v1/jobs"), "POST"},
+      {std::regex("/v1/jobs/[A-Za-z0-9-]+"), "GET, HEAD, DELETE"},
+      {std::regex("/v1/jobs/[A-Za-z0-9-]+/(result|events)"), "GET, HEAD"},
+  };
+  return methods;
+}
+
+// A method the endpoint does not answer: 405, naming those it does. False for an unknown path.
+bool refuse_method(const Request& req, Response& res) {
+  // A request httplib refused before it parsed the path (an unknown method) has its target only.
+  const std::string target = req.path.empty() ? req.target.substr(0, req.target.find('?')) : req.path;
+  for (const auto& [path, methods] : endpoint_methods())
+    if (std::regex_match(target, path)) {
+      const bool known = req.method == "HEAD" || req.method == "GET" || req.method == "POST" || req.method == "DELETE";
+      if (known && methods.find(req.method) != std::string::npos) return false;
+      res.set_header("Allow", methods);
+      send_error(res, 405, req.method + " " + target + " is not served: " + methods);
+      return true;
+    }
+  return false;
+}
+
 }  // namespace
 
 void add_routes(httplib::Server& server, JobQueue& queue, const JobContext& context, const ApiOptions& options,
@@ -108,6 +136,7 @@ void add_routes(httplib::Server& server, JobQueue& queue, const JobContext& cont
   server.set_keep_alive_timeout(5);
 
   server.set_pre_routing_handler([&options](const Request& req, Response& res) {
+    if (refuse_method(req, res)) return httplib::Server::HandlerResponse::Handled;
     if (options.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
     if (req.get_header_value("Authorization") == "Bearer " + options.api_key)
       return httplib::Server::HandlerResponse::Unhandled;
@@ -119,6 +148,8 @@ void add_routes(httplib::Server& server, JobQueue& queue, const JobContext& cont
   // httplib's own refusals (no route, a body over the limit) and anything thrown, as JSON errors.
   server.set_error_handler([](const Request& req, Response& res) {
     if (!res.body.empty()) return;
+    // A method httplib does not parse (QUERY, ...) comes here as 400 before any route.
+    if (res.status == 400 && refuse_method(req, res)) return;
     if (res.status == 404) send_error(res, 404, "no endpoint " + req.method + " " + req.path + " (GET /openapi.json)");
     else if (res.status == 413) send_error(res, 413, "the body is over this server's limit (serve --max-body-bytes)");
     else send_error(res, res.status, "the request was refused (HTTP " + std::to_string(res.status) + ")");
