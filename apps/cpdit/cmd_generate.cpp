@@ -53,6 +53,7 @@ struct GenerateFlags {
   Outputs outputs;
   std::string prompts;  // a batch: one request per line
   std::string cache;    // --cache's spec (nn::parse_step_cache)
+  std::string text_kv_cache = "on";
   LoraFlags loras;
   ComponentFlags components;
   int64_t seed = 0;     // -1: drawn at random
@@ -247,7 +248,13 @@ nlohmann::json summary(const pipeline::Result& run, const Outputs& o, const std:
                   {"calls_computed", run.cache_computed},
                   {"calls_skipped", run.cache_skipped},
                   {"mag_ratios", ratios}};
+    if (r.cache.kind == nn::StepCacheConfig::Kind::taylor_seer) {
+      j["cache"]["modules_computed"] = run.cache_modules_computed;
+      j["cache"]["modules_predicted"] = run.cache_modules_predicted;
+    }
   }
+  if (r.text_kv_cache && run.text_kv_reused + run.text_kv_projected > 0)
+    j["text_kv_cache"] = {{"reused", run.text_kv_reused}, {"projected", run.text_kv_projected}};
   if (!r.loras.empty()) {
     j["loras"] = nlohmann::json::array();
     for (const pipeline::LoraChoice& lora : r.loras)
@@ -289,12 +296,20 @@ void print_summary(const nlohmann::json& s, bool verbose) {
     for (const nlohmann::json& lora : s["loras"])
       std::printf("lora         %s at weight %g%s%s\n", lora["path"].get<std::string>().c_str(), double(lora["weight"]),
                   lora["merged"] ? ", merged" : "", lora["low_noise_expert"] ? ", on the low-noise expert" : "");
+  if (s.contains("text_kv_cache")) {
+    const int64_t reused = s["text_kv_cache"]["reused"], projected = s["text_kv_cache"]["projected"];
+    std::printf("text kv      %lld of %lld cross-attention key/value projections reused\n", (long long)reused,
+                (long long)(reused + projected));
+  }
   if (s.contains("cache")) {
     const nlohmann::json& c = s["cache"];
     const int64_t computed = c["calls_computed"], skipped = c["calls_skipped"];
     std::printf("cache        %s: %lld of %lld transformer calls computed, %lld skipped\n",
                 c["spec"].get<std::string>().c_str(), (long long)computed, (long long)(computed + skipped),
                 (long long)skipped);
+    if (c.contains("modules_predicted"))
+      std::printf("             (%lld hooked module calls computed, %lld predicted)\n",
+                  (long long)c["modules_computed"], (long long)c["modules_predicted"]);
     // Ready to pass back: --cache magcache:THRESHOLD,ratios=... (f32 values in full).
     for (const nlohmann::json& pass : c["mag_ratios"]) {
       std::string list;
@@ -376,6 +391,7 @@ void run(GenerateFlags g) {
   // The seed used is printed in the summary, so a random one can be given again.
   g.request.seed = g.seed == -1 ? pipeline::random_seed_across_ranks() : uint64_t(g.seed);
   if (!g.cache.empty()) g.request.cache = nn::parse_step_cache(g.cache);
+  g.request.text_kv_cache = g.text_kv_cache == "on";
   g.request.loras = lora_choices(g.loras);
   apply_component_flags(g.components, g.source);
   const Request& r = g.request;
@@ -614,7 +630,16 @@ void add_generate(CLI::App& parent) {
                   "most THRESHOLD (default 0.05; 0.08 is ParaAttention's for FLUX.1-dev); "
                   "magcache[:THRESHOLD][,max_skip_steps=3][,retention_ratio=0.2][,ratios=a/b/c] by accumulated "
                   "magnitude ratios (default 0.06; FLUX.1's released ratios unless given), magcache:calibrate "
-                  "prints a model's ratios; the summary counts the transformer calls computed and skipped");
+                  "prints a model's ratios; taylorseer[:interval=5][,before=3][,after=N][,order=1]"
+                  "[,factors=bf16|f32][,module=REGEX...] predicts the attentions' outputs (or the modules whose "
+                  "diffusers paths match) between every interval-th step; the summary counts the transformer "
+                  "calls computed and skipped");
+  cmd->add_option("--text-kv-cache", args->text_kv_cache,
+                  "project cross-attention keys and values once per run and reuse them at every step where the "
+                  "tokens they come from are bitwise the same (Wan, SkyReels-V2, LTX-Video: exact; off to "
+                  "keep their memory)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   add_lora_flags(*cmd, args->loras, true);
   cmd->add_flag("--check-finite", args->request.check_finite,
                 "check every module's outputs for NaN/Inf and name the first module that made them (slower; "

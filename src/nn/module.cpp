@@ -35,9 +35,14 @@ Module* Module::find(const std::string& path) {
 void Module::add_pre_hook(const std::string& tag, PreHook hook) { pre_hooks_.emplace_back(tag, std::move(hook)); }
 void Module::add_post_hook(const std::string& tag, PostHook hook) { post_hooks_.emplace_back(tag, std::move(hook)); }
 
+void Module::add_around_hook(const std::string& tag, AroundHook hook) {
+  around_hooks_.emplace_back(tag, std::move(hook));
+}
+
 void Module::remove_hooks(const std::string& tag) {
   std::erase_if(pre_hooks_, [&](const auto& h) { return h.first == tag; });
   std::erase_if(post_hooks_, [&](const auto& h) { return h.first == tag; });
+  std::erase_if(around_hooks_, [&](const auto& h) { return h.first == tag; });
 }
 
 Parameter& Module::add_parameter(const std::string& name, Shape shape, bool matrix) {
@@ -46,10 +51,17 @@ Parameter& Module::add_parameter(const std::string& name, Shape shape, bool matr
   return it->second;
 }
 
-std::vector<Tensor> Module::with_hooks(TensorMap inputs,
-                                       const std::function<std::vector<Tensor>(const TensorMap&)>& body) const {
+std::vector<Tensor> Module::with_hooks(TensorMap inputs, const Body& body) const {
   for (const auto& [tag, hook] : pre_hooks_) hook(inputs);
-  std::vector<Tensor> outputs = body(inputs);
+  std::vector<Tensor> outputs;
+  if (around_hooks_.empty()) {
+    outputs = body(inputs);
+  } else {
+    Body run = body;
+    for (const auto& [tag, hook] : around_hooks_)
+      run = [&hook, inner = std::move(run)](const TensorMap& in) { return hook(in, inner); };
+    outputs = run(inputs);
+  }
   for (const auto& [tag, hook] : post_hooks_) hook(outputs);
   return outputs;
 }

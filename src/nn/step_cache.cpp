@@ -18,6 +18,18 @@ int StepCacheReport::computed() const {
 
 int StepCacheReport::skipped() const { return int(decisions.size()) - computed(); }
 
+int StepCacheReport::modules_computed() const {
+  int n = 0;
+  for (const CacheDecision& d : decisions) n += d.modules_computed;
+  return n;
+}
+
+int StepCacheReport::modules_predicted() const {
+  int n = 0;
+  for (const CacheDecision& d : decisions) n += d.modules_predicted;
+  return n;
+}
+
 StepCache::StepCache(StepCacheConfig config, int steps) : impl_(std::make_unique<Impl>()) {
   CPDIT_CHECK(steps >= 1, invalid_argument, "a step cache needs at least 1 step, got ", steps);
   impl_->steps = steps;
@@ -27,6 +39,9 @@ StepCache::StepCache(StepCacheConfig config, int steps) : impl_(std::make_unique
                 "ratios=a/b/c");
     impl_->ratios = nearest_interp(config.mag_ratios, steps);
   }
+  if (config.kind == StepCacheConfig::Kind::taylor_seer)
+    CPDIT_CHECK(config.cache_interval >= 1 && config.disable_cache_before_step >= 0 && config.max_order >= 0,
+                invalid_argument, "TaylorSeer needs interval >= 1, before >= 0 and order >= 0");
   impl_->config = std::move(config);
 }
 
@@ -96,8 +111,9 @@ Tensor sum(const Tensor& a, const Tensor& b) {
 
 std::vector<Tensor> run_blocks(size_t count, std::vector<Tensor> streams, const BlockStep& block) {
   StepCache* cache = cache_detail::bound_cache();
-  // diffusers' caches hold a head and a distinct tail block; one block has nothing to skip.
-  if (cache == nullptr || cache->config().kind == StepCacheConfig::Kind::none || count < 2) {
+  // diffusers' block caches hold a head and a distinct tail block; one block has nothing to skip.
+  const StepCacheConfig::Kind kind = cache == nullptr ? StepCacheConfig::Kind::none : cache->config().kind;
+  if (kind == StepCacheConfig::Kind::none || (count < 2 && kind != StepCacheConfig::Kind::taylor_seer)) {
     for (size_t i = 0; i < count; ++i) streams = block(i, streams);
     return streams;
   }
@@ -107,6 +123,12 @@ std::vector<Tensor> run_blocks(size_t count, std::vector<Tensor> streams, const 
   CacheDecision decision;
   decision.branch = branch;
   decision.call = state.calls++;
+  if (impl.config.kind == StepCacheConfig::Kind::taylor_seer) {
+    // Every block runs; the hooked modules inside predict or compute, and mark this call's decision.
+    impl.report.decisions.push_back(decision);
+    for (size_t i = 0; i < count; ++i) streams = block(i, streams);
+    return streams;
+  }
   streams = impl.config.kind == StepCacheConfig::Kind::first_block
                 ? cache_detail::first_block_cache_blocks(impl, state, decision, count, std::move(streams), block)
                 : cache_detail::mag_cache_blocks(impl, state, decision, count, std::move(streams), block);

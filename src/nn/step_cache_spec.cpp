@@ -10,8 +10,9 @@ namespace cpdit::nn {
 
 namespace {
 
-const char* const kSpecForms = "fbcache[:THRESHOLD] or magcache[:THRESHOLD][,max_skip_steps=N][,retention_ratio=R]"
-                               "[,ratios=a/b/c][,calibrate]";
+const char* const kSpecForms = "fbcache[:THRESHOLD], magcache[:THRESHOLD][,max_skip_steps=N][,retention_ratio=R]"
+                               "[,ratios=a/b/c][,calibrate] or taylorseer[:interval=5][,before=3][,after=N]"
+                               "[,order=1][,factors=bf16|f32][,module=REGEX...]";
 
 std::vector<std::string> split_on(const std::string& s, char separator) {
   if (s.empty()) return {""};
@@ -32,7 +33,23 @@ double non_negative(const std::string& spec, const std::string& what, const std:
   return v;
 }
 
+// A whole number >= `least` spelled wholly by `text`.
+int whole(const std::string& spec, const std::string& what, const std::string& text, int least) {
+  const double n = non_negative(spec, what, text);
+  CPDIT_CHECK(n == std::floor(n) && n >= least && n <= 1e6, invalid_argument, "step cache '", spec, "': ", what,
+              " must be a whole number >= ", least, ", got '", text, "'");
+  return int(n);
+}
+
 }  // namespace
+
+const std::vector<std::string>& taylor_seer_default_modules() {
+  // diffusers' _TRANSFORMER_BLOCK_IDENTIFIERS (its spatial and temporal attention patterns).
+  static const std::vector<std::string> patterns{"^blocks.*attn", "^transformer_blocks.*attn",
+                                                 "^single_transformer_blocks.*attn",
+                                                 "^temporal_transformer_blocks.*attn"};
+  return patterns;
+}
 
 StepCacheConfig parse_step_cache(const std::string& spec) {
   const size_t colon = spec.find(':');
@@ -44,6 +61,8 @@ StepCacheConfig parse_step_cache(const std::string& spec) {
   } else if (kind == "magcache") {
     c.kind = StepCacheConfig::Kind::mag;
     c.threshold = 0.06;  // MagCacheConfig's default
+  } else if (kind == "taylorseer") {
+    c.kind = StepCacheConfig::Kind::taylor_seer;
   } else if (kind == "none" && colon == std::string::npos) {
     return c;
   } else {
@@ -55,20 +74,43 @@ StepCacheConfig parse_step_cache(const std::string& spec) {
     const std::string& item = items[i];
     const size_t eq = item.find('=');
     // A bare first number is the threshold.
-    const std::string key = eq != std::string::npos       ? item.substr(0, eq)
-                            : i == 0 && item != "calibrate" ? "threshold"
-                                                            : item;
-    const std::string value = eq == std::string::npos ? item : item.substr(eq + 1);
     const bool mag = c.kind == StepCacheConfig::Kind::mag;
-    if (key == "threshold") {
+    const bool taylor = c.kind == StepCacheConfig::Kind::taylor_seer;
+    const std::string key = eq != std::string::npos                  ? item.substr(0, eq)
+                            : i == 0 && item != "calibrate" && !taylor ? "threshold"
+                                                                       : item;
+    const std::string value = eq == std::string::npos ? item : item.substr(eq + 1);
+    if (taylor && eq != std::string::npos) {
+      if (key == "interval") {
+        c.cache_interval = whole(spec, key, value, 1);
+        continue;
+      } else if (key == "before") {
+        c.disable_cache_before_step = whole(spec, key, value, 0);
+        continue;
+      } else if (key == "after") {
+        c.disable_cache_after_step = whole(spec, key, value, 0);
+        continue;
+      } else if (key == "order") {
+        c.max_order = whole(spec, key, value, 0);
+        CPDIT_CHECK(c.max_order <= 8, invalid_argument, "step cache '", spec, "': order is at most 8, got ", value);
+        continue;
+      } else if (key == "factors") {
+        CPDIT_CHECK(value == "bf16" || value == "f32", invalid_argument, "step cache '", spec,
+                    "': factors are kept in bf16 or f32, got '", value, "'");
+        c.f32_factors = value == "f32";
+        continue;
+      } else if (key == "module") {
+        CPDIT_CHECK(!value.empty(), invalid_argument, "step cache '", spec, "': module= needs a regex");
+        c.modules.push_back(value);
+        continue;
+      }
+    }
+    if (!taylor && key == "threshold") {
       c.threshold = non_negative(spec, "the threshold", value);
     } else if (mag && key == "calibrate" && eq == std::string::npos) {
       c.calibrate = true;
     } else if (mag && key == "max_skip_steps") {
-      const double n = non_negative(spec, key, value);
-      CPDIT_CHECK(n == std::floor(n) && n <= 1e6, invalid_argument, "step cache '", spec,
-                  "': max_skip_steps must be a whole number, got '", value, "'");
-      c.max_skip_steps = int(n);
+      c.max_skip_steps = whole(spec, key, value, 0);
     } else if (mag && key == "retention_ratio") {
       c.retention_ratio = non_negative(spec, key, value);
       CPDIT_CHECK(c.retention_ratio <= 1, invalid_argument, "step cache '", spec,
@@ -91,6 +133,12 @@ std::string step_cache_name(const StepCacheConfig& c) {
     case StepCacheConfig::Kind::mag:
       if (c.calibrate) return "magcache:calibrate";
       s << "magcache:" << c.threshold;
+      break;
+    case StepCacheConfig::Kind::taylor_seer:
+      s << "taylorseer:interval=" << c.cache_interval << ",before=" << c.disable_cache_before_step;
+      if (c.disable_cache_after_step >= 0) s << ",after=" << c.disable_cache_after_step;
+      s << ",order=" << c.max_order << (c.f32_factors ? ",factors=f32" : "");
+      for (const std::string& m : c.modules) s << ",module=" << m;
       break;
   }
   return s.str();

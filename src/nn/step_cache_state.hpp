@@ -4,9 +4,19 @@
 #include <cpdit/nn/step_cache.hpp>
 
 #include <array>
+#include <map>
+#include <string>
 #include <vector>
 
 namespace cpdit::nn {
+
+// TaylorSeer's state of one hooked module (diffusers' TaylorSeerState).
+struct TaylorState {
+  int current_step = -1;      // this module's calls so far, less one
+  int last_update_step = -1;  // the call that last computed it (-1: none yet)
+  std::vector<std::vector<Tensor>> factors;  // per output, per order: bf16 or f32
+  std::vector<DType> dtypes;                 // per output, as the module returned it
+};
 
 struct BranchState {
   int calls = 0;  // this branch's transformer calls so far
@@ -25,6 +35,8 @@ struct BranchState {
   int accumulated_steps = 0;
   int step_index = 0;
   std::vector<double> calibration;
+
+  std::map<std::string, TaylorState> taylor;  // TaylorSeer's, by module path
 };
 
 struct StepCache::Impl {
@@ -54,6 +66,10 @@ Tensor sum(const Tensor& a, const Tensor& b);
 
 std::vector<Tensor> first_block_cache_blocks(StepCache::Impl& cache, BranchState& state, CacheDecision& decision,
                                              size_t count, std::vector<Tensor> streams, const BlockStep& block);
+// A TaylorSeer-hooked module's call on this thread's branch: `body` run (and the factors updated) or
+// its outputs predicted, counted in the call's decision.
+std::vector<Tensor> taylor_seer_call(StepCache::Impl& cache, const std::string& path, const TensorMap& inputs,
+                                     const Module::Body& body);
 std::vector<Tensor> mag_cache_blocks(StepCache::Impl& cache, BranchState& state, CacheDecision& decision,
                                      size_t count, std::vector<Tensor> streams, const BlockStep& block);
 

@@ -13,6 +13,7 @@
 #include <cpdit/io/model_files.hpp>
 #include <cpdit/io/image.hpp>
 #include <cpdit/nn/lora.hpp>
+#include <cpdit/nn/text_kv_cache.hpp>
 #include <cpdit/pipeline/image_start.hpp>
 #include <cpdit/pipeline/pipeline.hpp>
 #include <cpdit/pipeline/preset_pipelines.hpp>
@@ -371,10 +372,19 @@ void check_options(const Request& r, const Family& family, const Transformer& t)
 void resolve_step_cache(Request& r, const Family& family, const Transformer& t) {
   nn::StepCacheConfig& c = r.cache;
   if (c.kind == nn::StepCacheConfig::Kind::none) return;
-  CPDIT_CHECK(family.takes_step_cache(), invalid_argument, "--cache is for FLUX.1 and Wan for now; ", t.name,
-              " is a ", t.model.class_name);
+  CPDIT_CHECK(family.takes_step_cache(), invalid_argument, "--cache does not apply to ", t.name, ", a ",
+              t.model.class_name);
   CPDIT_CHECK(!t.low_noise, invalid_argument,
               "--cache on Wan 2.2's two experts is not supported: each would need its own cache state");
+  if (c.kind == nn::StepCacheConfig::Kind::taylor_seer) {
+    if (c.modules.empty()) c.modules = family.taylor_seer_modules();
+    std::string patterns;
+    for (const std::string& m : c.modules) patterns += (patterns.empty() ? "" : " ") + m;
+    CPDIT_CHECK(!nn::matching_modules(*t.model.replica(), c.modules).empty(), invalid_argument,
+                "TaylorSeer: no module of ", t.model.class_name, " matches ", patterns,
+                " (give module=REGEX, matched against diffusers' module paths such as transformer_blocks.0.attn)");
+    return;
+  }
   if (c.kind != nn::StepCacheConfig::Kind::mag || c.calibrate || !c.mag_ratios.empty()) return;
   c.mag_ratios = family.mag_ratios();
   CPDIT_CHECK(!c.mag_ratios.empty(), invalid_argument, "MagCache on ", t.model.class_name,
@@ -395,6 +405,7 @@ RankRun rank_run(comm::Communicator& world, const Request& r, const Family& fami
     nn::apply_lora(*model, model == run.model.get() ? loras.transformer : loras.transformer_2);
     if (!r.parallel.backend.empty()) model->set_attention_backend(r.parallel.backend);
     if (run.mesh.flat().size() > 1) model->enable_parallelism(run.mesh.flat_group(), c, family.plan());
+    if (r.cache.kind == nn::StepCacheConfig::Kind::taylor_seer) nn::hook_taylor_seer(*model, r.cache);
   }
   return run;
 }
@@ -519,8 +530,10 @@ Result Pipeline::run(Request request, StageLog& stages) const {
           // This rank's step cache, its state per guidance pass, bound on the rank's thread for the loop.
           std::unique_ptr<nn::StepCache> cache;
           if (r.cache.kind != nn::StepCacheConfig::Kind::none) cache = std::make_unique<nn::StepCache>(r.cache, r.steps);
+          nn::TextKvCache text_kv;
           try {
             const nn::ScopedStepCache bound(cache.get());
+            const nn::ScopedTextKvCache bound_kv(r.text_kv_cache ? &text_kv : nullptr);
             mine = loop(run);
           } catch (const Cancelled& c) {
             std::lock_guard<std::mutex> lock(kept);
@@ -531,19 +544,29 @@ Result Pipeline::run(Request request, StageLog& stages) const {
           int64_t peak = memory::peak_bytes();
           world.all_gather(&peak, sizeof peak, rank_peaks.data());
           stages.add_rank_peak(peak);
+          if (r.text_kv_cache) {
+            int64_t kv[2] = {run.mesh.rank() == 0 ? text_kv.reused() : 0, run.mesh.rank() == 0 ? text_kv.projected() : 0};
+            if (world.size() > 1) world.all_reduce(kv, 2, DType::i64, comm::ReduceOp::sum);
+            std::lock_guard<std::mutex> lock(kept);
+            result.text_kv_reused = kv[0];
+            result.text_kv_projected = kv[1];
+          }
           if (cache) {
             // The calls of the run: each CFG group's first rank counts its group's (all of its ranks
             // decided alike).
             const nn::StepCacheReport& report = cache->report();
-            int64_t calls[2] = {run.mesh.rank() == 0 ? report.computed() : 0,
-                                run.mesh.rank() == 0 ? report.skipped() : 0};
-            if (world.size() > 1) world.all_reduce(calls, 2, DType::i64, comm::ReduceOp::sum);
+            const bool counts = run.mesh.rank() == 0;
+            int64_t calls[4] = {counts ? report.computed() : 0, counts ? report.skipped() : 0,
+                                counts ? report.modules_computed() : 0, counts ? report.modules_predicted() : 0};
+            if (world.size() > 1) world.all_reduce(calls, 4, DType::i64, comm::ReduceOp::sum);
             std::lock_guard<std::mutex> lock(kept);
             const size_t slot = comm::launched_by_mpi() ? 0 : size_t(world.rank());
             if (result.cache_reports.size() <= slot) result.cache_reports.resize(slot + 1);
             result.cache_reports[slot] = report;
             result.cache_computed = calls[0];
             result.cache_skipped = calls[1];
+            result.cache_modules_computed = calls[2];
+            result.cache_modules_predicted = calls[3];
           }
           // Every rank ends with the whole latents: rank 0's are kept (under mpirun, each process's own).
           if (world.rank() != 0 && !comm::launched_by_mpi()) return;

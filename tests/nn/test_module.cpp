@@ -162,5 +162,37 @@ TEST(Hooks, SeeArgumentsByNameAndResultsByIndexAndCanBeRemoved) {
   EXPECT_EQ(seen.size(), 2u);
 }
 
+// An around hook stands between the pre- and post-hooks: it may run the body on the (pre-hooked)
+// inputs or return outputs of its own, which the post-hooks then see; a later one wraps an earlier.
+TEST(Hooks, AroundHooksRunTheBodyOrStandInForIt) {
+  Linear lin(2, 2);
+  StateDict s{{"weight", Tensor::from_vector({1, 0, 0, 1}, {2, 2})}, {"bias", Tensor::zeros({2})}};
+  load_state_dict(lin, s);
+  std::vector<std::string> seen;
+  bool run_body = true;
+  lin.add_pre_hook("test", [&](TensorMap& in) { in["input"] = Tensor::from_vector({3, 4}, {1, 2}); });
+  lin.add_around_hook("test", [&](const TensorMap& in, const Module::Body& body) {
+    seen.push_back("inner:" + in.at("input").describe());
+    return run_body ? body(in) : std::vector<Tensor>{Tensor::full({1, 2}, 7.0)};
+  });
+  lin.add_around_hook("outer", [&](const TensorMap& in, const Module::Body& body) {
+    seen.push_back("outer");
+    return body(in);
+  });
+  lin.add_post_hook("test", [&](std::vector<Tensor>& out) {
+    seen.push_back("post:" + std::to_string(out[0].data<float>()[1]));
+  });
+  EXPECT_TRUE(lin.has_hooks());
+  EXPECT_EQ(lin.forward(Tensor::zeros({5, 2})).data<float>()[1], 4.0f);
+  run_body = false;
+  EXPECT_EQ(lin.forward(Tensor::zeros({5, 2})).data<float>()[1], 7.0f);
+  EXPECT_EQ(seen, (std::vector<std::string>{"outer", "inner:f32(1, 2)", "post:4.000000", "outer", "inner:f32(1, 2)",
+                                            "post:7.000000"}));
+  lin.remove_hooks("test");
+  lin.remove_hooks("outer");
+  EXPECT_FALSE(lin.has_hooks());
+  EXPECT_EQ(lin.forward(Tensor::zeros({5, 2})).size(0), 5);
+}
+
 }  // namespace
 }  // namespace cpdit::nn

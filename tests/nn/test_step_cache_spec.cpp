@@ -36,7 +36,38 @@ TEST(StepCacheSpec, MagCacheTakesEachSettingOrDiffusersDefault) {
   EXPECT_EQ(step_cache_name(parse_step_cache("magcache:calibrate")), "magcache:calibrate");
 }
 
+TEST(StepCacheSpec, TaylorSeerTakesEachSettingOrDiffusersDefault) {
+  const StepCacheConfig d = parse_step_cache("taylorseer");
+  EXPECT_EQ(d.kind, StepCacheConfig::Kind::taylor_seer);
+  EXPECT_EQ(d.cache_interval, 5);  // TaylorSeerCacheConfig's defaults
+  EXPECT_EQ(d.disable_cache_before_step, 3);
+  EXPECT_EQ(d.disable_cache_after_step, -1);
+  EXPECT_EQ(d.max_order, 1);
+  EXPECT_FALSE(d.f32_factors);
+  EXPECT_TRUE(d.modules.empty());  // the family's
+  const StepCacheConfig c =
+      parse_step_cache("taylorseer:interval=2,before=1,after=6,order=2,factors=f32,module=^blocks\\.0\\.attn1$,"
+                       "module=x=y");
+  EXPECT_EQ(c.cache_interval, 2);
+  EXPECT_EQ(c.disable_cache_before_step, 1);
+  EXPECT_EQ(c.disable_cache_after_step, 6);
+  EXPECT_EQ(c.max_order, 2);
+  EXPECT_TRUE(c.f32_factors);
+  EXPECT_EQ(c.modules, (std::vector<std::string>{"^blocks\\.0\\.attn1$", "x=y"}));
+  // The name the summary prints reads back as the same cache.
+  const StepCacheConfig back = parse_step_cache(step_cache_name(c));
+  EXPECT_EQ(back.cache_interval, 2);
+  EXPECT_EQ(back.disable_cache_after_step, 6);
+  EXPECT_EQ(back.modules, c.modules);
+  EXPECT_EQ(step_cache_name(d), "taylorseer:interval=5,before=3,order=1");
+}
+
 TEST(StepCacheSpec, BadSpecsNameWhatIsWrong) {
+  testing::expect_error([] { parse_step_cache("taylorseer:interval=0"); }, {"interval must be a whole number >= 1"});
+  testing::expect_error([] { parse_step_cache("taylorseer:order=1.5"); }, {"order must be a whole number >= 0"});
+  testing::expect_error([] { parse_step_cache("taylorseer:factors=f16"); }, {"bf16 or f32, got 'f16'"});
+  testing::expect_error([] { parse_step_cache("taylorseer:0.1"); }, {"'0.1' is not a setting of taylorseer"});
+  testing::expect_error([] { parse_step_cache("taylorseer:threshold=0.1"); }, {"is not a setting of taylorseer"});
   testing::expect_error([] { parse_step_cache("teacache"); }, {"unknown kind 'teacache'"});
   testing::expect_error([] { parse_step_cache("fbcache:"); }, {"got ''"});
   testing::expect_error([] { parse_step_cache("fbcache:nan"); }, {"a number >= 0"});

@@ -1,7 +1,7 @@
 #pragma once
 // The step-cache fixtures (tests/data/fixtures/cache_flux_tiny, cache_wan_tiny: diffusers' own
 // FirstBlockCache and MagCache hooks on a tiny random FluxPipeline and WanPipeline, with the per-call
-// skip pattern and decision values they recorded), opened once, and one of their cases run as a
+// skip pattern and decision values they recorded; TaylorSeer's with the attentions each call ran), opened once, and one of their cases run as a
 // Request on any split; the request of a fixture's call.json, which the LoRA fixtures share.
 #include "support/model_fixture.hpp"
 
@@ -21,20 +21,40 @@ inline nlohmann::json read_json_file(const std::string& path) {
   return nlohmann::json::parse(in);
 }
 
-// diffusers' call of a pipeline fixture (its call.json: steps, size, frames) with the fixture's embeddings
-// and initial latents, on `ranks` local ranks of one thread each. guidance_scale is left to the pipeline:
-// the fixtures' calls give FLUX.1's 3.5 and Wan's 5.0, both pipelines' defaults, and their FLUX.1 models
-// have no guidance embedding to take one (diffusers ignores it there).
-inline pipeline::Request fixture_call(const nn::TensorMap& inputs, const nlohmann::json& call, int ranks = 1) {
+// diffusers' embeddings and initial latents (`inputs`: its inputs.safetensors) with a call's steps, size
+// and frames (0: none), on `ranks` local ranks of one thread each.
+inline pipeline::Request fixture_request(const nn::TensorMap& inputs, int steps, int64_t height, int64_t width,
+                                         int64_t frames, int ranks = 1) {
   pipeline::Request r;
   r.embeddings = inputs;
   r.initial_latents = inputs.at("latents");
-  r.steps = call.at("num_inference_steps").get<int>();
-  r.height = call.at("height").get<int64_t>();
-  r.width = call.at("width").get<int64_t>();
-  if (call.contains("num_frames")) r.frames = call.at("num_frames").get<int64_t>();
+  r.steps = steps;
+  r.height = height;
+  r.width = width;
+  r.frames = frames;
   r.parallel.ranks = ranks;
   r.parallel.threads = 1;
+  return r;
+}
+
+// diffusers' call of a pipeline fixture (its call.json: steps, size, frames) with the fixture's embeddings
+// and initial latents. guidance_scale is left to the pipeline: the fixtures' calls give FLUX.1's 3.5 and
+// Wan's 5.0, both pipelines' defaults, and their FLUX.1 models have no guidance embedding to take one
+// (diffusers ignores it there).
+inline pipeline::Request fixture_call(const nn::TensorMap& inputs, const nlohmann::json& call, int ranks = 1) {
+  return fixture_request(inputs, call.at("num_inference_steps").get<int>(), call.at("height").get<int64_t>(),
+                         call.at("width").get<int64_t>(), call.value("num_frames", int64_t(0)), ranks);
+}
+
+// A pipeline fixture's call (its case.json: size, steps, and frames, guidance, true_cfg_scale where given)
+// on diffusers' embeddings and initial latents (its inputs.safetensors), on one rank.
+inline pipeline::Request pipeline_case_call(const std::string& fixture) {
+  const nlohmann::json c = read_json_file(fixture_dir(fixture) + "/case.json");
+  pipeline::Request r = fixture_request(io::load_safetensors(fixture_dir(fixture) + "/inputs.safetensors"),
+                                        c.at("steps").get<int>(), c.at("height").get<int64_t>(),
+                                        c.at("width").get<int64_t>(), c.value("frames", int64_t(0)));
+  if (c.contains("guidance")) r.guidance = c.at("guidance").get<float>();
+  if (c.contains("true_cfg_scale")) r.true_cfg_scale = c.at("true_cfg_scale").get<float>();
   return r;
 }
 
@@ -63,6 +83,14 @@ struct CacheFixture {
     if (c.at("type") == "FirstBlockCacheConfig") {
       config.kind = nn::StepCacheConfig::Kind::first_block;
       config.threshold = kw.value("threshold", 0.05);
+    } else if (c.at("type") == "TaylorSeerCacheConfig") {
+      config.kind = nn::StepCacheConfig::Kind::taylor_seer;
+      config.cache_interval = kw.value("cache_interval", 5);
+      config.disable_cache_before_step = kw.value("disable_cache_before_step", 3);
+      config.max_order = kw.value("max_order", 1);
+      config.f32_factors = kw.value("taylor_factors_dtype", "bfloat16") == "float32";
+      // diffusers' own defaults when the case names no modules (the family's may differ: Wan's).
+      config.modules = kw.value("cache_identifiers", nn::taylor_seer_default_modules());
     } else {
       EXPECT_EQ(c.at("type"), "MagCacheConfig") << case_name;
       config.kind = nn::StepCacheConfig::Kind::mag;

@@ -1,4 +1,5 @@
-// `cpdit generate --cache`: the summary counts the transformer calls computed and skipped, a calibration
+// `cpdit generate --cache`: the summary counts the transformer calls computed and skipped (TaylorSeer: and
+// its hooked modules' calls computed and predicted), a calibration
 // prints ratios that, passed back as --cache magcache:T,ratios=..., give diffusers' MagCache run, and bad
 // specs or models without a cache are one-line errors with exit code 2.
 #include "pipeline/cache_case.hpp"
@@ -93,6 +94,40 @@ TEST(GenerateCache, CalibratedRatiosPassedBackGiveDiffusersMagCache) {
   EXPECT_LT(max_abs_diff(in_fixture_layout(io::load_safetensors(out).at("latents"), expected), expected), kLatentsTolerance);
 }
 
+// TaylorSeer on Wan's attentions (the family's patterns): the summary counts the calls that predicted
+// some attention as skipped, and the hooked module calls computed and predicted; the latents are
+// diffusers' run with those patterns.
+TEST(GenerateCache, TaylorSeerSummaryCountsPredictedAttentions) {
+  TempDir dir("generate_cache_taylorseer");
+  const std::string out = dir.file("out.safetensors");
+  const auto r = run_cli(fixture_args("cache_wan_tiny") + " --cache taylorseer:interval=2,before=2 --json --out " + out);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const std::string name = "taylorseer_interval2_before2_wan_attn_patterns";
+  const nlohmann::json calls = read_json_file(fixture_dir("cache_wan_tiny") + "/skip_patterns.json").at(name);
+  int64_t ran = 0, attentions = 0;
+  for (const nlohmann::json& call : calls.at("per_call")) {
+    ran += call.at("n_attn_run").get<int64_t>();
+    attentions += int64_t(calls.at("attn_names").size());
+  }
+  const std::string pattern = calls.at("compact").get<std::string>();
+  const nlohmann::json s = nlohmann::json::parse(r.out).at("cache");
+  EXPECT_EQ(s.at("spec").get<std::string>(), "taylorseer:interval=2,before=2,order=1,module=^blocks\\.\\d+\\.attn1$,"
+                                              "module=^blocks\\.\\d+\\.attn2$");
+  EXPECT_EQ(s.at("calls_skipped").get<int64_t>(), std::count(pattern.begin(), pattern.end(), 'S'));
+  EXPECT_EQ(s.at("modules_computed").get<int64_t>(), ran);
+  EXPECT_EQ(s.at("modules_predicted").get<int64_t>(), attentions - ran);
+  const Tensor expected = io::load_safetensors(fixture_dir("cache_wan_tiny") + "/expected.safetensors").at(name);
+  EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("latents"), expected), kLatentsTolerance);
+
+  const auto text = run_cli(fixture_args("cache_wan_tiny") + " --cache taylorseer:interval=2,before=2 --out " +
+                            dir.file("t.safetensors"));
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_NE(text.out.find("(" + std::to_string(ran) + " hooked module calls computed, " +
+                          std::to_string(attentions - ran) + " predicted)\n"),
+            std::string::npos)
+      << text.out;
+}
+
 TEST(GenerateCache, BadSpecsAreOneLineErrors) {
   TempDir dir("generate_cache_bad");
   const std::string out = dir.file("out.safetensors");
@@ -105,6 +140,10 @@ TEST(GenerateCache, BadSpecsAreOneLineErrors) {
   expect_cli_refused(flux + "magcache:0.06,max_skip_steps=1.5", "max_skip_steps must be a whole number", out);
   expect_cli_refused(flux + "magcache:retention_ratio=2", "retention_ratio is a share of the steps", out);
   expect_cli_refused(flux + "magcache:ratios=1/x", "a ratio must be a number >= 0, got 'x'", out);
+  expect_cli_refused(flux + "taylorseer:interval=0", "interval must be a whole number >= 1, got '0'", out);
+  expect_cli_refused(flux + "taylorseer:module=+", "TaylorSeer: '+' is not a regex", out);
+  expect_cli_refused(flux + "taylorseer:module=^nothing",
+                     "TaylorSeer: no module of FluxTransformer2DModel matches ^nothing (give module=REGEX", out);
 }
 
 TEST(GenerateCache, ModelsWithoutACacheOrRatiosAreRefused) {
@@ -113,10 +152,12 @@ TEST(GenerateCache, ModelsWithoutACacheOrRatiosAreRefused) {
   // Wan has no released ratios in diffusers: a run must calibrate or give them.
   expect_cli_refused(fixture_args("cache_wan_tiny") + " --cache magcache --out " + out,
                      "needs its per-step ratios: run once with --cache magcache:calibrate", out);
-  const std::string qwen = fixture_dir("qwenimage_pipeline_tiny");
-  expect_cli_refused("generate --model " + qwen + "/pipeline --embeddings " + qwen + "/inputs.safetensors --latents " +
-                         qwen + "/inputs.safetensors --steps 2 --height 32 --width 32 --cache fbcache:0.1 --out " + out,
-                     "--cache is for FLUX.1 and Wan for now", out);
+  // Diffusion forcing's calls are no steps of one denoising for a cache to skip.
+  const std::string forcing = fixture_dir("skyreels_df_tiny");
+  expect_cli_refused("generate --model " + forcing + "/pipeline --embeddings " + forcing +
+                         "/inputs.safetensors --frames 21 --height 48 --width 32 --steps 2 --cache fbcache:0.1 --out " +
+                         out,
+                     "--cache is not supported for SkyReels-V2's diffusion forcing", out);
   // Wan 2.2 A14B switches experts mid-loop: one cache state cannot serve two transformers.
   const std::string experts = fixture_dir("wan22_experts");
   expect_cli_refused("generate --model " + experts + "/t2v/pipeline --embeddings " + experts +

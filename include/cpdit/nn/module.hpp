@@ -6,7 +6,9 @@
 // Forward hooks: each module's forward is an ordinary C++ function with its own signature, and runs
 // its body through with_hooks(), which shows the hooks the tensor arguments by parameter name and the
 // results by index. The plan machinery (nn/parallelism.hpp) splits and gathers through these hooks;
-// tests record intermediates through them.
+// tests record intermediates through them. An around hook stands in for the body itself, as diffusers'
+// ModelHook.new_forward: it may run the body or return outputs of its own (TaylorSeer's predictions,
+// nn/step_cache.hpp).
 #include <cpdit/core/tensor.hpp>
 #include <cpdit/core/weight.hpp>
 
@@ -33,6 +35,8 @@ class Module {
  public:
   using PreHook = std::function<void(TensorMap& inputs)>;
   using PostHook = std::function<void(std::vector<Tensor>& outputs)>;
+  using Body = std::function<std::vector<Tensor>(const TensorMap& inputs)>;
+  using AroundHook = std::function<std::vector<Tensor>(const TensorMap& inputs, const Body& body)>;
 
   Module() = default;
   virtual ~Module() = default;
@@ -47,10 +51,12 @@ class Module {
   // Hooks carry a tag so that one owner (e.g. "context_parallel") can remove its own.
   void add_pre_hook(const std::string& tag, PreHook hook);
   void add_post_hook(const std::string& tag, PostHook hook);
+  // Runs after the pre-hooks and before the post-hooks; a later one wraps an earlier one.
+  void add_around_hook(const std::string& tag, AroundHook hook);
   void remove_hooks(const std::string& tag);
   // Whether any hook is installed: a caller that fuses this module's work into its own pass (and so
   // never calls its forward) does so only when no hook expects to see it run.
-  bool has_hooks() const { return !pre_hooks_.empty() || !post_hooks_.empty(); }
+  bool has_hooks() const { return !pre_hooks_.empty() || !post_hooks_.empty() || !around_hooks_.empty(); }
 
  protected:
   template <class M, class... Args>
@@ -62,15 +68,15 @@ class Module {
   }
   Parameter& add_parameter(const std::string& name, Shape shape, bool matrix = false);
 
-  // Runs pre-hooks on `inputs`, then body(inputs), then post-hooks on its results.
-  std::vector<Tensor> with_hooks(TensorMap inputs,
-                                 const std::function<std::vector<Tensor>(const TensorMap&)>& body) const;
+  // Runs pre-hooks on `inputs`, then body(inputs) through the around hooks, then post-hooks on its results.
+  std::vector<Tensor> with_hooks(TensorMap inputs, const Body& body) const;
 
  private:
   std::vector<std::pair<std::string, std::unique_ptr<Module>>> children_;
   std::map<std::string, Parameter> parameters_;  // map: references stay valid
   std::vector<std::pair<std::string, PreHook>> pre_hooks_;
   std::vector<std::pair<std::string, PostHook>> post_hooks_;
+  std::vector<std::pair<std::string, AroundHook>> around_hooks_;
 };
 
 // A module that only groups children under a name (diffusers' "ff.net", "attn.to_out").

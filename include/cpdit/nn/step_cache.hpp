@@ -1,7 +1,8 @@
 #pragma once
 // Step caches: on the denoising steps where a transformer's blocks would change little, skip them and
 // reuse what they added the last time they ran — diffusers' FirstBlockCache and MagCache hooks, with
-// their decisions. Each family's forward runs its blocks through run_blocks, the one place a cache
+// their decisions — or predict chosen modules' outputs from a Taylor series over the steps that ran
+// them (diffusers' TaylorSeer, whose schedule is fixed by the step count: every rank agrees by design). Each family's forward runs its blocks through run_blocks, the one place a cache
 // plugs in; the pipeline binds one StepCache per rank for a run (ScopedStepCache) and names the guidance
 // pass each transformer call belongs to (ScopedCacheBranch), as diffusers' cache contexts "cond" and
 // "uncond" keep the two passes' states apart.
@@ -11,6 +12,7 @@
 // over the ranks of the model's group (in f64, in rank order), before the quotient. Every rank of every
 // split compares the same number, so all take the same decision at every step.
 #include <cpdit/core/tensor.hpp>
+#include <cpdit/nn/module.hpp>
 
 #include <cmath>
 #include <cstddef>
@@ -22,7 +24,7 @@
 namespace cpdit::nn {
 
 struct StepCacheConfig {
-  enum class Kind { none, first_block, mag };
+  enum class Kind { none, first_block, mag, taylor_seer };
   Kind kind = Kind::none;
   // FirstBlockCache: skip when mean|r_t - r_prev| / mean|r_prev| <= threshold, r the first block's
   // residual (default 0.05 as diffusers'). MagCache: the accumulated error allowed (default 0.06).
@@ -31,12 +33,29 @@ struct StepCacheConfig {
   double retention_ratio = 0.2;    // MagCache: the share of first steps never skipped
   std::vector<float> mag_ratios;   // MagCache: per step, nearest-interpolated to the run's steps
   bool calibrate = false;          // MagCache: skip nothing, measure the ratios and report them
+  // TaylorSeer (diffusers' TaylorSeerCacheConfig): each hooked module computes on its first
+  // `disable_cache_before_step` calls and every `cache_interval`-th after, from `disable_cache_after_step`
+  // on (-1: never) always; between, its outputs are predicted to order `max_order` from factors kept in
+  // bf16 (diffusers' default) or f32. The modules are those whose dotted paths fully match one of
+  // `modules` (ECMAScript regexes; empty: the family's defaults).
+  int cache_interval = 5;
+  int disable_cache_before_step = 3;
+  int disable_cache_after_step = -1;
+  int max_order = 1;
+  bool f32_factors = false;
+  std::vector<std::string> modules;
 };
 
+// diffusers' TaylorSeer defaults: the attention modules of blocks named as diffusers' transformers name
+// them. Wan's attentions (blocks.N.attn1, attn2) end in a digit and match none; its family names them.
+const std::vector<std::string>& taylor_seer_default_modules();
+
 // "fbcache[:T]", "magcache[:T][,key=value...]" (keys threshold, max_skip_steps, retention_ratio,
-// ratios=a/b/c, and the word calibrate). Bad specs throw invalid_argument with a one-line message.
+// ratios=a/b/c, and the word calibrate), "taylorseer[:key=value...]" (interval, before, after, order,
+// factors=bf16|f32, module=REGEX, repeatable). Bad specs throw invalid_argument with a one-line message.
 StepCacheConfig parse_step_cache(const std::string& spec);
-// The spec back, as the summary names it: "fbcache:0.08", "magcache:0.06", "magcache:calibrate".
+// The spec back, as the summary names it: "fbcache:0.08", "magcache:0.06", "magcache:calibrate",
+// "taylorseer:interval=5,before=3,order=1".
 std::string step_cache_name(const StepCacheConfig& config);
 // diffusers' nearest_interp: `ratios` resampled to `steps` entries, index round(i (n-1)/(steps-1)) in f32.
 std::vector<float> nearest_interp(const std::vector<float>& ratios, int steps);
@@ -47,7 +66,8 @@ struct CacheDecision {
   int call = 0;    // the call's place among its branch's calls
   // FirstBlockCache: the relative L1 compared; MagCache: the accumulated error; NaN: no test was made
   double value = std::nan("");
-  bool computed = true;
+  bool computed = true;  // TaylorSeer: false when a hooked module's outputs were predicted
+  int modules_computed = 0, modules_predicted = 0;  // TaylorSeer's hooked modules in this call
 };
 
 struct StepCacheReport {
@@ -56,6 +76,8 @@ struct StepCacheReport {
   std::vector<std::vector<double>> calibrated_ratios;
   int computed() const;
   int skipped() const;
+  int modules_computed() const;   // TaylorSeer's hooked modules' calls that ran
+  int modules_predicted() const;  // and those predicted
 };
 
 // One rank's cache over one run of `steps` denoising steps: a state per guidance branch.
@@ -98,6 +120,13 @@ class ScopedCacheBranch {
  private:
   int previous_;
 };
+
+// Hooks TaylorSeer on the modules of `model` (a rank's replica) that `config.modules` match; returns
+// how many. The hooks act while a TaylorSeer StepCache is bound on the thread, and run the module
+// otherwise.
+int hook_taylor_seer(Module& model, const StepCacheConfig& config);
+// The paths in `model` that one of `patterns` fully matches (a bad regex throws invalid_argument).
+std::vector<std::string> matching_modules(Module& model, const std::vector<std::string>& patterns);
 
 // Block `index` of a transformer on the streams it carries (FLUX.1: {image, text}; Wan: {tokens}),
 // returning the same streams.

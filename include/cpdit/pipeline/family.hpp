@@ -139,6 +139,8 @@ class Family {
   // MagCache's per-step ratios for the family's released checkpoints (FLUX.1: diffusers' FLUX_MAG_RATIOS);
   // empty: none known, a run must calibrate or give them.
   virtual std::vector<float> mag_ratios() const { return {}; }
+  // The modules TaylorSeer hooks when the request names none (diffusers' attention patterns).
+  virtual std::vector<std::string> taylor_seer_modules() const { return nn::taylor_seer_default_modules(); }
   // The decoded pixels as the pipeline returns them (Qwen-Image: its one frame).
   virtual Tensor pixels(const Tensor& decoded) const { return decoded; }
 };

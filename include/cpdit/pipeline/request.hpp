@@ -77,6 +77,9 @@ struct Request {
   // A step cache (nn/step_cache.hpp: --cache fbcache:0.08, magcache); kind none: every block of every step.
   // MagCache without ratios takes the family's (FLUX.1: diffusers' FLUX_MAG_RATIOS) or is refused.
   nn::StepCacheConfig cache;
+  // Cross-attention keys and values projected once per run where the tokens they come from do not
+  // change between steps (nn/text_kv_cache.hpp: exact; Wan, SkyReels-V2, LTX-Video): --text-kv-cache.
+  bool text_kv_cache = true;
 
   // LoRA adapters on the transformer's layers, applied at run time beside its weights (which stay as
   // loaded); several add up. A resident pipeline reads each file once.
@@ -122,6 +125,10 @@ struct Result {
   // transformer calls computed and skipped over the run (both guidance passes).
   std::vector<nn::StepCacheReport> cache_reports;
   int64_t cache_computed = 0, cache_skipped = 0;
+  int64_t cache_modules_computed = 0, cache_modules_predicted = 0;  // TaylorSeer's hooked module calls
+  // The text-KV cache's cross-attention projections on the run (rank 0's of each guidance group):
+  // those reused and those made.
+  int64_t text_kv_reused = 0, text_kv_projected = 0;
 };
 
 }  // namespace cpdit::pipeline

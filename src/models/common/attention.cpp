@@ -3,6 +3,9 @@
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/common/adaptive_norm.hpp>
 #include <cpdit/models/common/attention.hpp>
+#include <cpdit/nn/text_kv_cache.hpp>
+
+#include <tuple>
 
 namespace cpdit::models::common {
 
@@ -132,15 +135,30 @@ Tensor Attention::attend(const nn::TensorMap& in, const attention::Mask& self_ma
   // RoPE on q and k when the caller passed tables (the text's keys of cross-attention have none).
   const RopeTables rope{in.at("cos"), in.at("sin")};
   const bool rotated = !cross && rope.cos.defined();
-  const Qkv qkv = project(projections_, shape_, x, cross ? text : x, rotated ? &rope : nullptr);
+  Qkv qkv;
+  if (nn::TextKvCache* cache = nn::bound_text_kv_cache(); cross && cache != nullptr) {
+    // Text keys carry no rotation: their projections depend on the text alone.
+    qkv.q = project_heads(projections_.q, &projections_.norm_q, shape_.qk_norm, shape_.heads, x);
+    std::tie(qkv.k, qkv.v) = cache->keys_values(this, 0, text, [&] {
+      return std::pair{project_heads(projections_.k, &projections_.norm_k, shape_.qk_norm, shape_.heads, text),
+                       project_heads(projections_.v, nullptr, shape_.qk_norm, shape_.heads, text)};
+    });
+  } else {
+    qkv = project(projections_, shape_, x, cross ? text : x, rotated ? &rope : nullptr);
+  }
   // Replicated text keys are attended locally, never through the ring; sharded ones (and the
   // tokens' own keys) go to the router with the mask share that follows them.
   Tensor o = attend_heads(qkv, cross ? shape_.text_keys : attention::KvPlacement::sharded, std::move(mask));
   if (const Tensor& image = in.at("encoder_hidden_states_image"); image.defined()) {
     CPDIT_CHECK(cross && image_, invalid_argument,
                 "attention: image tokens go with a cross-attention that has add_k_proj / add_v_proj");
-    const Qkv image_qkv{qkv.q, project_heads(image_->k, &image_->norm_k, shape_.qk_norm, shape_.heads, image),
-                        project_heads(image_->v, nullptr, shape_.qk_norm, shape_.heads, image)};
+    auto image_kv = [&] {
+      return std::pair{project_heads(image_->k, &image_->norm_k, shape_.qk_norm, shape_.heads, image),
+                       project_heads(image_->v, nullptr, shape_.qk_norm, shape_.heads, image)};
+    };
+    nn::TextKvCache* cache = nn::bound_text_kv_cache();
+    const auto [k, v] = cache != nullptr ? cache->keys_values(this, 1, image, image_kv) : image_kv();
+    const Qkv image_qkv{qkv.q, k, v};
     // Every rank holds all the image tokens (no plan splits them): attended locally.
     kernels::add_(o, attend_heads(image_qkv, attention::KvPlacement::replicated));
   }

@@ -1,6 +1,7 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/kernels/cpu.hpp>
 #include <cpdit/models/ltx_video/model.hpp>
+#include <cpdit/nn/step_cache.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -138,8 +139,10 @@ nn::TensorMap LTXVideoTransformer3DModel::forward(const nn::TensorMap& inputs) c
     const Tensor temb = per_token ? time[0].reshape({batch, rows, 6, dim}) : time[0].reshape({batch, 6, dim});
     const Tensor embedded = per_token ? time[1].reshape({batch, rows, 1, dim}) : time[1].reshape({batch, 1, dim});
     const Tensor c = caption_projection_.forward(in.at("encoder_hidden_states").to(DType::f32));
-    for (TransformerBlock* block : transformer_blocks_)
-      x = block->forward(x, c, temb, rope[0], rope[1], in.at("encoder_attention_mask"));
+    x = nn::run_blocks(transformer_blocks_.size(), {x}, [&](size_t i, const std::vector<Tensor>& s) {
+      return std::vector<Tensor>{transformer_blocks_[i].forward(s[0], c, temb, rope[0], rope[1],
+                                                                 in.at("encoder_attention_mask"))};
+    })[0];
     // The output head: the table plus the embedded timestep, shift then scale.
     auto head = common::scale_shift_modulation(scale_shift_table_.value, embedded);
     x = kernels::modulate(norm_out_.forward(x), head[1], head[0]);

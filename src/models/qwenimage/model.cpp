@@ -1,5 +1,6 @@
 #include <cpdit/core/error.hpp>
 #include <cpdit/models/qwenimage/model.hpp>
+#include <cpdit/nn/step_cache.hpp>
 
 #include <algorithm>
 #include <set>
@@ -124,11 +125,11 @@ nn::TensorMap QwenImageTransformer2DModel::forward(const nn::TensorMap& inputs) 
     auto rope = pos_embed_.forward(in.at("img_shapes"), text.size(1));
     // The joint attention sees [text; image]: its tables likewise (this rank's share of each).
     const Tensor cos = cat({rope[2], rope[0]}, 0), sin = cat({rope[3], rope[1]}, 0);
-    for (TransformerBlock* block : transformer_blocks_) {
-      auto out = block->forward(x, c, mask, temb, cos, sin, index);
-      c = out[0];
-      x = out[1];
-    }
+    // The blocks over the streams {image, text} (a step cache measures the image's).
+    x = nn::run_blocks(transformer_blocks_.size(), {x, c}, [&](size_t i, const std::vector<Tensor>& s) {
+      auto out = transformer_blocks_[i].forward(s[0], s[1], mask, temb, cos, sin, index);
+      return std::vector<Tensor>{out[1], out[0]};
+    })[0];
     const Tensor head_temb = config_.zero_cond_t ? temb.narrow(0, 0, batch) : temb;  // the t half
     return std::vector<Tensor>{proj_out_.forward(norm_out_.forward(x, head_temb))};
   })[0]}};

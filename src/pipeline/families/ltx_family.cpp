@@ -24,6 +24,11 @@ class LtxFamily final : public Family {
     return {.steps = 50, .height = 512, .width = 704, .frames = 161, .preset_frames = 9, .text_tokens = 128};
   }
   bool takes_decode_timestep() const override { return true; }
+  bool takes_step_cache() const override { return true; }
+  // Its attentions are transformer_blocks.N.attn1 and attn2, which diffusers' default patterns miss.
+  std::vector<std::string> taylor_seer_modules() const override {
+    return {"^transformer_blocks\\.\\d+\\.attn1$", "^transformer_blocks\\.\\d+\\.attn2$"};
+  }
   std::string scheduler_name() const override { return "flow-match Euler"; }
   std::vector<std::string> scheduler_choices() const override { return {"euler", "euler_a", "dpm++2m"}; }
   std::string latents_layout() const override {

@@ -23,6 +23,7 @@ class QwenImageFamily final : public Family {
   std::string preset_prefix() const override { return "qwen-"; }
   FamilyDefaults defaults() const override { return {.steps = 50}; }
   bool takes_init_image() const override { return true; }
+  bool takes_step_cache() const override { return true; }
   std::string scheduler_name() const override { return "flow-match Euler"; }
   std::vector<std::string> scheduler_choices() const override { return {"euler", "euler_a", "dpm++2m"}; }
   std::string latents_layout() const override {

@@ -62,8 +62,16 @@ class SkyReelsFamily final : public Family {
     read_wan_vae(t, folder);
   }
 
+  // Its network is Wan's, blocks through nn::run_blocks; diffusion forcing is refused in check().
+  bool takes_step_cache() const override { return true; }
+  std::vector<std::string> taylor_seer_modules() const override { return wan_taylor_seer_modules(); }
+
   void check(const Request& r, const Transformer& t) const override {
     const SkyReelsV2Config& config = skyreels_config(t);
+    // Its calls denoise frame blocks at their own noise levels, a varying number of frames at a time: no
+    // call is a step after the previous one for a cache to skip.
+    CPDIT_CHECK(r.cache.kind == nn::StepCacheConfig::Kind::none || !diffusion_forcing(config), invalid_argument,
+                "--cache is not supported for SkyReels-V2's diffusion forcing (its image-to-video model takes it)");
     check_first_image_taken(r, t, config, diffusion_forcing(config) || wan_takes_image(config));
     if (wan_takes_image(config)) check_image_to_video(r, t, config);
   }

@@ -123,4 +123,6 @@ RankLoop wan_loop(const LoopInputs& in, const models::wan::WanConfig& config, do
                     });
 }
 
+std::vector<std::string> wan_taylor_seer_modules() { return {"^blocks\\.\\d+\\.attn1$", "^blocks\\.\\d+\\.attn2$"}; }
+
 }  // namespace cpdit::pipeline

@@ -41,6 +41,11 @@ using VideoGenerate =
 
 // A Wan-network family's guidance when the request leaves it unset: `guidance` (the pipeline's default),
 // and for Wan 2.2's low-noise expert the same unless given.
+// TaylorSeer's modules on Wan's network: its attentions, blocks.N.attn1 and attn2 (which diffusers' default
+// patterns, ending in "attn", miss: there it hooks nothing on Wan unless given these, as the
+// cache_wan_tiny fixture does).
+std::vector<std::string> wan_taylor_seer_modules();
+
 void fill_wan_guidance(Request& r, const Transformer& t, float guidance);
 
 // The loop of a Wan-network family: the prompt (and negative prompt) embeddings, guidance, Wan 2.2's

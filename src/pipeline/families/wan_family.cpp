@@ -49,6 +49,7 @@ class WanFamily final : public Family {
   }
   bool takes_first_image() const override { return true; }
   bool takes_step_cache() const override { return true; }
+  std::vector<std::string> taylor_seer_modules() const override { return wan_taylor_seer_modules(); }
   std::string scheduler_name() const override { return "UniPC"; }
   std::vector<std::string> scheduler_choices() const override { return {"unipc", "dpm++2m"}; }
   std::string latents_layout() const override { return "wan latents (B, 16, F, H/8, W/8)"; }
