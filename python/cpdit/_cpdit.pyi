@@ -72,6 +72,7 @@ class Request:
     sigmas: List[float]
     decode: bool
     loras: List[Tuple[str, float, bool, bool]]
+    cache: str
     parallel: RankRequest
 
 class LoadPolicy:

@@ -1,6 +1,8 @@
-"""Context parallelism as diffusers spells it: a config, and the transformer that takes it."""
+"""Context parallelism as diffusers spells it: a config, and the transformer that takes it (and its step
+cache, _cache.py)."""
 
 from . import _cpdit
+from ._cache import CACHE_CONFIGS
 from ._checks import checked, checked_degree
 
 __all__ = ["ContextParallelConfig", "Transformer"]
@@ -49,6 +51,7 @@ class Transformer:
     def __init__(self):
         self.parallel_config = None
         self.attention_backend = None
+        self._cache_config = None
 
     def enable_parallelism(self, config):
         """Split the transformer's tokens as ``config`` (a :class:`ContextParallelConfig`) says."""
@@ -60,3 +63,25 @@ class Transformer:
         """Run attention on ``backend`` ("flash" or "native"); an unknown name raises ValueError."""
         _cpdit.check_attention_backend(backend)
         self.attention_backend = backend
+
+    @property
+    def is_cache_enabled(self):
+        return self._cache_config is not None
+
+    def enable_cache(self, config):
+        """Run the pipeline's calls with a step cache: a :class:`FirstBlockCacheConfig`,
+        :class:`MagCacheConfig` or :class:`TaylorSeerCacheConfig` (FLUX.1 and Wan). As diffusers, one at a
+        time: disable_cache() first to change it."""
+        if not isinstance(config, CACHE_CONFIGS):
+            raise ValueError(f"Cache config {type(config).__name__} is not supported: give a cpdit."
+                             "FirstBlockCacheConfig, MagCacheConfig or TaylorSeerCacheConfig")
+        if self._cache_config is not None:
+            raise ValueError(f"Caching has already been enabled with {type(self._cache_config).__name__}: "
+                             "disable_cache() first")
+        self._cache_config = config
+
+    def disable_cache(self):
+        """Run every block of every step again."""
+        if self._cache_config is None:
+            raise ValueError("Caching techniques have not been enabled, so there's nothing to disable")
+        self._cache_config = None

@@ -384,6 +384,8 @@ class _Pipeline(LoraMethods):
             else:  # prompt masks as diffusers makes them (int64 0/1), embeddings float32; read in place when they are
                 embeddings[name] = engine_array(value, name, np.int64 if name.endswith("_mask") else np.float32)
         self._set_parallel(args.parallel, ranks, threads)
+        if self.transformer.is_cache_enabled:
+            args.cache = self.transformer._cache_config._spec
         _schedulers.apply(self, args)
         bar = StepBar(self._progress_bar_config)
         try:

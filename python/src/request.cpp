@@ -5,6 +5,7 @@
 #include "bindings.hpp"
 
 #include <cpdit/nn/lora.hpp>
+#include <cpdit/nn/step_cache.hpp>
 #include <cpdit/pipeline/pipeline.hpp>
 
 #include <pybind11/stl.h>
@@ -96,6 +97,10 @@ void bind_request(py::module_& m) {
             r.loras.clear();
             for (const auto& [path, weight, merge, low_noise] : loras) r.loras.push_back({path, weight, merge, low_noise});
           })
+      // The request's step cache as --cache spells it (nn::parse_step_cache; "none": no cache).
+      .def_property(
+          "cache", [](const Request& r) { return nn::step_cache_name(r.cache); },
+          [](Request& r, const std::string& spec) { r.cache = nn::parse_step_cache(spec); })
       .def_readwrite("parallel", &Request::parallel);
 }
 
