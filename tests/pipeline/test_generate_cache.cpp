@@ -25,6 +25,9 @@ using cpdit::testing::TempDir;
 
 // As the fixture parity tests: diffusers' float32 run against ours, summation order only.
 constexpr double kLatentsTolerance = 1e-4;
+// TaylorSeer's bf16 factors (its default): a factor within those differences of a bf16 rounding tie rounds
+// one bf16 step the other way (tests/pipeline/test_step_cache_fixtures.cpp says more); 1e-3 there.
+constexpr double kBf16FactorsTolerance = 1e-3;
 
 // generate on a cache fixture with diffusers' call (call.json), embeddings and initial latents.
 std::string fixture_args(const std::string& fixture) {
@@ -117,7 +120,7 @@ TEST(GenerateCache, TaylorSeerSummaryCountsPredictedAttentions) {
   EXPECT_EQ(s.at("modules_computed").get<int64_t>(), ran);
   EXPECT_EQ(s.at("modules_predicted").get<int64_t>(), attentions - ran);
   const Tensor expected = io::load_safetensors(fixture_dir("cache_wan_tiny") + "/expected.safetensors").at(name);
-  EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("latents"), expected), kLatentsTolerance);
+  EXPECT_LT(max_abs_diff(io::load_safetensors(out).at("latents"), expected), kBf16FactorsTolerance);
 
   const auto text = run_cli(fixture_args("cache_wan_tiny") + " --cache taylorseer:interval=2,before=2 --out " +
                             dir.file("t.safetensors"));

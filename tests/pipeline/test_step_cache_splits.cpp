@@ -190,7 +190,8 @@ TEST(StepCacheSplits, DecisionsWithin1PercentOfTheThresholdAreOneRanksOnEverySpl
 
 // Qwen-Image (true CFG, its two streams) and LTX-Video (one stream, text masks) run their blocks through
 // the same loop: FirstBlockCache with a threshold 0.5% above the first compared value (so that call
-// skips), and TaylorSeer on the family's attention patterns, take the one-rank decisions on every split;
+// skips), and TaylorSeer on the family's attention patterns (f32 factors, so that 1e-5 holds), take the
+// one-rank decisions on every split;
 // a threshold of 0 skips nothing and leaves the uncached latents bitwise.
 void expect_family_caches_decide_as_one_rank(const std::string& fixture) {
   SCOPED_TRACE(fixture);
@@ -211,7 +212,7 @@ void expect_family_caches_decide_as_one_rank(const std::string& fixture) {
   Result one;
   expect_every_split_decides_as_one_rank(fixture, pipe, base, fbc, kSplits, &one);
   EXPECT_GT(one.cache_skipped, 0);
-  expect_every_split_decides_as_one_rank(fixture, pipe, base, nn::parse_step_cache("taylorseer:interval=2,before=1"),
+  expect_every_split_decides_as_one_rank(fixture, pipe, base, nn::parse_step_cache("taylorseer:interval=2,before=1,factors=f32"),
                                          kSplits, &one);
   EXPECT_GT(one.cache_modules_predicted, 0);
 }
