@@ -26,6 +26,12 @@ bool computes(const StepCacheConfig& c, int step) {
 // module's own output, which the block may go on to change.
 Tensor as_factor(const Tensor& t, bool f32) { return f32 ? t.clone() : t.to(DType::bf16); }
 
+// `t` in f32 in memory of its own (to() hands back `t` itself when it is f32 already).
+Tensor owned_f32(const Tensor& t) {
+  Tensor f = t.to(DType::f32);
+  return f.same_storage(t) ? f.clone() : f;
+}
+
 // (a - b) / delta elementwise in f32, each operation rounded as PyTorch's.
 Tensor divided_difference(const Tensor& a, const Tensor& b, int delta) {
   const Tensor d = difference(a, b);
@@ -66,12 +72,14 @@ std::vector<Tensor> predict(const TaylorState& s) {
     for (size_t order = 1; order < factors.size(); ++order) {
       factorial *= double(order);
       const float coefficient = float(std::pow(double(offset), double(order)) / factorial);
-      Tensor term = factors[order].to(DType::f32).contiguous().clone();
+      Tensor term = owned_f32(factors[order]);
       float* t = term.data<float>();
       for (int64_t e = 0; e < term.numel(); ++e) t[e] *= coefficient;
       out = sum(out, term);
     }
-    outputs.push_back(out.to(s.dtypes[i]).clone());
+    // A new tensor, never the factor itself (order 0 alone, in f32), which the block may go on to change.
+    const Tensor predicted = out.to(s.dtypes[i]);
+    outputs.push_back(predicted.same_storage(factors[0]) ? predicted.clone() : predicted);
   }
   return outputs;
 }

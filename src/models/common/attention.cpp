@@ -18,13 +18,20 @@ struct Qkv {
   Tensor q, k, v;  // (B, S, H, Dh)
 };
 
+// k and v from `source`, k rotated by `rope` when given.
+std::pair<Tensor, Tensor> project_kv(const StreamProjections& p, const AttentionShape& shape, const Tensor& source,
+                                     const RopeTables* rope = nullptr) {
+  return {project_heads(p.k, &p.norm_k, shape.qk_norm, shape.heads, source, rope),
+          project_heads(p.v, nullptr, shape.qk_norm, shape.heads, source)};
+}
+
 // q from the tokens x, k and v from `source` (x itself for self-attention); q and k rotated by `rope`
 // when given.
 Qkv project(const StreamProjections& p, const AttentionShape& shape, const Tensor& x, const Tensor& source,
             const RopeTables* rope = nullptr) {
-  return {project_heads(p.q, &p.norm_q, shape.qk_norm, shape.heads, x, rope),
-          project_heads(p.k, &p.norm_k, shape.qk_norm, shape.heads, source, rope),
-          project_heads(p.v, nullptr, shape.qk_norm, shape.heads, source)};
+  Tensor q = project_heads(p.q, &p.norm_q, shape.qk_norm, shape.heads, x, rope);
+  auto [k, v] = project_kv(p, shape, source, rope);
+  return {q, k, v};
 }
 
 // softmax(q kᵀ / √Dh) v over the heads, back to (B, S, H·Dh).
@@ -139,10 +146,7 @@ Tensor Attention::attend(const nn::TensorMap& in, const attention::Mask& self_ma
   if (nn::TextKvCache* cache = nn::bound_text_kv_cache(); cross && cache != nullptr) {
     // Text keys carry no rotation: their projections depend on the text alone.
     qkv.q = project_heads(projections_.q, &projections_.norm_q, shape_.qk_norm, shape_.heads, x);
-    std::tie(qkv.k, qkv.v) = cache->keys_values(this, 0, text, [&] {
-      return std::pair{project_heads(projections_.k, &projections_.norm_k, shape_.qk_norm, shape_.heads, text),
-                       project_heads(projections_.v, nullptr, shape_.qk_norm, shape_.heads, text)};
-    });
+    std::tie(qkv.k, qkv.v) = cache->keys_values(this, 0, text, [&] { return project_kv(projections_, shape_, text); });
   } else {
     qkv = project(projections_, shape_, x, cross ? text : x, rotated ? &rope : nullptr);
   }
